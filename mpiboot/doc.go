@@ -1,0 +1,39 @@
+// Package mpiboot bootstraps gccl from MPI. It is the only package of gccl
+// that links an MPI library, through a thin cgo layer: Open MPI by default
+// (pkg-config module "ompi"), MPICH with the build tag "mpich" (module
+// "mpich"). MPI constants and handles are named only on the C side, so the
+// same Go code works with both implementations.
+//
+// A job starts MPI with Init (or, when the application has already started
+// MPI itself, for example with gompi's mpi.Start, attaches with Join), then
+// creates its communicators with NewComm (one device per process) or
+// NewComms (several devices per process); rank 0 makes the unique ID and
+// MPI broadcasts it, and the device of each process defaults to its local
+// rank, found by all-gathering a hash of the host name and the kernel boot ID.
+// Finalize ends it: it frees mpiboot's communicator and, only if Init started
+// MPI, calls MPI_Finalize.
+//
+//	if err := mpiboot.Init(); err != nil { ... }
+//	defer mpiboot.Finalize()
+//	c, err := mpiboot.NewComm(nil)          // rank, size and device from MPI
+//	...
+//	err = mpiboot.Wait(c.Device(), s, time.Minute) // instead of Synchronize
+//
+// Threads. mpiboot asks for MPI_THREAD_MULTIPLE. When MPI grants less, every
+// MPI call is funnelled through one goroutine locked to the OS thread that
+// initialised MPI, so callers may use mpiboot from any goroutine either way.
+// MPI_Init_thread and MPI_Finalize always run on that thread.
+//
+// Errors. mpiboot works on a private duplicate of MPI_COMM_WORLD with
+// MPI_ERRORS_RETURN, so an MPI failure comes back as a *gccl.Error with code
+// SystemError and MPI_Error_string's text instead of aborting the job.
+// Collectives (Bcast, Allgather, Barrier) are started nonblocking and polled
+// against a deadline (SetTimeout, default five minutes), so a missing peer
+// gives gccl.ErrTimeout rather than a hang; after a timeout the job should
+// be aborted (Abort), since MPI cannot cancel a collective.
+//
+// Progress. Some MPI implementations progress only inside MPI calls; a
+// process that blocks on a GPU stream while a peer waits on MPI can then
+// deadlock (NCCL guide §4.2.1). Wait polls the stream and calls MPI_Iprobe
+// between polls, bounded by a deadline.
+package mpiboot

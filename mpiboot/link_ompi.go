@@ -1,0 +1,12 @@
+//go:build !mpich
+
+package mpiboot
+
+// Open MPI (the default): its pkg-config module is "ompi" everywhere Open MPI
+// is installed, while "mpi" exists only where Debian's alternatives point it
+// at one implementation or the other.
+
+/*
+#cgo pkg-config: ompi
+*/
+import "C"

@@ -1,0 +1,70 @@
+package mpiboot
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/fnv"
+	"os"
+	"time"
+)
+
+// bootIDPath names this boot of the kernel: two containers or two machines
+// can share a short host name, not a boot ID as well.
+const bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// hostHash identifies the host this process runs on: FNV-1a of the full
+// host name and the kernel's boot ID (NCCL's getHostHash, made harder to collide).
+func hostHash() uint64 {
+	h := fnv.New64a()
+	name, _ := os.Hostname()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	if id, err := os.ReadFile(bootIDPath); err == nil {
+		h.Write(bytes.TrimSpace(id))
+	}
+	return h.Sum64()
+}
+
+// localOf returns the local rank (how many lower ranks share my hash) and
+// the local size (how many ranks share it) from everyone's host hashes.
+func localOf(hashes []uint64, rank int) (localRank, localSize int) {
+	for r, h := range hashes {
+		if h != hashes[rank] {
+			continue
+		}
+		if r < rank {
+			localRank++
+		}
+		localSize++
+	}
+	return localRank, localSize
+}
+
+// learnLocal all-gathers the host hashes (a collective over every process).
+func learnLocal(e *executor, rank, size int, deadline time.Time) (localRank, localSize int, err error) {
+	all, err := allgather(e, binary.LittleEndian.AppendUint64(nil, hostHash()), size, deadline)
+	if err != nil {
+		return 0, 0, err
+	}
+	hashes := make([]uint64, size)
+	for r := range hashes {
+		hashes[r] = binary.LittleEndian.Uint64(all[8*r:])
+	}
+	localRank, localSize = localOf(hashes, rank)
+	return localRank, localSize, nil
+}
+
+// LocalRank returns this process's rank among the processes on its host
+// (0 before Init/Join). Use it to pick a GPU: device = LocalRank().
+func LocalRank() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.localRank
+}
+
+// LocalSize returns how many processes of the job run on this host (0 before Init/Join).
+func LocalSize() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.localSize
+}

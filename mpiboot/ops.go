@@ -1,0 +1,161 @@
+package mpiboot
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/gccl/gccl"
+)
+
+// Bcast broadcasts buf from root to every process (MPI_Bcast on mpiboot's
+// communicator). Every process passes a buffer of the same length; one that
+// does not gets gccl.ErrInvalidArgument, without leaving the others waiting.
+func Bcast(buf []byte, root int) error {
+	e, deadline, err := acquire()
+	if err != nil {
+		return err
+	}
+	defer live.RUnlock()
+	rank, size := World()
+	if root < 0 || root >= size {
+		return gccl.Errorf(gccl.InvalidArgument, "root", "root %d is out of range; it must be in [0, %d)", root, size)
+	}
+	if len(buf) > maxCount {
+		return gccl.Errorf(gccl.InvalidArgument, "buf", "%d bytes is more than one MPI call carries (%d)", len(buf), maxCount)
+	}
+	collMu.Lock()
+	defer collMu.Unlock()
+	return bcast(e, buf, rank, root, deadline)
+}
+
+// bcast sends the root's length first, so that every rank can take part in
+// the data broadcast with the root's length even when its own is wrong.
+func bcast(e *executor, buf []byte, rank, root int, deadline time.Time) error {
+	n := binary.LittleEndian.AppendUint64(nil, uint64(len(buf)))
+	if err := bcastRaw(e, n, root, deadline); err != nil {
+		return err
+	}
+	rootLen := int(binary.LittleEndian.Uint64(n))
+	if rootLen == len(buf) {
+		return bcastRaw(e, buf, root, deadline)
+	}
+	if err := bcastRaw(e, make([]byte, rootLen), root, deadline); err != nil {
+		return err
+	}
+	return gccl.Errorf(gccl.InvalidArgument, "buf", "rank %d passed %d bytes but root %d broadcast %d; pass buffers of the same length on every rank", rank, len(buf), root, rootLen)
+}
+
+func bcastRaw(e *executor, buf []byte, root int, deadline time.Time) error {
+	var r *request
+	var err error
+	if terr := e.do(func() { r, err = cIbcast(buf, root) }); terr != nil || err != nil {
+		return firstErr(terr, err)
+	}
+	if err = wait(e, r, deadline, "MPI_Ibcast"); err != nil {
+		return err
+	}
+	r.result(0, buf)
+	r.free()
+	return nil
+}
+
+// Allgather gathers send from every process, in rank order: the result holds
+// size × len(send) bytes. Every process must pass the same length; otherwise
+// all of them get gccl.ErrInvalidArgument.
+func Allgather(send []byte) ([]byte, error) {
+	e, deadline, err := acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer live.RUnlock()
+	_, size := World()
+	if len(send) > maxCount/size {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "send", "%d bytes × %d ranks is more than one MPI call carries (%d)", len(send), size, maxCount)
+	}
+	collMu.Lock()
+	defer collMu.Unlock()
+	return allgather(e, send, size, deadline)
+}
+
+func allgather(e *executor, send []byte, size int, deadline time.Time) ([]byte, error) {
+	lens, err := allgatherRaw(e, binary.LittleEndian.AppendUint64(nil, uint64(len(send))), size, deadline)
+	if err != nil {
+		return nil, err
+	}
+	for r := range size {
+		if n := binary.LittleEndian.Uint64(lens[8*r:]); n != uint64(len(send)) {
+			return nil, gccl.Errorf(gccl.InvalidArgument, "send", "rank %d passed %d bytes, another passed %d; pass the same length on every rank", r, n, len(send))
+		}
+	}
+	return allgatherRaw(e, send, size, deadline)
+}
+
+func allgatherRaw(e *executor, send []byte, size int, deadline time.Time) ([]byte, error) {
+	var r *request
+	var err error
+	if terr := e.do(func() { r, err = cIallgather(send, size) }); terr != nil || err != nil {
+		return nil, firstErr(terr, err)
+	}
+	if err = wait(e, r, deadline, "MPI_Iallgather"); err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(send)*size)
+	r.result(1, out)
+	r.free()
+	return out, nil
+}
+
+// Barrier returns once every process has entered it.
+func Barrier() error {
+	e, deadline, err := acquire()
+	if err != nil {
+		return err
+	}
+	defer live.RUnlock()
+	collMu.Lock()
+	defer collMu.Unlock()
+	var r *request
+	if terr := e.do(func() { r, err = cIbarrier() }); terr != nil || err != nil {
+		return firstErr(terr, err)
+	}
+	return wait(e, r, deadline, "MPI_Ibarrier")
+}
+
+// Iprobe calls MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG) on mpiboot's
+// communicator and reports whether a message is waiting. Its use is the side
+// effect: it drives the progress engine of MPI implementations that only
+// progress inside MPI calls (NCCL guide §4.2.1).
+func Iprobe() (bool, error) {
+	e, _, err := acquire()
+	if err != nil {
+		return false, err
+	}
+	defer live.RUnlock()
+	var flag bool
+	if terr := e.do(func() { flag, err = cIprobe() }); terr != nil {
+		return false, terr
+	}
+	return flag, err
+}
+
+// wait polls a request with MPI_Test until it completes or the deadline
+// passes. After a timeout the request stays outstanding (MPI cannot cancel
+// a collective) and its buffers are never freed.
+func wait(e *executor, r *request, deadline time.Time, call string) error {
+	pause := 5 * time.Microsecond
+	for {
+		var done bool
+		var err error
+		if terr := e.do(func() { done, err = r.test() }); terr != nil || err != nil {
+			return firstErr(terr, err)
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return gccl.Errorf(gccl.TimeoutError, call, "not complete after the deadline; a process of the job did not take part (set it with mpiboot.SetTimeout), abort the job")
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
+}
