@@ -1,0 +1,113 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/gccl/gccl"
+)
+
+// MaxKernelArgs is the most arguments one launch may carry.
+const MaxKernelArgs = 64
+
+// Args packs kernel arguments for LaunchKernel, in the kernel's parameter
+// order. Each value is stored little-endian at its natural alignment in one
+// byte buffer; the launch builds the kernelParams array from it, and the
+// driver copies the values at launch, so Args may be reused afterwards.
+//
+//	var a cuda.Args
+//	a.Ptr(dst).Ptr(src).U64(uint64(n)).Struct(peers, 8)
+type Args struct {
+	buf  []byte
+	offs []uint32
+	err  error
+}
+
+func (a *Args) put(size, align int) []byte {
+	if len(a.offs) >= MaxKernelArgs {
+		if a.err == nil {
+			a.err = gccl.Errorf(gccl.InvalidArgument, "args", "more than %d kernel arguments", MaxKernelArgs)
+		}
+		return make([]byte, size)
+	}
+	off := (len(a.buf) + align - 1) &^ (align - 1)
+	for len(a.buf) < off+size {
+		a.buf = append(a.buf, 0)
+	}
+	a.offs = append(a.offs, uint32(off))
+	return a.buf[off : off+size]
+}
+
+// Ptr appends a device pointer.
+func (a *Args) Ptr(p uintptr) *Args { return a.U64(uint64(p)) }
+
+// U32 appends a 32-bit unsigned integer.
+func (a *Args) U32(v uint32) *Args {
+	binary.LittleEndian.PutUint32(a.put(4, 4), v)
+	return a
+}
+
+// I32 appends a 32-bit signed integer.
+func (a *Args) I32(v int32) *Args { return a.U32(uint32(v)) }
+
+// U64 appends a 64-bit unsigned integer.
+func (a *Args) U64(v uint64) *Args {
+	binary.LittleEndian.PutUint64(a.put(8, 8), v)
+	return a
+}
+
+// I64 appends a 64-bit signed integer.
+func (a *Args) I64(v int64) *Args { return a.U64(uint64(v)) }
+
+// F32 appends a float.
+func (a *Args) F32(v float32) *Args { return a.U32(math.Float32bits(v)) }
+
+// F64 appends a double.
+func (a *Args) F64(v float64) *Args { return a.U64(math.Float64bits(v)) }
+
+// Struct appends a struct passed by value, given as its bytes laid out as
+// the kernel's C++ struct, with the struct's alignment (1, 2, 4, 8 or 16).
+func (a *Args) Struct(b []byte, align int) *Args {
+	if align <= 0 || align > 16 || align&(align-1) != 0 {
+		if a.err == nil {
+			a.err = gccl.Errorf(gccl.InvalidArgument, "align", "struct alignment %d is not a power of two up to 16", align)
+		}
+		return a
+	}
+	copy(a.put(len(b), align), b)
+	return a
+}
+
+// Len is the number of arguments.
+func (a *Args) Len() int { return len(a.offs) }
+
+// Arg returns the bytes of argument i (for fakes that decode arguments).
+func (a *Args) Arg(i int) []byte {
+	end := len(a.buf)
+	if i+1 < len(a.offs) {
+		end = int(a.offs[i+1])
+	}
+	return a.buf[a.offs[i]:end]
+}
+
+// Uint64 decodes argument i as a 64-bit value (a pointer or a 64-bit integer).
+func (a *Args) Uint64(i int) uint64 { return binary.LittleEndian.Uint64(a.Arg(i)) }
+
+// Uint32 decodes argument i as a 32-bit value.
+func (a *Args) Uint32(i int) uint32 { return binary.LittleEndian.Uint32(a.Arg(i)) }
+
+// Err is the first packing error (too many arguments, bad alignment).
+func (a *Args) Err() error { return a.err }
+
+// Reset empties a for reuse.
+func (a *Args) Reset() {
+	a.buf, a.offs, a.err = a.buf[:0], a.offs[:0], nil
+}
+
+// packed returns the buffer (never empty, so its address can be taken) and offsets.
+func (a *Args) packed() ([]byte, []uint32) {
+	if len(a.buf) == 0 {
+		return []byte{0}, []uint32{0}
+	}
+	return a.buf, a.offs
+}

@@ -1,0 +1,81 @@
+package cuda
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/gccl/gccl"
+)
+
+func errCount(n int) error {
+	return gccl.Errorf(gccl.InvalidArgument, "count", "reference count %d; pass a count > 0", n)
+}
+
+func (d driver) ModuleLoadData(image []byte) (Module, error) {
+	if len(image) == 0 {
+		return 0, gccl.Errorf(gccl.InvalidArgument, "image", "empty module image; build the fatbin (kernels/build.sh)")
+	}
+	// The image is copied to C memory: the driver may read it during the
+	// whole call, and Go memory must not be retained by C.
+	cimg := C.CBytes(image)
+	defer C.free(cimg)
+	var m C.CUmodule
+	err := d.check("cuModuleLoadData", C.gccl_cuModuleLoadData(&m, cimg))
+	return Module(m), err
+}
+
+func (d driver) ModuleUnload(m Module) error {
+	return d.check("cuModuleUnload", C.gccl_cuModuleUnload(C.CUmodule(m)))
+}
+
+func (d driver) ModuleGetFunction(m Module, name string) (Function, error) {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	var f C.CUfunction
+	if err := d.check("cuModuleGetFunction", C.gccl_cuModuleGetFunction(&f, C.CUmodule(m), cs)); err != nil {
+		return 0, gccl.Errorf(gccl.UnhandledCudaError, "name", "kernel %q not in the module: %w", name, err)
+	}
+	return Function(f), nil
+}
+
+// checkLaunch validates a launch shape before the driver sees it.
+func checkLaunch(f Function, grid, block Dim3, sharedMem int, args *Args) error {
+	if f == 0 {
+		return gccl.Errorf(gccl.InvalidArgument, "f", "nil kernel function; get it with ModuleGetFunction")
+	}
+	for _, v := range []uint32{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z} {
+		if v == 0 {
+			return gccl.Errorf(gccl.InvalidArgument, "grid", "launch shape %v x %v has a zero dimension", grid, block)
+		}
+	}
+	if sharedMem < 0 {
+		return gccl.Errorf(gccl.InvalidArgument, "sharedMem", "negative dynamic shared memory %d", sharedMem)
+	}
+	if args != nil && args.Err() != nil {
+		return args.Err()
+	}
+	return nil
+}
+
+func (d driver) LaunchKernel(f Function, grid, block Dim3, sharedMem int, s Stream, args *Args) error {
+	if err := checkLaunch(f, grid, block, sharedMem, args); err != nil {
+		return err
+	}
+	var buf []byte
+	var offs []uint32
+	n := 0
+	if args != nil && args.Len() > 0 {
+		buf, offs = args.packed()
+		n = args.Len()
+	} else {
+		buf, offs = (&Args{}).packed()
+	}
+	return d.check("cuLaunchKernel", C.gccl_launch(C.CUfunction(f),
+		C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z),
+		C.uint(sharedMem), C.CUstream(s), (*C.uchar)(unsafe.Pointer(&buf[0])), (*C.uint32_t)(unsafe.Pointer(&offs[0])), C.int(n)))
+}
