@@ -1,0 +1,117 @@
+package algo
+
+import (
+	"fmt"
+	"math"
+)
+
+// DefaultChunkBytes is the pipeline piece size used when Params.ChunkBytes is 0.
+const DefaultChunkBytes = 512 << 10
+
+// Params describes one rank's part of one collective.
+type Params struct {
+	Kind     Kind
+	Algo     Algorithm // Auto is not accepted here: call Choose first
+	NRanks   int
+	Rank     int
+	Root     int // Broadcast and Reduce only
+	Count    int // elements: per rank for AllGather (send) and ReduceScatter (recv), else total
+	ElemSize int // bytes per element
+	// ChunkBytes bounds the bytes per pipeline piece and block (0 = DefaultChunkBytes).
+	ChunkBytes int
+}
+
+func (p *Params) validate() error {
+	switch {
+	case !p.Kind.Valid():
+		return fmt.Errorf("unknown collective %d", int(p.Kind))
+	case p.Algo <= Auto || p.Algo >= numAlgorithms:
+		return fmt.Errorf("algorithm %v cannot be built; pick ring, tree or direct", p.Algo)
+	case p.NRanks < 1:
+		return fmt.Errorf("nranks %d < 1", p.NRanks)
+	case p.Rank < 0 || p.Rank >= p.NRanks:
+		return fmt.Errorf("rank %d out of range [0,%d)", p.Rank, p.NRanks)
+	case p.Kind.Rooted() && (p.Root < 0 || p.Root >= p.NRanks):
+		return fmt.Errorf("root %d out of range [0,%d)", p.Root, p.NRanks)
+	case p.Count < 0:
+		return fmt.Errorf("count %d < 0", p.Count)
+	case p.ElemSize < 1 || p.ElemSize > 64:
+		return fmt.Errorf("element size %d out of range [1,64]", p.ElemSize)
+	case p.ChunkBytes < 0:
+		return fmt.Errorf("chunk bytes %d < 0", p.ChunkBytes)
+	}
+	total := p.Count
+	if p.Kind == AllGather || p.Kind == ReduceScatter {
+		if total > math.MaxInt/p.NRanks {
+			return fmt.Errorf("count %d × %d ranks overflows", p.Count, p.NRanks)
+		}
+		total *= p.NRanks
+	}
+	if total > math.MaxInt/p.ElemSize {
+		return fmt.Errorf("count %d × element size %d overflows", total, p.ElemSize)
+	}
+	return nil
+}
+
+// Build returns the schedule of rank p.Rank. Tree is not defined for
+// AllGather and ReduceScatter; Build uses Ring for them instead.
+func Build(p Params) (*Plan, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	if p.ChunkBytes == 0 {
+		p.ChunkBytes = DefaultChunkBytes
+	}
+	if p.Algo == Tree && (p.Kind == AllGather || p.Kind == ReduceScatter) {
+		p.Algo = Ring
+	}
+	b := &builder{p: p, plan: &Plan{Kind: p.Kind, Algo: p.Algo, NRanks: p.NRanks, Rank: p.Rank}}
+	switch p.Algo {
+	case Ring:
+		b.ring()
+	case Tree:
+		b.tree()
+	case Direct:
+		b.direct()
+	}
+	return b.plan, nil
+}
+
+// builder accumulates the steps of one plan.
+type builder struct {
+	p    Params
+	plan *Plan
+}
+
+// emit appends a step; empty steps are dropped (peers drop them too, since
+// every length is a function of data shared by all ranks).
+func (b *builder) emit(s Step) {
+	if s.Len == 0 {
+		return
+	}
+	if !s.Op.Receives() {
+		s.From = -1
+	}
+	if !s.Op.Sends() {
+		s.To = -1
+	}
+	b.plan.Steps = append(b.plan.Steps, s)
+}
+
+// useScratch records that the plan needs at least n scratch bytes.
+func (b *builder) useScratch(n int) {
+	b.plan.ScratchBytes = max(b.plan.ScratchBytes, n)
+}
+
+func ref(buf Buffer, off int) Ref { return Ref{buf, off} }
+
+// pieces cuts a block of count elements into pipeline pieces.
+func (b *builder) pieces(count int) []Span {
+	return Split(count, NumPieces(count, b.p.ElemSize, b.p.ChunkBytes), alignElems(b.p.ElemSize))
+}
+
+// copyLocal emits the local copy of n bytes (the engine skips it when the
+// two addresses coincide, which is the in-place case).
+func (b *builder) copyLocal(src, dst Ref, n int) {
+	b.emit(Step{Op: Copy, Src: src, Dst: dst, Len: n})
+}
