@@ -96,13 +96,14 @@ func Cost(kind Kind, a Algorithm, bytes, nranks int, l Link) float64 {
 		case Broadcast, Reduce:
 			return depth*(l.Alpha+piece*beta) + 2*s*beta
 		}
-	case Direct: // one step, n-1 messages in flight per rank
+	case Direct: // one step, n-1 messages in flight per rank, contending (incast)
 		msgs := l.Alpha + (n-1)*l.Alpha/4
+		const incast = 1.25
 		switch kind {
 		case AllReduce:
-			return msgs + (n-1)*s*beta
+			return msgs + incast*(n-1)*s*beta
 		case AllGather, ReduceScatter:
-			return msgs + (n-1)/n*s*beta
+			return msgs + incast*(n-1)/n*s*beta
 		default:
 			return msgs + (n-1)*s*beta
 		}

@@ -1,5 +1,7 @@
 package algo
 
+import "math/bits"
+
 // node is one rank's place in a tree: its parent (-1 at the root) and its
 // children, in the order their contributions are reduced.
 type node struct {
@@ -37,38 +39,42 @@ func heapTree(n, root, rank int) node {
 	return nd
 }
 
-// inorderTree is the balanced binary tree whose in-order traversal is
-// 0..n-1: the middle of a range is the parent of the middles of its halves.
-// Leaves are the even positions when n = 2^k-1, so mirroring (for even n) or
-// shifting by one (for odd n) gives a second tree in which most leaves of the
-// first are inner nodes: the double binary tree.
-func inorderTree(n, rank int) node {
+// btree is a binary tree over ranks 0..n-1 in which the leaves are exactly
+// the odd ranks: rank 0 is the root with one child, the largest power of two
+// below n; a rank r > 0 whose lowest set bit is b has children r-b/2 and
+// r+b/2 (or r+b/4, r+b/8, … while that is out of range), and its parent is r
+// with bit b cleared and bit 2b set, or just cleared when that is out of
+// range. Mirroring the ranks (even n) or shifting them by one (odd n) turns
+// leaves into inner nodes, which gives the second tree of the double tree.
+func btree(n, r int) node {
 	nd := node{parent: -1}
-	lo, hi := 0, n // current range [lo,hi), its middle is the subtree root
-	for {
-		mid := (lo + hi) / 2
-		if mid == rank {
-			if l := (lo + mid) / 2; lo < mid {
-				nd.children = append(nd.children, l)
-			}
-			if r := (mid + 1 + hi) / 2; mid+1 < hi {
-				nd.children = append(nd.children, r)
-			}
-			return nd
+	if r == 0 {
+		if n > 1 {
+			nd.children = []int{1 << (bits.Len(uint(n-1)) - 1)}
 		}
-		nd.parent = mid
-		if rank < mid {
-			hi = mid
-		} else {
-			lo = mid + 1
+		return nd
+	}
+	b := r & -r
+	nd.parent = (r ^ b) | b<<1
+	if nd.parent >= n {
+		nd.parent = r ^ b
+	}
+	if b > 1 {
+		nd.children = append(nd.children, r-b/2)
+		for lb := b / 2; lb > 0; lb /= 2 {
+			if r+lb < n {
+				nd.children = append(nd.children, r+lb)
+				break
+			}
 		}
 	}
+	return nd
 }
 
 // doubleTree returns rank's node in tree t (0 or 1) of the double binary tree.
 func doubleTree(n, t, rank int) node {
 	if t == 0 {
-		return inorderTree(n, rank)
+		return btree(n, rank)
 	}
 	var to, from func(int) int
 	if n%2 == 0 {
@@ -78,7 +84,7 @@ func doubleTree(n, t, rank int) node {
 		to = func(r int) int { return (r + n - 1) % n }
 		from = func(v int) int { return (v + 1) % n }
 	}
-	v := inorderTree(n, to(rank))
+	v := btree(n, to(rank))
 	nd := node{parent: -1}
 	if v.parent >= 0 {
 		nd.parent = from(v.parent)
