@@ -1,0 +1,131 @@
+// All-reduce over NVLink-mapped peer buffers, three ways:
+//   oneshot   small sizes: LL flag-in-data pushes, every rank reduces all;
+//   twoshot   medium sizes, peers' buffers mapped: reduce-scatter by reading
+//             peers, all-gather by storing to peers;
+//   pipelined large sizes, user buffers not mapped: the two-shot through
+//             each rank's mapped scratch buffer, segment by segment.
+// Every block is one channel; grids must be co-resident (<= one block per SM).
+#include "instantiate.cuh"
+#include "reduce.cuh"
+#include "sync.cuh"
+
+// loadUnit reads 8 bytes at unit u of a bytes-long buffer, zero padded.
+__device__ __forceinline__ uint2 loadUnit(const char *p, size_t u, size_t bytes) {
+	const size_t off = u * 8;
+	if (off + 8 <= bytes && (reinterpret_cast<uintptr_t>(p) & 7) == 0)
+		return *reinterpret_cast<const uint2 *>(p + off);
+	uint2 v = make_uint2(0, 0);
+	unsigned char *d = reinterpret_cast<unsigned char *>(&v);
+	for (size_t i = 0; i < 8 && off + i < bytes; i++) d[i] = p[off + i];
+	return v;
+}
+
+__device__ __forceinline__ void storeUnit(char *p, size_t u, size_t bytes, uint2 v) {
+	const size_t off = u * 8;
+	if (off + 8 <= bytes && (reinterpret_cast<uintptr_t>(p) & 7) == 0) {
+		*reinterpret_cast<uint2 *>(p + off) = v;
+		return;
+	}
+	const unsigned char *s = reinterpret_cast<const unsigned char *>(&v);
+	for (size_t i = 0; i < 8 && off + i < bytes; i++) p[off + i] = s[i];
+}
+
+// allreduce_oneshot: c.in[rank] -> c.out[rank]; c.scratch[r] is rank r's LL
+// buffer of 2 x nranks slots of ceil(count*size/8)*16 bytes each.
+template <typename T, int OP> __device__ __forceinline__ void allreduce_oneshot(const gcclComm &c, size_t count, double scalar) {
+	typedef typename Num<T>::Acc Acc;
+	constexpr int E = 8 / sizeof(T);
+	const int n = c.nranks, me = c.rank;
+	const size_t bytes = count * sizeof(T), units = (bytes + 7) / 8, slot = units * 16;
+	const uint32_t epoch = llEpoch(c);
+	if (2 * (size_t)n * slot > c.scratchBytes) {
+		if (threadIdx.x == 0) fail(c, GCCL_STATUS_BADARGS);
+		llFinish(c, epoch);
+		return;
+	}
+	const size_t region = (epoch & 1) * n * slot;
+	const Red<T, OP> red(scalar, n);
+	Waiter w(c);
+	for (size_t u = blockIdx.x * (size_t)blockDim.x + threadIdx.x; u < units; u += (size_t)gridDim.x * blockDim.x) {
+		const uint2 mine = loadUnit(c.in[me], u, bytes);
+		for (int p = 0; p < n; p++)
+			if (p != me) llStore(c.scratch[p] + region + me * slot + u * 16, mine, epoch);
+		Acc acc[E];
+		bool ok = true;
+		for (int r = 0; r < n && ok; r++) {
+			uint2 v = mine;
+			if (r != me) ok = llLoad(c.scratch[me] + region + r * slot + u * 16, epoch, v, w);
+			const T *e = reinterpret_cast<const T *>(&v);
+#pragma unroll
+			for (int j = 0; j < E; j++) acc[j] = r == 0 ? red.pre(e[j]) : red.comb(acc[j], red.pre(e[j]));
+		}
+		if (!ok) break;
+		uint2 res;
+		T *o = reinterpret_cast<T *>(&res);
+#pragma unroll
+		for (int j = 0; j < E; j++) o[j] = red.post(acc[j]);
+		storeUnit(c.out[me], u, bytes, res);
+	}
+	llFinish(c, epoch);
+}
+
+// reduceBroadcast reduces elements [b, e) of every rank's src buffer and
+// stores the result to every rank's dst buffer.
+template <typename T, int OP>
+__device__ __forceinline__ void reduceBroadcast(const gcclComm &c, char *const *src, char *const *dst, size_t b, size_t e,
+						const Red<T, OP> &red) {
+	char *s[GCCL_MAX_RANKS], *d[GCCL_MAX_RANKS];
+	for (int r = 0; r < c.nranks; r++) {
+		s[r] = src[r] + b * sizeof(T);
+		d[r] = dst[r] + b * sizeof(T);
+	}
+	reduceCopy<T, OP>(red, s, c.nranks, d, c.nranks, e - b);
+}
+
+// allreduce_twoshot: c.in[r] and c.out[r] are every rank's input and output
+// (registered user buffers or staged copies), all mapped here.
+template <typename T, int OP> __device__ __forceinline__ void allreduce_twoshot(const gcclComm &c, size_t count, double scalar) {
+	if (!collBarrier(c)) return;
+	size_t b, e, pb, pe;
+	channelSlice<T>(count, b, e);
+	part<T>(b, e, c.rank, c.nranks, pb, pe);
+	reduceBroadcast<T, OP>(c, c.in, c.out, pb, pe, Red<T, OP>(scalar, c.nranks));
+	collBarrier(c);
+}
+
+// allreduce_pipelined: c.in[rank] -> c.out[rank] through the scratch
+// buffers: each channel owns scratchBytes/gridDim.x bytes of every rank's
+// scratch and moves its slice through it one segment at a time.
+template <typename T, int OP> __device__ __forceinline__ void allreduce_pipelined(const gcclComm &c, size_t count, double scalar) {
+	const int n = c.nranks, me = c.rank;
+	const size_t quantum = 16 * (size_t)n;
+	const size_t chanBytes = c.scratchBytes / gridDim.x / quantum * quantum;
+	if (chanBytes == 0) {
+		if (threadIdx.x == 0) fail(c, GCCL_STATUS_BADARGS);
+		return;
+	}
+	const size_t segElems = chanBytes / sizeof(T);
+	const size_t chanOff = blockIdx.x * chanBytes;
+	const Red<T, OP> red(scalar, n);
+	size_t b, e;
+	channelSlice<T>(count, b, e);
+	char *scr[GCCL_MAX_RANKS];
+	for (int r = 0; r < n; r++) scr[r] = c.scratch[r] + chanOff;
+	for (size_t sb = b; sb < e; sb += segElems) {
+		const size_t se = smin(e, sb + segElems);
+		char *mine = scr[me];
+		copyBytes(c.in[me] + sb * sizeof(T), &mine, 1, (se - sb) * sizeof(T));
+		if (!collBarrier(c)) return;
+		size_t pb, pe;
+		part<T>(0, se - sb, me, n, pb, pe);
+		reduceBroadcast<T, OP>(c, scr, scr, pb, pe, red);
+		if (!collBarrier(c)) return;
+		char *dst = c.out[me] + sb * sizeof(T);
+		copyBytes(mine, &dst, 1, (se - sb) * sizeof(T));
+		__syncthreads();
+	}
+}
+
+GCCL_INSTANTIATE_RED(allreduce_oneshot)
+GCCL_INSTANTIATE_RED(allreduce_twoshot)
+GCCL_INSTANTIATE_RED(allreduce_pipelined)

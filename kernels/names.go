@@ -1,0 +1,84 @@
+package kernels
+
+import "github.com/gccl/gccl"
+
+// Limits and layout constants shared with common.cuh and sync.cuh.
+const (
+	MaxRanks    = 8   // GCCL_MAX_RANKS: peers a kernel can address
+	MaxChannels = 32  // GCCL_MAX_CHANNELS: the most blocks in a grid
+	Threads     = 512 // GCCL_THREADS: block size every kernel is built for
+
+	// FlagsWords is the size in uint32 of each rank's flag array (zeroed,
+	// mapped by every peer): collective flags then point-to-point flags.
+	FlagsWords = 2 * MaxRanks * MaxChannels
+	// CounterWords is the size in uint32 of each rank's counter array
+	// (zeroed, local to the rank).
+	CounterWords = (MaxRanks + 2) * MaxChannels
+)
+
+// Status values a kernel writes to Comm.Status.
+const (
+	StatusOK      = 0
+	StatusTimeout = 1 // a wait passed Comm.TimeoutNs: a peer is gone or stuck
+	StatusAborted = 2 // the host set *Comm.AbortFlag
+	StatusBadArgs = 3 // the scratch buffer is too small for the launch
+)
+
+// The reduction kernels; each has one entry point per data type and operator.
+const (
+	AllReduceOneShot   = "allreduce_oneshot"
+	AllReduceTwoShot   = "allreduce_twoshot"
+	AllReducePipelined = "allreduce_pipelined"
+	ReduceScatter      = "reducescatter"
+	Reduce             = "reduce"
+)
+
+// The data-type independent kernels' entry points.
+const (
+	AllGather = "gccl_allgather" // (Comm, nbytes uint64)
+	Broadcast = "gccl_broadcast" // (Comm, nbytes uint64)
+	P2PCopy   = "gccl_p2p_copy"  // (Comm, nbytes uint64, recv int32)
+	Barrier   = "gccl_barrier"   // (Comm)
+	FillU32   = "gccl_fill_u32"  // (p uintptr, n uint64, seed uint32): test kernel
+)
+
+var typeSuffix = map[gccl.DataType]string{
+	gccl.Int8: "i8", gccl.Uint8: "u8", gccl.Int32: "i32", gccl.Uint32: "u32",
+	gccl.Int64: "i64", gccl.Uint64: "u64", gccl.Float16: "f16", gccl.Float32: "f32",
+	gccl.Float64: "f64", gccl.BFloat16: "bf16", gccl.Float8E4M3: "e4m3", gccl.Float8E5M2: "e5m2",
+}
+
+var opSuffix = map[gccl.RedOp]string{
+	gccl.Sum: "sum", gccl.Prod: "prod", gccl.Max: "max", gccl.Min: "min", gccl.Avg: "avg",
+}
+
+// ReductionName is the entry point of a reduction kernel for t and op:
+// ReductionName(AllReduceOneShot, gccl.Float32, gccl.Sum) is
+// "gccl_allreduce_oneshot_f32_sum". Operators from gccl.NumBuiltinOps on
+// (premultiplied sums) map to the premulsum kernels, whose scalar argument
+// carries the factor.
+func ReductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error) {
+	switch kernel {
+	case AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce:
+	default:
+		return "", gccl.Errorf(gccl.InvalidArgument, "kernel", "%q is not a reduction kernel", kernel)
+	}
+	ts, ok := typeSuffix[t]
+	if !ok {
+		return "", gccl.Errorf(gccl.InvalidArgument, "datatype", "no kernels for data type %v", t)
+	}
+	osfx := "premulsum"
+	if op < gccl.NumBuiltinOps {
+		if osfx, ok = opSuffix[op]; !ok {
+			return "", gccl.Errorf(gccl.InvalidArgument, "op", "no kernels for operator %v", op)
+		}
+	}
+	return "gccl_" + kernel + "_" + ts + "_" + osfx, nil
+}
+
+// OneShotScratchBytes is the LL scratch each rank needs for a one-shot
+// all-reduce of nbytes over nranks: two parities of nranks slots, each
+// holding 16 bytes per 8 bytes of data.
+func OneShotScratchBytes(nbytes, nranks int) int {
+	return 2 * nranks * ((nbytes + 7) / 8) * 16
+}

@@ -1,0 +1,68 @@
+// Block-level data movement: reduce several sources into several
+// destinations, and plain copies, with 16-byte vectors when every pointer
+// allows it.
+#pragma once
+
+#include "common.cuh"
+
+// reduceCopy folds nsrc arrays of nelem T elementwise, in source order (so
+// every rank computes bit-identical results), and stores the result to
+// each of the ndst destinations. It uses the calling block's threads.
+template <typename T, int OP>
+__device__ __forceinline__ void reduceCopy(const Red<T, OP> &red, char *const *src, int nsrc, char *const *dst,
+					   int ndst, size_t nelem) {
+	typedef typename Num<T>::Acc Acc;
+	constexpr int N = 16 / sizeof(T);
+	bool vec = true;
+	for (int k = 0; k < nsrc; k++) vec = vec && aligned16(src[k]);
+	for (int k = 0; k < ndst; k++) vec = vec && aligned16(dst[k]);
+	const size_t nvec = vec ? nelem / N : 0;
+	for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+		const size_t off = v * 16;
+		Acc acc[N];
+		uint4 raw = load16(src[0] + off);
+		const T *e = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+		for (int j = 0; j < N; j++) acc[j] = red.pre(e[j]);
+		for (int k = 1; k < nsrc; k++) {
+			raw = load16(src[k] + off);
+#pragma unroll
+			for (int j = 0; j < N; j++) acc[j] = red.comb(acc[j], red.pre(e[j]));
+		}
+		uint4 res;
+		T *o = reinterpret_cast<T *>(&res);
+#pragma unroll
+		for (int j = 0; j < N; j++) o[j] = red.post(acc[j]);
+		for (int k = 0; k < ndst; k++) store16(dst[k] + off, res);
+	}
+	for (size_t i = nvec * N + threadIdx.x; i < nelem; i += blockDim.x) {
+		const size_t off = i * sizeof(T);
+		Acc acc = red.pre(load1<T>(src[0] + off));
+		for (int k = 1; k < nsrc; k++) acc = red.comb(acc, red.pre(load1<T>(src[k] + off)));
+		const T r = red.post(acc);
+		for (int k = 0; k < ndst; k++) *reinterpret_cast<T *>(dst[k] + off) = r;
+	}
+}
+
+// copyBytes copies nbytes from src to each of the ndst destinations.
+__device__ __forceinline__ void copyBytes(const char *src, char *const *dst, int ndst, size_t nbytes) {
+	bool vec = aligned16(src);
+	for (int k = 0; k < ndst; k++) vec = vec && aligned16(dst[k]);
+	const size_t nvec = vec ? nbytes / 16 : 0;
+	for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+		const uint4 x = load16(src + v * 16);
+		for (int k = 0; k < ndst; k++) store16(dst[k] + v * 16, x);
+	}
+	for (size_t i = nvec * 16 + threadIdx.x; i < nbytes; i += blockDim.x) {
+		const char x = *(const volatile char *)(src + i);
+		for (int k = 0; k < ndst; k++) dst[k][i] = x;
+	}
+}
+
+// byteSlice is the part of an nbytes buffer that this block (channel) owns.
+__device__ __forceinline__ void byteSlice(size_t nbytes, size_t &begin, size_t &end) {
+	size_t per = (nbytes + gridDim.x - 1) / gridDim.x;
+	per = (per + 15) / 16 * 16;
+	begin = smin(nbytes, per * blockIdx.x);
+	end = smin(nbytes, begin + per);
+}
