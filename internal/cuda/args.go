@@ -111,3 +111,12 @@ func (a *Args) packed() ([]byte, []uint32) {
 	}
 	return a.buf, a.offs
 }
+
+// Clone returns a copy of a that later changes to a do not affect (fakes
+// keep it until the launch runs).
+func (a *Args) Clone() *Args {
+	if a == nil {
+		return &Args{}
+	}
+	return &Args{buf: append([]byte(nil), a.buf...), offs: append([]uint32(nil), a.offs...), err: a.err}
+}

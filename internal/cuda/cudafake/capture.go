@@ -1,0 +1,198 @@
+package cudafake
+
+import (
+	"github.com/gccl/gccl/internal/cuda"
+)
+
+// graph is a captured task list, or an instantiated copy of one.
+type graph struct {
+	id    uint64
+	tasks []task
+	objs  map[cuda.UserObject]int // references this graph holds
+}
+
+type userObject struct {
+	refs int
+	fn   func()
+}
+
+func (f *Fake) StreamBeginCapture(h cuda.Stream, mode cuda.CaptureMode) error {
+	s, err := f.stream("cuStreamBeginCapture", h)
+	if err != nil {
+		return err
+	}
+	if h == 0 {
+		return fail("cuStreamBeginCapture", cuda.ErrorStreamCaptureUnsupported)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.capture != nil {
+		return fail("cuStreamBeginCapture", cuda.ErrorInvalidValue)
+	}
+	f.mu.Lock()
+	f.captureID++
+	g := &graph{id: f.captureID, objs: map[cuda.UserObject]int{}}
+	f.graphs[cuda.Graph(f.handle())] = g
+	f.mu.Unlock()
+	s.capture = g
+	return nil
+}
+
+func (f *Fake) graphHandle(g *graph) cuda.Graph {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for h, x := range f.graphs {
+		if x == g {
+			return h
+		}
+	}
+	return 0
+}
+
+func (f *Fake) StreamEndCapture(h cuda.Stream) (cuda.Graph, error) {
+	s, err := f.stream("cuStreamEndCapture", h)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	g := s.capture
+	s.capture = nil
+	s.mu.Unlock()
+	if g == nil {
+		return 0, fail("cuStreamEndCapture", cuda.ErrorInvalidValue)
+	}
+	return f.graphHandle(g), nil
+}
+
+func (f *Fake) StreamIsCapturing(h cuda.Stream) (cuda.CaptureStatus, error) {
+	info, err := f.StreamGetCaptureInfo(h)
+	return info.Status, err
+}
+
+func (f *Fake) StreamGetCaptureInfo(h cuda.Stream) (cuda.CaptureInfo, error) {
+	s, err := f.stream("cuStreamGetCaptureInfo", h)
+	if err != nil {
+		return cuda.CaptureInfo{}, err
+	}
+	s.mu.Lock()
+	g := s.capture
+	s.mu.Unlock()
+	if g == nil {
+		return cuda.CaptureInfo{Status: cuda.CaptureNone}, nil
+	}
+	return cuda.CaptureInfo{Status: cuda.CaptureActive, ID: g.id, Graph: f.graphHandle(g)}, nil
+}
+
+func (f *Fake) GraphInstantiate(gh cuda.Graph) (cuda.GraphExec, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g, ok := f.graphs[gh]
+	if !ok {
+		return 0, fail("cuGraphInstantiate", cuda.ErrorInvalidHandle)
+	}
+	e := &graph{id: g.id, tasks: append([]task(nil), g.tasks...), objs: map[cuda.UserObject]int{}}
+	for o, n := range g.objs {
+		e.objs[o] = n
+		f.objects[o].refs += n
+	}
+	eh := cuda.GraphExec(f.handle())
+	f.execs[eh] = e
+	return eh, nil
+}
+
+func (f *Fake) GraphLaunch(eh cuda.GraphExec, h cuda.Stream) error {
+	f.mu.Lock()
+	e, ok := f.execs[eh]
+	f.mu.Unlock()
+	if !ok {
+		return fail("cuGraphLaunch", cuda.ErrorInvalidHandle)
+	}
+	s, err := f.stream("cuGraphLaunch", h)
+	if err != nil {
+		return err
+	}
+	s.enqueue(func() error {
+		for _, t := range e.tasks {
+			if err := t(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return nil
+}
+
+// dropObjects releases the user-object references g holds. Callers hold f.mu.
+func (f *Fake) dropObjects(g *graph) {
+	for o, n := range g.objs {
+		f.releaseLocked(o, n)
+	}
+}
+
+func (f *Fake) GraphDestroy(gh cuda.Graph) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g, ok := f.graphs[gh]
+	if !ok {
+		return fail("cuGraphDestroy", cuda.ErrorInvalidHandle)
+	}
+	delete(f.graphs, gh)
+	f.dropObjects(g)
+	return nil
+}
+
+func (f *Fake) GraphExecDestroy(eh cuda.GraphExec) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.execs[eh]
+	if !ok {
+		return fail("cuGraphExecDestroy", cuda.ErrorInvalidHandle)
+	}
+	delete(f.execs, eh)
+	f.dropObjects(e)
+	return nil
+}
+
+func (f *Fake) UserObjectCreate(fn func()) (cuda.UserObject, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := cuda.UserObject(f.handle())
+	f.objects[o] = &userObject{refs: 1, fn: fn}
+	return o, nil
+}
+
+// releaseLocked drops n references; the last runs the destructor
+// asynchronously, as the driver does. Callers hold f.mu.
+func (f *Fake) releaseLocked(o cuda.UserObject, n int) error {
+	u, ok := f.objects[o]
+	if !ok || n <= 0 || n > u.refs {
+		return fail("cuUserObjectRelease", cuda.ErrorInvalidValue)
+	}
+	u.refs -= n
+	if u.refs == 0 {
+		delete(f.objects, o)
+		go u.fn()
+	}
+	return nil
+}
+
+func (f *Fake) UserObjectRelease(o cuda.UserObject, count int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.releaseLocked(o, count)
+}
+
+func (f *Fake) GraphRetainUserObject(gh cuda.Graph, o cuda.UserObject, count int, move bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g, ok := f.graphs[gh]
+	u, uok := f.objects[o]
+	if !ok || !uok || count <= 0 || (move && count > u.refs) {
+		return fail("cuGraphRetainUserObject", cuda.ErrorInvalidValue)
+	}
+	g.objs[o] += count
+	if !move {
+		u.refs += count
+	}
+	return nil
+}

@@ -1,0 +1,22 @@
+// Package cudafake is an in-process implementation of cuda.Driver on host
+// memory, so packages above internal/cuda test their GPU code paths on
+// machines with no GPU.
+//
+// Device memory is backed by shared-memory files and addressed by
+// synthetic device pointers (far above any host address), so a host
+// dereference of a device pointer is caught instead of silently working.
+// Streams are ordered queues, each run by a goroutine; events, host
+// functions, stream memory operations (write/wait value), stream capture
+// into graphs, graph replay and user objects behave as the driver
+// documents. Kernels are Go functions registered by name
+// (Fake.RegisterKernel) and run in stream order; they reach memory through
+// Fake.Bytes. CUDA IPC handles and exported POSIX FDs refer to the backing
+// files, so they work across goroutines and across processes.
+//
+// Differences from the driver: the current context is process-wide, not
+// per OS thread; capture follows one stream (event record/wait on a
+// capturing stream fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); an
+// IPC handle may be opened in the process that made it; waits give up
+// after Config.WaitTimeout with CUDA_ERROR_LAUNCH_TIMEOUT instead of
+// hanging.
+package cudafake

@@ -1,0 +1,260 @@
+package cudafake
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gccl/gccl/internal/cuda"
+)
+
+// Config shapes a fake machine; the zero value is one GPU of 1 GiB.
+type Config struct {
+	Devices     int           // number of GPUs (default 1)
+	MemBytes    int           // memory per GPU (default 1 GiB)
+	NoPeer      bool          // DeviceCanAccessPeer reports false
+	WaitTimeout time.Duration // bound on StreamWaitValue and event waits (default 10s)
+	Version     int           // driver version reported (default 13000)
+}
+
+// Kernel is a Go stand-in for a device kernel, run in stream order.
+// It reads and writes fake device memory through Fake.Bytes.
+type Kernel func(f *Fake, grid, block cuda.Dim3, args *cuda.Args) error
+
+// Fake is an in-process cuda.Driver on host memory. Device memory lives in
+// shared-memory files, so IPC handles and exported POSIX FDs work between
+// processes too; device addresses are synthetic (never host pointers), so
+// code that dereferences a device pointer on the host fails loudly.
+//
+// Limits: the current context is process-wide, not per OS thread; stream
+// capture follows one stream (no fork/join through events).
+type Fake struct {
+	cfg Config
+
+	mu        sync.Mutex
+	current   int // device of the current context, -1 none
+	retained  []int
+	used      []int
+	peers     map[[2]int]bool
+	nextVA    uintptr
+	regions   []*region // device address ranges, sorted by start
+	hosts     map[uintptr]hostRange
+	phys      map[cuda.MemHandle]*phys
+	nextH     uint64
+	kernels   map[string]Kernel
+	modules   map[cuda.Module]bool
+	funcs     map[cuda.Function]string
+	fnByName  map[string]cuda.Function
+	streams   map[cuda.Stream]*stream
+	events    map[cuda.Event]*event
+	graphs    map[cuda.Graph]*graph
+	execs     map[cuda.GraphExec]*graph
+	objects   map[cuda.UserObject]*userObject
+	reserved  map[uintptr]int
+	captureID uint64
+}
+
+var _ cuda.Driver = (*Fake)(nil)
+
+// New makes a fake machine.
+func New(cfg Config) *Fake {
+	if cfg.Devices <= 0 {
+		cfg.Devices = 1
+	}
+	if cfg.MemBytes <= 0 {
+		cfg.MemBytes = 1 << 30
+	}
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = 10 * time.Second
+	}
+	if cfg.Version == 0 {
+		cfg.Version = 13000
+	}
+	f := &Fake{cfg: cfg, current: -1, retained: make([]int, cfg.Devices), used: make([]int, cfg.Devices),
+		peers: map[[2]int]bool{}, nextVA: 1 << 60, hosts: map[uintptr]hostRange{}, phys: map[cuda.MemHandle]*phys{},
+		kernels: map[string]Kernel{}, modules: map[cuda.Module]bool{}, funcs: map[cuda.Function]string{},
+		fnByName: map[string]cuda.Function{}, streams: map[cuda.Stream]*stream{}, events: map[cuda.Event]*event{},
+		graphs: map[cuda.Graph]*graph{}, execs: map[cuda.GraphExec]*graph{}, objects: map[cuda.UserObject]*userObject{},
+		reserved: map[uintptr]int{}}
+	f.streams[0] = newStream(f, 0)
+	return f
+}
+
+// RegisterKernel makes name loadable by ModuleGetFunction from any module.
+func (f *Fake) RegisterKernel(name string, k Kernel) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kernels[name] = k
+}
+
+func fail(fn string, r cuda.Result) error { return cuda.NewError(fn, r, "(cudafake)") }
+
+func (f *Fake) handle() uint64 {
+	f.nextH++
+	return f.nextH
+}
+
+func (f *Fake) Version() (int, error)     { return f.cfg.Version, nil }
+func (f *Fake) DeviceCount() (int, error) { return f.cfg.Devices, nil }
+
+func (f *Fake) DeviceGet(ordinal int) (cuda.Device, error) {
+	if ordinal < 0 || ordinal >= f.cfg.Devices {
+		return 0, fail("cuDeviceGet", cuda.ErrorInvalidDevice)
+	}
+	return cuda.Device(ordinal), nil
+}
+
+func (f *Fake) checkDev(fn string, d cuda.Device) error {
+	if int(d) < 0 || int(d) >= f.cfg.Devices {
+		return fail(fn, cuda.ErrorInvalidDevice)
+	}
+	return nil
+}
+
+func (f *Fake) DeviceAttribute(attr cuda.DeviceAttr, dev cuda.Device) (int, error) {
+	if err := f.checkDev("cuDeviceGetAttribute", dev); err != nil {
+		return 0, err
+	}
+	switch attr {
+	case cuda.AttrMultiprocessorCount:
+		return 132, nil
+	case cuda.AttrComputeCapabilityMajor:
+		return 9, nil
+	case cuda.AttrComputeCapabilityMinor:
+		return 0, nil
+	case cuda.AttrMaxThreadsPerBlock:
+		return 1024, nil
+	case cuda.AttrPCIBusID:
+		return 0x10 + int(dev), nil
+	case cuda.AttrUnifiedAddressing, cuda.AttrVirtualMemoryManagement, cuda.AttrHandleTypePosixFD,
+		cuda.AttrCooperativeLaunch, cuda.AttrCanUseHostPointerForRegMem:
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func (f *Fake) DeviceName(dev cuda.Device) (string, error) {
+	if err := f.checkDev("cuDeviceGetName", dev); err != nil {
+		return "", err
+	}
+	return "cudafake GPU", nil
+}
+
+func (f *Fake) DeviceUUID(dev cuda.Device) (cuda.UUID, error) {
+	var u cuda.UUID
+	if err := f.checkDev("cuDeviceGetUuid", dev); err != nil {
+		return u, err
+	}
+	copy(u[:], "cudafake-gpu")
+	u[15] = byte(dev)
+	return u, nil
+}
+
+func (f *Fake) DeviceCanAccessPeer(dev, peer cuda.Device) (bool, error) {
+	if err := f.checkDev("cuDeviceCanAccessPeer", dev); err != nil {
+		return false, err
+	}
+	if err := f.checkDev("cuDeviceCanAccessPeer", peer); err != nil {
+		return false, err
+	}
+	return !f.cfg.NoPeer && dev != peer, nil
+}
+
+// Contexts are the device ordinal + 1 (0 is "no context").
+func (f *Fake) PrimaryCtxRetain(dev cuda.Device) (cuda.Context, error) {
+	if err := f.checkDev("cuDevicePrimaryCtxRetain", dev); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.retained[dev]++
+	return cuda.Context(dev + 1), nil
+}
+
+func (f *Fake) PrimaryCtxRelease(dev cuda.Device) error {
+	if err := f.checkDev("cuDevicePrimaryCtxRelease", dev); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.retained[dev] == 0 {
+		return fail("cuDevicePrimaryCtxRelease", cuda.ErrorInvalidContext)
+	}
+	f.retained[dev]--
+	return nil
+}
+
+func (f *Fake) ctxDev(fn string, c cuda.Context) (int, error) {
+	d := int(c) - 1
+	if d < 0 || d >= f.cfg.Devices || f.retained[d] == 0 {
+		return 0, fail(fn, cuda.ErrorInvalidContext)
+	}
+	return d, nil
+}
+
+func (f *Fake) CtxSetCurrent(c cuda.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c == 0 {
+		f.current = -1
+		return nil
+	}
+	d, err := f.ctxDev("cuCtxSetCurrent", c)
+	if err == nil {
+		f.current = d
+	}
+	return err
+}
+
+func (f *Fake) CtxGetCurrent() (cuda.Context, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return cuda.Context(f.current + 1), nil
+}
+
+// currentDev is the current device; callers hold f.mu.
+func (f *Fake) currentDev(fn string) (int, error) {
+	if f.current < 0 {
+		return 0, fail(fn, cuda.ErrorInvalidContext)
+	}
+	return f.current, nil
+}
+
+func (f *Fake) CtxSynchronize() error {
+	f.mu.Lock()
+	ss := make([]*stream, 0, len(f.streams))
+	for _, s := range f.streams {
+		ss = append(ss, s)
+	}
+	f.mu.Unlock()
+	for _, s := range ss {
+		if err := s.sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *Fake) CtxEnablePeerAccess(peer cuda.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	me, err := f.currentDev("cuCtxEnablePeerAccess")
+	if err != nil {
+		return err
+	}
+	p, err := f.ctxDev("cuCtxEnablePeerAccess", peer)
+	if err != nil {
+		return err
+	}
+	if f.cfg.NoPeer || p == me {
+		return fail("cuCtxEnablePeerAccess", cuda.ErrorInvalidDevice)
+	}
+	f.peers[[2]int{me, p}] = true
+	return nil
+}
+
+// PeerEnabled reports whether device a enabled access to device b (for tests).
+func (f *Fake) PeerEnabled(a, b int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.peers[[2]int{a, b}]
+}
