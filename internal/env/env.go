@@ -53,7 +53,7 @@ var (
 
 // Get returns the settings, reading the environment on the first call.
 func Get() *Settings {
-	once.Do(func() { Reload() })
+	once.Do(func() { set(load(os.LookupEnv)) })
 	mu.Lock()
 	defer mu.Unlock()
 	return current
@@ -63,12 +63,16 @@ func Get() *Settings {
 // it after t.Setenv; the library itself never calls it after the first Get.
 func Reload() *Settings {
 	s := load(os.LookupEnv)
+	once.Do(func() {}) // a later Get must not overwrite s
+	set(s)
+	resetLoggers()
+	return s
+}
+
+func set(s *Settings) {
 	mu.Lock()
 	current = s
 	mu.Unlock()
-	once.Do(func() {})
-	resetLoggers()
-	return s
 }
 
 // loader reads variables through lookup, recording parse failures. An

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,4 +148,11 @@ func TestVarsTableComplete(t *testing.T) {
 		assert.False(t, seen[v.Name], "duplicate %s", v.Name)
 		seen[v.Name] = true
 	}
+}
+
+func TestGetWithoutReload(t *testing.T) {
+	// Get must read the environment by itself (no deadlock, no nil).
+	once = sync.Once{}
+	set(nil)
+	require.NotNil(t, Get())
 }
