@@ -1,0 +1,143 @@
+package bootstrap
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/wire"
+)
+
+// helloTimeout bounds how long a fresh connection to the root may take to
+// present its hello.
+const helloTimeout = 30 * time.Second
+
+// root is a process's rendezvous listener on one address, shared by every
+// rendezvous registered there.
+type root struct {
+	ln   net.Listener
+	addr netip.AddrPort
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	entries map[wire.Key]*entry
+}
+
+// entry is one unique ID's state at its root.
+type entry struct {
+	secret wire.Secret
+	subs   map[uint8]*rendezvous // in progress or failed
+	used   map[uint8]bool        // completed: the ID cannot be used again
+}
+
+var (
+	rootsMu sync.Mutex
+	roots   = map[netip.Addr]*root{}
+)
+
+// NewRootID registers a new rendezvous at this process's root listener
+// (starting it on first use) and returns the ID that ranks join it with.
+func NewRootID() (wire.RootID, error) {
+	ip, err := ListenIP()
+	if err != nil {
+		return wire.RootID{}, err
+	}
+	r, err := rootFor(ip)
+	if err != nil {
+		return wire.RootID{}, err
+	}
+	id := wire.RootID{Addr: r.addr}
+	if _, err := rand.Read(id.Key[:]); err != nil {
+		return wire.RootID{}, gccl.Errorf(gccl.SystemError, "random", "reading random bytes: %w", err)
+	}
+	_, _ = rand.Read(id.Secret[:]) // crypto/rand.Read does not fail once it has worked
+	r.mu.Lock()
+	r.entries[id.Key] = &entry{secret: id.Secret, subs: map[uint8]*rendezvous{}, used: map[uint8]bool{}}
+	r.mu.Unlock()
+	return id, nil
+}
+
+func rootFor(ip netip.Addr) (*root, error) {
+	rootsMu.Lock()
+	defer rootsMu.Unlock()
+	if r, ok := roots[ip]; ok {
+		return r, nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return nil, gccl.Errorf(gccl.SystemError, "listen", "starting the root listener on %v: %w", ip, err)
+	}
+	ap := ln.Addr().(*net.TCPAddr).AddrPort()
+	r := &root{ln: ln, addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()),
+		log: env.Logger("BOOTSTRAP"), entries: map[wire.Key]*entry{}}
+	roots[ip] = r
+	go r.serve()
+	r.log.Info("root listener started", "addr", r.addr)
+	return r, nil
+}
+
+// serve accepts connections for the life of the process.
+func (r *root) serve() {
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				continue
+			}
+			r.log.Warn("root listener stopped", "addr", r.addr, "err", err)
+			return
+		}
+		go r.handle(c)
+	}
+}
+
+// handle reads one hello, authenticates it and hands the connection to its
+// rendezvous.
+func (r *root) handle(c net.Conn) {
+	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	typ, p, err := wire.ReadFrame(c, wire.MaxPayload)
+	if err == nil && typ != wire.TypeHello {
+		err = gccl.Errorf(gccl.InvalidArgument, "hello", "expected a hello, got %v", typ)
+	}
+	var h wire.Hello
+	if err == nil {
+		h, err = wire.DecodeHello(p)
+	}
+	if err != nil {
+		r.log.Warn("rejected a bootstrap connection", "from", c.RemoteAddr(), "err", err)
+		reject(c, err)
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[h.Key]
+	if !ok {
+		reject(c, gccl.Errorf(gccl.InvalidArgument, "uniqueId",
+			"the root at %v never issued this unique ID (foreign ID, or the root process restarted); make a new one", r.addr))
+		return
+	}
+	if subtle.ConstantTimeCompare(e.secret[:], h.Secret[:]) != 1 {
+		r.log.Error("rejected a connection presenting a wrong secret", "from", c.RemoteAddr(), "rank", h.Base+h.Rank)
+		reject(c, gccl.Errorf(gccl.InvalidArgument, "uniqueId",
+			"the root at %v rejected the unique ID's secret; the ID was altered or belongs to another job", r.addr))
+		return
+	}
+	if e.used[h.Sub] {
+		reject(c, gccl.Errorf(gccl.InvalidUsage, "uniqueId",
+			"this unique ID already created a communicator; make a new ID with NewUniqueID for each communicator"))
+		return
+	}
+	rv := e.subs[h.Sub]
+	if rv == nil {
+		rv = newRendezvous(r, e, h)
+		e.subs[h.Sub] = rv
+	}
+	rv.join(c, h)
+}
