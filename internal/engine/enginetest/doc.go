@@ -1,0 +1,4 @@
+// Package enginetest helps test code built on the engine without MPI or the
+// socket bootstrap: an in-process Bootstrap over channels, so that
+// goroutines can play the ranks of a communicator.
+package enginetest

@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
+)
+
+// Kind is what an Op does.
+type Kind int
+
+// The operations.
+const (
+	AllReduce Kind = iota
+	Broadcast
+	Reduce
+	AllGather
+	ReduceScatter
+	Send
+	Recv
+	numKinds
+)
+
+var kindNames = [numKinds]string{"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "Send", "Recv"}
+
+func (k Kind) String() string {
+	if k >= 0 && k < numKinds {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// IsP2P reports whether k is a point-to-point operation.
+func (k Kind) IsP2P() bool { return k == Send || k == Recv }
+
+func (k Kind) collective() algo.Kind { return algo.Kind(k) } // same order by construction
+
+// Op is one operation of one communicator. Count is in elements: per rank for
+// AllGather (what each rank sends) and ReduceScatter (what each rank
+// receives), the whole buffer otherwise. Send ops use Send as the buffer and
+// Recv ops use Recv; Peer is their partner. Root is for Broadcast and Reduce.
+type Op struct {
+	Kind       Kind
+	Send, Recv uintptr
+	Count      int
+	Type       gccl.DataType
+	Op         gccl.RedOp
+	Root, Peer int
+	Stream     gccl.Stream
+}
+
+func (o *Op) String() string {
+	return fmt.Sprintf("%v(count=%d type=%v op=%v root=%d peer=%d)", o.Kind, o.Count, o.Type, o.Op, o.Root, o.Peer)
+}
+
+// sizes returns the byte sizes of the op's send and receive buffers.
+func (o *Op) sizes(nranks int) (send, recv int) {
+	b := o.Count * o.Type.Size()
+	switch o.Kind {
+	case AllGather:
+		return b, nranks * b
+	case ReduceScatter:
+		return nranks * b, b
+	case Send:
+		return b, 0
+	case Recv:
+		return 0, b
+	}
+	return b, b
+}
+
+// Validate checks the op for a communicator of nranks ranks, the rank of
+// this process being rank, and returns a *gccl.Error naming the argument at
+// fault. validOp tells whether a RedOp beyond the built-ins exists.
+func (o *Op) Validate(rank, nranks int, validOp func(gccl.RedOp) bool) error {
+	bad := func(arg, format string, a ...any) error {
+		return gccl.Errorf(gccl.InvalidArgument, arg, "%v: "+format, append([]any{o.Kind}, a...)...)
+	}
+	switch {
+	case o.Kind < 0 || o.Kind >= numKinds:
+		return gccl.Errorf(gccl.InvalidArgument, "kind", "unknown operation %d", int(o.Kind))
+	case !o.Type.Valid():
+		return bad("datatype", "unknown data type %d; use one of gccl.DataTypes()", int(o.Type))
+	case o.Count < 0:
+		return bad("count", "count %d is negative", o.Count)
+	case o.Kind.collective().Reduces() && !(o.Op >= 0 && o.Op < gccl.NumBuiltinOps || validOp != nil && validOp(o.Op)):
+		return bad("op", "unknown reduction operator %d; use a built-in or one made by CreatePreMulSum on this communicator", int(o.Op))
+	case o.Kind.collective().Rooted() && !o.Kind.IsP2P() && (o.Root < 0 || o.Root >= nranks):
+		return bad("root", "root %d is not a rank of this %d-rank communicator", o.Root, nranks)
+	case o.Kind.IsP2P() && (o.Peer < 0 || o.Peer >= nranks):
+		return bad("peer", "peer %d is not a rank of this %d-rank communicator", o.Peer, nranks)
+	}
+	per := nranks
+	if o.Kind != AllGather && o.Kind != ReduceScatter {
+		per = 1
+	}
+	if o.Count > math.MaxInt/o.Type.Size()/per {
+		return bad("count", "count %d of %v overflows the addressable size", o.Count, o.Type)
+	}
+	return o.validateBuffers(rank, nranks)
+}
+
+// validateBuffers checks that the buffers an op touches are set and that
+// send and receive buffers overlap only in NCCL's in-place layouts.
+func (o *Op) validateBuffers(rank, nranks int) error {
+	sendSz, recvSz := o.sizes(nranks)
+	needSend := sendSz > 0 && !(o.Kind == Broadcast && rank != o.Root)
+	needRecv := recvSz > 0 && !(o.Kind == Reduce && rank != o.Root)
+	if needSend && o.Send == 0 {
+		return gccl.Errorf(gccl.InvalidArgument, "sendbuff", "%v: sendbuff is nil with count %d; pass a buffer of %d bytes", o.Kind, o.Count, sendSz)
+	}
+	if needRecv && o.Recv == 0 {
+		return gccl.Errorf(gccl.InvalidArgument, "recvbuff", "%v: recvbuff is nil with count %d; pass a buffer of %d bytes", o.Kind, o.Count, recvSz)
+	}
+	if !needSend || !needRecv || o.Kind.IsP2P() {
+		return nil
+	}
+	s0, s1 := o.Send, o.Send+uintptr(sendSz)
+	r0, r1 := o.Recv, o.Recv+uintptr(recvSz)
+	if s0 >= r1 || r0 >= s1 {
+		return nil
+	}
+	if o.inPlace(rank) {
+		return nil
+	}
+	return gccl.Errorf(gccl.InvalidArgument, "recvbuff", "%v: sendbuff and recvbuff overlap without being in place; "+
+		"use separate buffers or NCCL's in-place layout (%s)", o.Kind, o.inPlaceRule())
+}
+
+// inPlace reports whether the buffers are in NCCL's in-place layout.
+func (o *Op) inPlace(rank int) bool {
+	off := uintptr(rank * o.Count * o.Type.Size())
+	switch o.Kind {
+	case AllGather:
+		return o.Send == o.Recv+off
+	case ReduceScatter:
+		return o.Recv == o.Send+off
+	}
+	return o.Send == o.Recv
+}
+
+func (o *Op) inPlaceRule() string {
+	switch o.Kind {
+	case AllGather:
+		return "sendbuff == recvbuff + rank*count*size"
+	case ReduceScatter:
+		return "recvbuff == sendbuff + rank*recvcount*size"
+	}
+	return "sendbuff == recvbuff"
+}
