@@ -102,5 +102,5 @@ func (e *Engine) prepare(ops []Op) (*launch, error) {
 type nopReducer struct{}
 
 func (nopReducer) Combine(_, _, _ []byte, _ gccl.DataType, _ gccl.RedOp) error { return nil }
-func (nopReducer) Scale(_ []byte, _ gccl.DataType, _ []byte) error           { return nil }
-func (nopReducer) DivN(_ []byte, _ gccl.DataType, _ int) error               { return nil }
+func (nopReducer) Scale(_ []byte, _ gccl.DataType, _ []byte) error             { return nil }
+func (nopReducer) DivN(_ []byte, _ gccl.DataType, _ int) error                 { return nil }

@@ -93,7 +93,7 @@ func (e *Engine) validOp(op gccl.RedOp) bool {
 // arith resolves an op to the operator the transfer uses and the epilogue
 // applied to the result (nil if none): Avg and PreMulSum reduce as Sum.
 func (e *Engine) arith(red Reducer, o *Op) (combineFunc, func([]byte) error, error) {
-	base, post := o.Op, func([]byte) error(nil)
+	base, post := o.Op, (func([]byte) error)(nil)
 	switch {
 	case o.Op == gccl.Avg:
 		base = gccl.Sum
