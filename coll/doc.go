@@ -1,0 +1,15 @@
+// Package coll is the public collective API: AllReduce, Broadcast, Reduce,
+// AllGather and ReduceScatter, with NCCL's argument order and semantics.
+//
+// Every call validates its arguments (a *gccl.Error naming the argument:
+// nil or closed communicator, nil buffers with a count, negative or
+// overflowing counts, unknown types and operators, roots out of range,
+// overlapping buffers that are not NCCL's in-place layout), then enqueues the
+// operation on stream and returns at once; Synchronize the stream (or use
+// mpiboot.Wait) to wait for it. In place means sendbuff == recvbuff for
+// AllReduce, Broadcast and Reduce, sendbuff == recvbuff + rank*count*size for
+// AllGather and recvbuff == sendbuff + rank*recvcount*size for ReduceScatter.
+//
+// The algorithm (ring, double binary tree, direct) comes from the cost model
+// of package internal/algo, restricted by GCCL_ALGO / NCCL_ALGO.
+package coll
