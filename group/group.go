@@ -1,0 +1,94 @@
+package group
+
+import (
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/coll"
+	"github.com/gccl/gccl/internal/engine"
+)
+
+// Group collects operations until End. The zero value is ready to use; a
+// Group is not safe for concurrent use.
+type Group struct {
+	order []*engine.Engine
+	ops   map[*engine.Engine][]engine.Op
+	err   error // the first invalid add; End returns it
+	ended bool
+}
+
+// New returns an empty group.
+func New() *Group { return &Group{} }
+
+func (g *Group) add(c coll.Comm, op engine.Op) {
+	if g.err != nil {
+		return
+	}
+	if g.ended {
+		g.err = gccl.Errorf(gccl.InvalidUsage, "group", "operation added after End; start a new group")
+		return
+	}
+	e, err := coll.EngineOf(c)
+	if err != nil {
+		g.err = err
+		return
+	}
+	if g.ops == nil {
+		g.ops = map[*engine.Engine][]engine.Op{}
+	}
+	if _, ok := g.ops[e]; !ok {
+		g.order = append(g.order, e)
+	}
+	g.ops[e] = append(g.ops[e], op)
+}
+
+// AllReduce adds a coll.AllReduce.
+func (g *Group) AllReduce(c coll.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, op gccl.RedOp, s gccl.Stream) {
+	g.add(c, engine.Op{Kind: engine.AllReduce, Send: sendbuff, Recv: recvbuff, Count: count, Type: t, Op: op, Stream: s})
+}
+
+// Broadcast adds a coll.Broadcast.
+func (g *Group) Broadcast(c coll.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, root int, s gccl.Stream) {
+	g.add(c, engine.Op{Kind: engine.Broadcast, Send: sendbuff, Recv: recvbuff, Count: count, Type: t, Root: root, Stream: s})
+}
+
+// Reduce adds a coll.Reduce.
+func (g *Group) Reduce(c coll.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, op gccl.RedOp, root int, s gccl.Stream) {
+	g.add(c, engine.Op{Kind: engine.Reduce, Send: sendbuff, Recv: recvbuff, Count: count, Type: t, Op: op, Root: root, Stream: s})
+}
+
+// AllGather adds a coll.AllGather.
+func (g *Group) AllGather(c coll.Comm, sendbuff, recvbuff uintptr, sendcount int, t gccl.DataType, s gccl.Stream) {
+	g.add(c, engine.Op{Kind: engine.AllGather, Send: sendbuff, Recv: recvbuff, Count: sendcount, Type: t, Stream: s})
+}
+
+// ReduceScatter adds a coll.ReduceScatter.
+func (g *Group) ReduceScatter(c coll.Comm, sendbuff, recvbuff uintptr, recvcount int, t gccl.DataType, op gccl.RedOp, s gccl.Stream) {
+	g.add(c, engine.Op{Kind: engine.ReduceScatter, Send: sendbuff, Recv: recvbuff, Count: recvcount, Type: t, Op: op, Stream: s})
+}
+
+// Send adds a p2p.Send.
+func (g *Group) Send(c coll.Comm, sendbuff uintptr, count int, t gccl.DataType, peer int, s gccl.Stream) {
+	g.add(c, engine.Op{Kind: engine.Send, Send: sendbuff, Count: count, Type: t, Peer: peer, Stream: s})
+}
+
+// Recv adds a p2p.Recv.
+func (g *Group) Recv(c coll.Comm, recvbuff uintptr, count int, t gccl.DataType, peer int, s gccl.Stream) {
+	g.add(c, engine.Op{Kind: engine.Recv, Recv: recvbuff, Count: count, Type: t, Peer: peer, Stream: s})
+}
+
+// End validates every operation and launches the group: one launch per
+// communicator. It returns the first invalid argument seen (then nothing is
+// launched). End may be called once.
+func (g *Group) End() error {
+	if g.ended {
+		return gccl.Errorf(gccl.InvalidUsage, "group", "End called twice")
+	}
+	g.ended = true
+	if g.err != nil {
+		return g.err
+	}
+	works := make([]engine.Work, 0, len(g.order))
+	for _, e := range g.order {
+		works = append(works, engine.Work{Engine: e, Ops: g.ops[e]})
+	}
+	return engine.LaunchGroup(works)
+}
