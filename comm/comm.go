@@ -1,0 +1,212 @@
+package comm
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/bootstrap"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/wire"
+)
+
+// Lifecycle states of a Comm.
+const (
+	stateOpen int32 = iota
+	stateFinalized
+	stateClosed
+)
+
+// Comm is one rank of a communicator.
+type Comm struct {
+	nranks, rank int
+	cfg          Config
+	log          *slog.Logger
+
+	ready   chan struct{} // closed when initialisation has finished
+	initErr error         // written before ready is closed
+	cancel  context.CancelFunc
+
+	boot *bootstrap.Net
+	dev  device.Device
+	eng  *engine.Engine
+
+	state    atomic.Int32
+	splitSeq atomic.Int64
+	closeMu  sync.Mutex
+}
+
+// InitRank creates rank of an nranks-rank communicator from id. Every rank
+// must call it (or InitRankConfig) with the same id and nranks; it returns
+// when all have joined.
+func InitRank(nranks int, id UniqueID, rank int) (*Comm, error) {
+	return InitRankConfig(nranks, id, rank, nil)
+}
+
+// InitRankConfig is InitRank with a configuration. With cfg.Blocking false
+// it returns at once; Status then reports gccl.ErrInProgress until the
+// communicator is ready.
+func InitRankConfig(nranks int, id UniqueID, rank int, cfg *Config) (*Comm, error) {
+	return initRanks(nranks, []UniqueID{id}, rank, cfg)
+}
+
+// InitRankScalable creates rank of an nranks-rank communicator from several
+// unique IDs (made by different processes, every rank passing the same list):
+// the ranks are cut into len(ids) contiguous slices, each meeting at the
+// root of its ID, so no single root serves every rank. 1 <= len(ids) <= nranks.
+func InitRankScalable(nranks, rank int, ids []UniqueID, cfg *Config) (*Comm, error) {
+	if len(ids) < 1 || len(ids) > max(nranks, 1) {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "ids", "%d unique IDs for %d ranks; pass between 1 and nranks", len(ids), nranks)
+	}
+	return initRanks(nranks, ids, rank, cfg)
+}
+
+func initRanks(nranks int, ids []UniqueID, rank int, cfg *Config) (*Comm, error) {
+	if nranks < 1 || nranks > wire.MaxRanks {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "nranks", "%d ranks; pass between 1 and %d", nranks, wire.MaxRanks)
+	}
+	if rank < 0 || rank >= nranks {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "rank", "rank %d is out of range [0, %d)", rank, nranks)
+	}
+	roots := make([]wire.RootID, len(ids))
+	for i, id := range ids {
+		r, err := id.root()
+		if err != nil {
+			return nil, err
+		}
+		roots[i] = r
+	}
+	c, err := newComm(nranks, rank, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+	c.cancel = cancel
+	if !*c.cfg.Blocking {
+		go c.init(ctx, roots)
+		return c, nil
+	}
+	c.init(ctx, roots)
+	if c.initErr != nil {
+		return nil, c.initErr
+	}
+	return c, nil
+}
+
+func newComm(nranks, rank int, cfg *Config) (*Comm, error) {
+	rc, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Comm{nranks: nranks, rank: rank, cfg: rc, ready: make(chan struct{})}
+	c.log = env.Logger("INIT").With("comm", rc.Name, "rank", rank, "nranks", nranks)
+	return c, nil
+}
+
+// init connects the bootstrap, opens the device and builds the engine.
+func (c *Comm) init(ctx context.Context, roots []wire.RootID) {
+	defer close(c.ready)
+	defer c.cancel()
+	err := c.build(ctx, roots)
+	if err != nil {
+		_ = c.eng.Abort()
+		_ = c.boot.Abort()
+		c.eng, c.boot, c.dev = nil, nil, nil
+		c.log.Warn("communicator init failed", "err", err)
+	} else {
+		c.log.Info("communicator ready", "device", c.dev.Kind(), "ordinal", c.dev.Ordinal())
+	}
+	c.initErr = err
+}
+
+func (c *Comm) build(ctx context.Context, roots []wire.RootID) error {
+	bcfg := bootstrap.Config{Timeout: c.cfg.Timeout, Log: env.Logger("BOOTSTRAP")}
+	boot, err := bootstrap.InitScalable(ctx, roots, c.nranks, c.rank, bcfg)
+	if err != nil {
+		return err
+	}
+	c.boot = boot
+	if c.dev, err = device.Open(c.cfg.Backend, c.cfg.Device); err != nil {
+		return err
+	}
+	s := env.Get()
+	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Device: c.dev,
+		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Algo: s.Algo, ChunkBytes: s.ChunkSize})
+	return err
+}
+
+// Status reports the communicator's state: nil when ready,
+// gccl.ErrInProgress while a nonblocking init runs, the failure if it
+// failed, gccl.ErrInvalidUsage after Close or Abort.
+func (c *Comm) Status() error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	select {
+	case <-c.ready:
+		return c.initErr
+	default:
+		return gccl.Errorf(gccl.InProgress, "comm", "initialisation is still in progress; poll Status until it is not")
+	}
+}
+
+// usable fails on a nil or closed communicator.
+func (c *Comm) usable() error {
+	if c == nil {
+		return gccl.Errorf(gccl.InvalidArgument, "comm", "nil communicator")
+	}
+	if c.state.Load() == stateClosed {
+		return gccl.Errorf(gccl.InvalidUsage, "comm", "communicator %q (rank %d) is closed; create a new one", c.cfg.Name, c.rank)
+	}
+	return nil
+}
+
+// open fails unless the communicator is ready and neither finalized nor closed.
+func (c *Comm) open() error {
+	if err := c.Status(); err != nil {
+		return err
+	}
+	if c.state.Load() != stateOpen {
+		return gccl.Errorf(gccl.InvalidUsage, "comm", "communicator %q (rank %d) was finalized; only Close is allowed", c.cfg.Name, c.rank)
+	}
+	return nil
+}
+
+// Count is the number of ranks; Rank this rank's index.
+func (c *Comm) Count() int { return c.nranks }
+
+// Rank is this rank's index in [0, Count()).
+func (c *Comm) Rank() int { return c.rank }
+
+// Device is the device this rank runs on; nil until the communicator is ready.
+func (c *Comm) Device() device.Device {
+	if c.Status() != nil {
+		return nil
+	}
+	return c.dev
+}
+
+// Engine is the rank's engine, which the operation packages launch on; nil
+// until the communicator is ready and after Close.
+func (c *Comm) Engine() *engine.Engine {
+	if c.Status() != nil {
+		return nil
+	}
+	return c.eng
+}
+
+// Bootstrap is the rank's bootstrap network (for mpiboot and tests); nil
+// until the communicator is ready and after Close.
+func (c *Comm) Bootstrap() *bootstrap.Net {
+	if c.Status() != nil {
+		return nil
+	}
+	return c.boot
+}
+
+// Config returns the resolved configuration.
+func (c *Comm) Config() Config { return c.cfg }

@@ -1,0 +1,59 @@
+package comm
+
+import (
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/env"
+)
+
+// Config tunes a communicator. The zero value (or a nil *Config) means the
+// defaults, taken from the environment where a variable exists.
+type Config struct {
+	Blocking       *bool         // nil = GCCL_COMM_BLOCKING (default true)
+	Device         int           // local device ordinal, used when DeviceSet
+	DeviceSet      bool          // false = device 0
+	Backend        device.Kind   // device.Auto: GPU if a driver is present and GCCL_DEVICE != host
+	CTAMin, CTAMax int           // CTA limits on the GPU backend; 0 = automatic
+	NetName        string        // network transport to use; "" = automatic
+	SplitShare     bool          // accepted for NCCL compatibility; resources are not shared yet
+	Timeout        time.Duration // every wait's deadline; 0 = GCCL_TIMEOUT (default 5 min)
+	Name           string        // shown in logs
+}
+
+// resolve validates cfg and fills in the defaults.
+func resolve(cfg *Config) (Config, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	s := env.Get()
+	if c.Blocking == nil {
+		b := s.CommBlocking
+		c.Blocking = &b
+	} else {
+		b := *c.Blocking
+		c.Blocking = &b
+	}
+	switch {
+	case c.Timeout < 0:
+		return c, gccl.Errorf(gccl.InvalidArgument, "config.Timeout", "negative timeout %v; use 0 for the default", c.Timeout)
+	case c.Timeout == 0:
+		c.Timeout = s.Timeout
+	}
+	if c.DeviceSet && c.Device < 0 {
+		return c, gccl.Errorf(gccl.InvalidArgument, "config.Device", "device ordinal %d is negative", c.Device)
+	}
+	if !c.DeviceSet {
+		c.Device = 0
+	}
+	if c.CTAMin < 0 || c.CTAMax < 0 || (c.CTAMax > 0 && c.CTAMin > c.CTAMax) {
+		return c, gccl.Errorf(gccl.InvalidArgument, "config.CTAMin",
+			"CTA limits [%d, %d] are invalid; use non-negative values with CTAMin <= CTAMax", c.CTAMin, c.CTAMax)
+	}
+	if c.Backend != device.Auto && c.Backend != device.Host && c.Backend != device.CUDA {
+		return c, gccl.Errorf(gccl.InvalidArgument, "config.Backend", "unknown backend %v; use device.Auto, Host or CUDA", c.Backend)
+	}
+	return c, nil
+}

@@ -1,0 +1,27 @@
+// Package comm creates and destroys gccl communicators.
+//
+// A communicator is a set of ranks (one per device) that run collectives
+// and point-to-point operations together, as in NCCL. The ranks find each
+// other through a unique ID: one process calls NewUniqueID, which starts a
+// rendezvous listener in that process, and hands the ID's bytes to the
+// others by any means (MPI_Bcast in package mpiboot, a file, a pipe); each
+// rank then calls InitRank with the ID, the number of ranks and its rank.
+// InitAll makes every rank of a communicator in one process, one goroutine
+// per device. InitRankScalable spreads the rendezvous of a large job over
+// several IDs.
+//
+// InitRankConfig with Config.Blocking false returns at once; Status reports
+// gccl.ErrInProgress until the communicator is ready (then nil) or has
+// failed (then the failure). Split makes sub-communicators by colour and
+// key; every member of the parent must call it, in the same order as its
+// other Splits.
+//
+// The lifetime follows NCCL: Finalize (flush and synchronise), then Close
+// (free everything); or Abort, which returns promptly and makes peers that
+// wait on this rank fail with gccl.ErrRemote instead of hanging. Close and
+// Abort are safe on a nil communicator and when called twice; any other use
+// of a closed communicator is gccl.ErrInvalidUsage.
+//
+// Every wait has a deadline: Config.Timeout, else GCCL_TIMEOUT, else five
+// minutes. Errors are *gccl.Error naming the argument at fault.
+package comm

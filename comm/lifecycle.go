@@ -1,0 +1,138 @@
+package comm
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/gccl/gccl"
+)
+
+// Finalize flushes the communicator and synchronises with the other ranks:
+// it returns when every rank has called Finalize (or the deadline passed).
+// Afterwards only Close is allowed. Every rank must call it.
+func (c *Comm) Finalize() error {
+	if err := c.open(); err != nil {
+		return err
+	}
+	if !c.state.CompareAndSwap(stateOpen, stateFinalized) {
+		return gccl.Errorf(gccl.InvalidUsage, "comm", "Finalize was already called")
+	}
+	if err := c.eng.AsyncError(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+	defer cancel()
+	if err := c.boot.Barrier(ctx); err != nil {
+		return gccl.Errorf(gccl.Code(err), "comm", "finalizing: %w", err)
+	}
+	return nil
+}
+
+// Close destroys the communicator: it waits (up to the deadline) for
+// launched operations, then frees every resource. Safe on nil and twice.
+func (c *Comm) Close() error {
+	return c.shut(false)
+}
+
+// Abort destroys the communicator at once, cancelling what is in flight;
+// ranks waiting on this one get gccl.ErrRemote. Safe on nil and twice.
+func (c *Comm) Abort() error {
+	return c.shut(true)
+}
+
+func (c *Comm) shut(abort bool) error {
+	if c == nil {
+		return nil
+	}
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.state.Swap(stateClosed) == stateClosed {
+		return nil
+	}
+	if abort || !isReady(c) {
+		c.cancel() // interrupt a nonblocking init still running
+	}
+	<-c.ready // bounded: init's own deadline, or the cancel above
+	if c.initErr != nil {
+		return nil
+	}
+	var errEng, errBoot error
+	if abort {
+		errEng, errBoot = c.eng.Abort(), c.boot.Abort()
+	} else {
+		errEng = c.eng.Close()
+		errBoot = c.boot.Close()
+	}
+	c.log.Info("communicator destroyed", "abort", abort)
+	return errors.Join(errEng, errBoot)
+}
+
+func isReady(c *Comm) bool {
+	select {
+	case <-c.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// AsyncError returns the first error of an operation that failed after it
+// was launched (a peer died, a deadline passed), nil if there is none,
+// gccl.ErrInProgress during a nonblocking init.
+func (c *Comm) AsyncError() error {
+	if err := c.Status(); err != nil {
+		return err
+	}
+	return c.eng.AsyncError()
+}
+
+// InitAll creates a communicator over the given devices in this process,
+// one rank per device (rank i on devices[i]), each initialised by its own
+// goroutine. If any rank fails, all are aborted.
+func InitAll(devices []int) ([]*Comm, error) {
+	if len(devices) == 0 {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "devices", "no devices; pass at least one ordinal")
+	}
+	seen := map[int]bool{}
+	for _, d := range devices {
+		if d < 0 || seen[d] {
+			return nil, gccl.Errorf(gccl.InvalidArgument, "devices", "device %d is negative or listed twice in %v", d, devices)
+		}
+		seen[d] = true
+	}
+	id, err := NewUniqueID()
+	if err != nil {
+		return nil, err
+	}
+	comms := make([]*Comm, len(devices))
+	errs := make([]error, len(devices))
+	var wg sync.WaitGroup
+	for i, d := range devices {
+		wg.Go(func() {
+			comms[i], errs[i] = InitRankConfig(len(devices), id, i, &Config{Device: d, DeviceSet: true, Blocking: ptr(true)})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range comms {
+			_ = c.Abort()
+		}
+		return nil, err
+	}
+	return comms, nil
+}
+
+// InitAllN is InitAll over devices 0 .. n-1.
+func InitAllN(n int) ([]*Comm, error) {
+	if n < 1 {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "n", "%d devices; pass at least one", n)
+	}
+	devices := make([]int, n)
+	for i := range devices {
+		devices[i] = i
+	}
+	return InitAll(devices)
+}
+
+func ptr[T any](v T) *T { return &v }
