@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gccl/gccl"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAllToAllGroup launches every rank's sends and receives to every rank
+// (self included) as one launch, on buffers larger than the SHM ring, which
+// deadlocks unless the peers progress concurrently.
+func TestAllToAllGroup(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n, block = 4, 300_001
+	w := newWorld(t, n, "")
+	sends, recvs := make([][]byte, n), make([][]byte, n)
+	for r := range n {
+		sp, sb := w.alloc(t, r, n*block, rng)
+		rp, rb := w.alloc(t, r, n*block, rng)
+		sends[r], recvs[r] = sb, rb
+		var ops []Op
+		for j := range n {
+			ops = append(ops,
+				Op{Kind: Send, Send: sp + uintptr(j*block), Count: block, Type: gccl.Uint8, Peer: j, Stream: w.streams[r]},
+				Op{Kind: Recv, Recv: rp + uintptr(j*block), Count: block, Type: gccl.Uint8, Peer: j, Stream: w.streams[r]})
+		}
+		require.NoError(t, w.engines[r].Launch(ops))
+	}
+	w.sync(t)
+	for r := range n {
+		for j := range n {
+			require.True(t, bytes.Equal(sends[j][r*block:(r+1)*block], recvs[r][j*block:(j+1)*block]), "block %d→%d", j, r)
+		}
+	}
+}
+
+func TestValidation(t *testing.T) {
+	w := newWorld(t, 2, "")
+	e, s := w.engines[0], w.streams[0]
+	buf, _ := w.alloc(t, 0, 64, rand.New(rand.NewPCG(1, 1)))
+	for arg, op := range map[string]Op{
+		"sendbuff": {Kind: AllReduce, Recv: buf, Count: 4, Type: gccl.Int32, Stream: s},
+		"recvbuff": {Kind: AllReduce, Send: buf, Count: 4, Type: gccl.Int32, Stream: s},
+		"count":    {Kind: AllReduce, Send: buf, Recv: buf, Count: -1, Type: gccl.Int32, Stream: s},
+		"datatype": {Kind: AllReduce, Send: buf, Recv: buf, Count: 4, Type: 99, Stream: s},
+		"op":       {Kind: AllReduce, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Op: 77, Stream: s},
+		"root":     {Kind: Broadcast, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Root: 2, Stream: s},
+		"peer":     {Kind: Send, Send: buf, Count: 4, Type: gccl.Int32, Peer: -1, Stream: s},
+		"stream":   {Kind: AllReduce, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Stream: 12345},
+	} {
+		err := e.Launch([]Op{op})
+		var ge *gccl.Error
+		require.True(t, errors.As(err, &ge), "%s: %v", arg, err)
+		require.Equal(t, arg, ge.Arg, "%s: %v", arg, err)
+	}
+	// Overlap that is not in place: AllGather with sendbuff at the wrong offset.
+	err := e.Launch([]Op{{Kind: AllGather, Send: buf + 4, Recv: buf, Count: 2, Type: gccl.Int32, Stream: s}})
+	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
+	// Overflowing count.
+	err = e.Launch([]Op{{Kind: AllGather, Send: buf, Recv: buf + 64, Count: 1 << 61, Type: gccl.Int64, Stream: s}})
+	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
+}
+
+// TestClosedEngine: ops on a closed engine fail at once with a typed error.
+func TestClosedEngine(t *testing.T) {
+	w := newWorld(t, 1, "")
+	buf, _ := w.alloc(t, 0, 16, rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, w.engines[0].Abort())
+	err := w.engines[0].Launch([]Op{{Kind: AllReduce, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Stream: w.streams[0]}})
+	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
+}
