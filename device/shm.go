@@ -1,0 +1,260 @@
+package device
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/gccl/gccl"
+)
+
+// Region describes the shared-memory file a host pointer lies in.
+type Region struct {
+	Name   string  // what a peer passes to MapHostRegion
+	Base   uintptr // start of the mapping in this process
+	Size   int     // size of the mapping (the requested size rounded up to a page)
+	Offset int     // the pointer's offset from Base
+}
+
+// allocation is one Alloc: a mapped shared file.
+type allocation struct {
+	name string
+	mem  []byte   // the mapping (not Go shm memory)
+	file *os.File // kept open: a memfd lives as long as its descriptor
+	path string   // a /dev/shm file to unlink on Free, or ""
+}
+
+func (a *allocation) base() uintptr { return uintptr(unsafe.Pointer(&a.mem[0])) }
+
+// freedMemory is how many freed base addresses are remembered to tell a
+// double Free from a foreign pointer.
+const freedMemory = 4096
+
+var shm = struct {
+	sync.RWMutex
+	allocs []*allocation // sorted by base
+	freed  map[uintptr]bool
+	ring   []uintptr // insertion order of freed, for eviction
+}{freed: map[uintptr]bool{}}
+
+// memfdSyscall is memfd_create's number, 0 where it is not known.
+var memfdSyscall = map[string]uintptr{"amd64": 319, "arm64": 279, "riscv64": 279, "ppc64le": 360}[runtime.GOARCH]
+
+// openShared creates an unlinked-on-exit shared file of size bytes: a memfd
+// when the kernel has it, else a /dev/shm file. useMemfd=false forces the
+// latter (for tests).
+func openShared(size int, useMemfd bool) (f *os.File, name, path string, err error) {
+	if useMemfd && memfdSyscall != 0 {
+		tag, _ := syscall.BytePtrFromString("gccl")
+		fd, _, errno := syscall.Syscall(memfdSyscall, uintptr(unsafe.Pointer(tag)), 0, 0)
+		if errno == 0 {
+			f = os.NewFile(fd, "gccl-memfd")
+			name = fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd)
+		}
+	}
+	if f == nil {
+		var rnd [8]byte
+		_, _ = rand.Read(rnd[:])
+		path = fmt.Sprintf("/dev/shm/gccl-%d-%s", os.Getpid(), hex.EncodeToString(rnd[:]))
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, "", "", err
+		}
+		name = path
+	}
+	// Reserve the pages now, as NCCL does, so that running out of shared
+	// memory is an error here and not a SIGBUS later.
+	if err = syscall.Fallocate(int(f.Fd()), 0, 0, int64(size)); err != nil {
+		err = fmt.Errorf("reserving %d bytes of shared memory: %w", size, err)
+		if path != "" {
+			_ = os.Remove(path)
+		}
+		_ = f.Close()
+		return nil, "", "", err
+	}
+	return f, name, path, nil
+}
+
+func roundToPage(n int) int {
+	pg := os.Getpagesize()
+	if n <= 0 {
+		return pg
+	}
+	return (n + pg - 1) / pg * pg
+}
+
+// allocShared maps a new shared region of at least size bytes.
+func allocShared(size int, useMemfd bool) (uintptr, error) {
+	if size < 0 {
+		return 0, gccl.Errorf(gccl.InvalidArgument, "size", "negative allocation size %d", size)
+	}
+	n := roundToPage(size)
+	if n < size {
+		return 0, gccl.Errorf(gccl.InvalidArgument, "size", "allocation size %d overflows", size)
+	}
+	f, name, path, err := openShared(n, useMemfd)
+	if err != nil {
+		return 0, gccl.Errorf(gccl.SystemError, "size", "allocating %d bytes of host shared memory: %w", size, err)
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		if path != "" {
+			_ = os.Remove(path)
+		}
+		_ = f.Close()
+		return 0, gccl.Errorf(gccl.SystemError, "size", "mapping %d bytes of host shared memory: %w", size, err)
+	}
+	a := &allocation{name: name, mem: mem, file: f, path: path}
+	shm.Lock()
+	defer shm.Unlock()
+	i := sort.Search(len(shm.allocs), func(i int) bool { return shm.allocs[i].base() > a.base() })
+	shm.allocs = append(shm.allocs, nil)
+	copy(shm.allocs[i+1:], shm.allocs[i:])
+	shm.allocs[i] = a
+	if shm.freed[a.base()] {
+		delete(shm.freed, a.base())
+	}
+	return a.base(), nil
+}
+
+// find returns the index of the allocation holding p, or -1. shm must be locked.
+func find(p uintptr) int {
+	i := sort.Search(len(shm.allocs), func(i int) bool { return shm.allocs[i].base() > p }) - 1
+	if i >= 0 && p < shm.allocs[i].base()+uintptr(len(shm.allocs[i].mem)) {
+		return i
+	}
+	return -1
+}
+
+// freeShared releases an allocation made by allocShared.
+func freeShared(p uintptr) error {
+	if p == 0 {
+		return nil
+	}
+	shm.Lock()
+	i := find(p)
+	if i < 0 || shm.allocs[i].base() != p {
+		doubled := shm.freed[p] && i < 0
+		shm.Unlock()
+		if doubled {
+			return gccl.Errorf(gccl.InvalidUsage, "p", "pointer %#x was already freed", p)
+		}
+		if i >= 0 {
+			return gccl.Errorf(gccl.InvalidArgument, "p", "pointer %#x is inside an allocation, not its start; free the pointer Alloc returned", p)
+		}
+		return gccl.Errorf(gccl.InvalidArgument, "p", "pointer %#x was not returned by Alloc", p)
+	}
+	a := shm.allocs[i]
+	shm.allocs = append(shm.allocs[:i], shm.allocs[i+1:]...)
+	rememberFreed(p)
+	shm.Unlock()
+	return a.release()
+}
+
+func rememberFreed(p uintptr) {
+	shm.freed[p] = true
+	shm.ring = append(shm.ring, p)
+	if len(shm.ring) > freedMemory {
+		delete(shm.freed, shm.ring[0])
+		shm.ring = shm.ring[1:]
+	}
+}
+
+func (a *allocation) release() error {
+	err := syscall.Munmap(a.mem)
+	if a.path != "" {
+		if rerr := os.Remove(a.path); err == nil {
+			err = rerr
+		}
+	}
+	if cerr := a.file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return gccl.Errorf(gccl.SystemError, "p", "releasing host shared memory: %w", err)
+	}
+	return nil
+}
+
+// HostRegionOf returns the shared region that p lies in, if p is inside
+// memory from the host device's Alloc.
+func HostRegionOf(p uintptr) (Region, bool) {
+	shm.RLock()
+	defer shm.RUnlock()
+	i := find(p)
+	if i < 0 {
+		return Region{}, false
+	}
+	a := shm.allocs[i]
+	return Region{Name: a.name, Base: a.base(), Size: len(a.mem), Offset: int(p - a.base())}, true
+}
+
+// checkRange reports an error when [p, p+n) starts inside an allocation but
+// runs past its end. Memory not from Alloc is not checked.
+func checkRange(arg string, p uintptr, n int) error {
+	if p == 0 && n > 0 {
+		return gccl.Errorf(gccl.InvalidArgument, arg, "nil pointer")
+	}
+	if n < 0 {
+		return gccl.Errorf(gccl.InvalidArgument, arg, "negative length %d", n)
+	}
+	if r, ok := HostRegionOf(p); ok && r.Offset+n > r.Size {
+		return gccl.Errorf(gccl.InvalidArgument, arg,
+			"%d bytes at offset %d run past the end of a %d-byte allocation", n, r.Offset, r.Size)
+	}
+	return nil
+}
+
+// MapHostRegion maps, in this process, a region that another process on the
+// same node allocated (its Region.Name and Region.Size). It returns the
+// base address and a function that unmaps it.
+func MapHostRegion(name string, size int) (uintptr, func() error, error) {
+	if !strings.HasPrefix(name, "/dev/shm/gccl-") &&
+		!(strings.HasPrefix(name, "/proc/") && strings.Contains(name, "/fd/")) {
+		return 0, nil, gccl.Errorf(gccl.InvalidArgument, "name", "%q is not a gccl host region name; pass Region.Name", name)
+	}
+	if size <= 0 {
+		return 0, nil, gccl.Errorf(gccl.InvalidArgument, "size", "region size %d must be positive", size)
+	}
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return 0, nil, gccl.Errorf(gccl.SystemError, "name", "opening host region %s (is its owner still running on this node?): %w", name, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, nil, gccl.Errorf(gccl.SystemError, "name", "inspecting host region %s: %w", name, err)
+	}
+	if st.Size() < int64(size) {
+		return 0, nil, gccl.Errorf(gccl.InvalidArgument, "size", "host region %s has %d bytes, not %d", name, st.Size(), size)
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return 0, nil, gccl.Errorf(gccl.SystemError, "name", "mapping host region %s: %w", name, err)
+	}
+	var once sync.Once
+	unmap := func() error {
+		var uerr error
+		once.Do(func() { uerr = syscall.Munmap(mem) })
+		return uerr
+	}
+	return uintptr(unsafe.Pointer(&mem[0])), unmap, nil
+}
+
+// HostBytes returns the n bytes of host memory at p as a slice, without
+// copying. Host backend only: a GPU device pointer is not a host address.
+// The slice is valid as long as the memory is (until Free, or for as long
+// as the caller keeps a Go buffer alive).
+func HostBytes(p uintptr, n int) []byte {
+	if p == 0 || n <= 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
+}
