@@ -38,9 +38,6 @@ func (HostBackend) Submit(e *Engine, l *launch) error {
 
 // runHost runs a launch's collectives in order, then its p2p ops together.
 func (e *Engine) runHost(ctx context.Context, ops []Op) error {
-	if e.red == nil {
-		return gccl.Errorf(gccl.InternalError, "reducer", "the host backend has no reducer; set engine.Config.Reducer")
-	}
 	first := len(ops)
 	for i := range ops {
 		if ops[i].Kind.IsP2P() {
@@ -67,6 +64,9 @@ func (e *Engine) runCollective(ctx context.Context, o *Op) error {
 		return nil
 	}
 	kind := o.Kind.collective()
+	if kind.Reduces() && e.red == nil {
+		return gccl.Errorf(gccl.InternalError, "reducer", "the host backend has no reducer; set engine.Config.Reducer or engine.DefaultReducer")
+	}
 	es := o.Type.Size()
 	plan, err := algo.Build(algo.Params{Kind: kind, Algo: e.choose(kind, o.Count*es), NRanks: e.nranks,
 		Rank: e.rank, Root: o.Root, Count: o.Count, ElemSize: es, ChunkBytes: e.chunk})
