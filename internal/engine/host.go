@@ -78,9 +78,12 @@ func (e *Engine) runCollective(ctx context.Context, o *Op) error {
 	if err := e.connect(ctx, append(sendTo, recvFrom...)); err != nil {
 		return err
 	}
-	combine, post, err := e.arith(e.red, o)
-	if err != nil {
-		return err
+	var combine combineFunc
+	var post func([]byte) error
+	if kind.Reduces() {
+		if combine, post, err = e.arith(e.red, o); err != nil {
+			return err
+		}
 	}
 	if len(e.scratch) < plan.ScratchBytes {
 		e.scratch = make([]byte, plan.ScratchBytes)

@@ -89,7 +89,9 @@ func (e *Engine) prepare(ops []Op) (*launch, error) {
 			p2p = append(p2p, o)
 			continue
 		}
-		if _, _, err := e.arith(nopReducer{}, &o); err != nil {
+		if !o.Kind.collective().Reduces() {
+			o.Op = gccl.Sum // unused by this kind
+		} else if _, _, err := e.arith(nopReducer{}, &o); err != nil {
 			return nil, err
 		}
 		l.ops = append(l.ops, o)
