@@ -98,7 +98,8 @@ func (r *root) serve() {
 }
 
 // handle reads one hello, authenticates it and hands the connection to its
-// rendezvous.
+// rendezvous. Rejections are written by their own goroutines so that a
+// slow peer never holds the root's lock.
 func (r *root) handle(c net.Conn) {
 	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
 	typ, p, err := wire.ReadFrame(c, wire.MaxPayload)
@@ -119,18 +120,18 @@ func (r *root) handle(c net.Conn) {
 	defer r.mu.Unlock()
 	e, ok := r.entries[h.Key]
 	if !ok {
-		reject(c, gccl.Errorf(gccl.InvalidArgument, "uniqueId",
+		go reject(c, gccl.Errorf(gccl.InvalidArgument, "uniqueId",
 			"the root at %v never issued this unique ID (foreign ID, or the root process restarted); make a new one", r.addr))
 		return
 	}
 	if subtle.ConstantTimeCompare(e.secret[:], h.Secret[:]) != 1 {
 		r.log.Error("rejected a connection presenting a wrong secret", "from", c.RemoteAddr(), "rank", h.Base+h.Rank)
-		reject(c, gccl.Errorf(gccl.InvalidArgument, "uniqueId",
+		go reject(c, gccl.Errorf(gccl.InvalidArgument, "uniqueId",
 			"the root at %v rejected the unique ID's secret; the ID was altered or belongs to another job", r.addr))
 		return
 	}
 	if e.used[h.Sub] {
-		reject(c, gccl.Errorf(gccl.InvalidUsage, "uniqueId",
+		go reject(c, gccl.Errorf(gccl.InvalidUsage, "uniqueId",
 			"this unique ID already created a communicator; make a new ID with NewUniqueID for each communicator"))
 		return
 	}
