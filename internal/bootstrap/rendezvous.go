@@ -102,7 +102,7 @@ func (rv *rendezvous) fail(err error, extra net.Conn) {
 	if rv.timer != nil {
 		rv.timer.Stop()
 	}
-	rv.r.log.Warn("rendezvous failed", "root", rv.r.addr, "err", err)
+	rv.r.log().Warn("rendezvous failed", "root", rv.r.addr, "err", err)
 	conns := append([]net.Conn{}, rv.conns...)
 	if extra != nil {
 		conns = append(conns, extra)
@@ -122,7 +122,7 @@ func (rv *rendezvous) complete() {
 	}
 	delete(rv.e.subs, rv.sub)
 	rv.e.used[rv.sub] = true
-	rv.r.log.Info("rendezvous complete", "root", rv.r.addr, "nranks", rv.nranks, "sub", rv.sub)
+	rv.r.log().Info("rendezvous complete", "root", rv.r.addr, "nranks", rv.nranks, "sub", rv.sub)
 	peers := wire.Peers{Addrs: rv.addrs}
 	go rv.answer(rv.conns, wire.AppendFrame(nil, wire.TypePeers, peers.Encode()))
 }
@@ -135,7 +135,7 @@ func (rv *rendezvous) answer(conns []net.Conn, frame []byte) {
 		wg.Go(func() {
 			_ = c.SetWriteDeadline(time.Now().Add(helloTimeout))
 			if _, err := c.Write(frame); err != nil {
-				rv.r.log.Warn("answering a rank failed", "rank", rv.base+uint32(i), "err", err)
+				rv.r.log().Warn("answering a rank failed", "rank", rv.base+uint32(i), "err", err)
 			}
 		})
 	}

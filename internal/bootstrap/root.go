@@ -23,7 +23,6 @@ const helloTimeout = 30 * time.Second
 type root struct {
 	ln   net.Listener
 	addr netip.AddrPort
-	log  *slog.Logger
 
 	mu      sync.Mutex
 	entries map[wire.Key]*entry
@@ -74,11 +73,10 @@ func rootFor(ip netip.Addr) (*root, error) {
 		return nil, gccl.Errorf(gccl.SystemError, "listen", "starting the root listener on %v: %w", ip, err)
 	}
 	ap := ln.Addr().(*net.TCPAddr).AddrPort()
-	r := &root{ln: ln, addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()),
-		log: env.Logger("BOOTSTRAP"), entries: map[wire.Key]*entry{}}
+	r := &root{ln: ln, addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), entries: map[wire.Key]*entry{}}
 	roots[ip] = r
 	go r.serve()
-	r.log.Info("root listener started", "addr", r.addr)
+	r.log().Info("root listener started", "addr", r.addr)
 	return r, nil
 }
 
@@ -90,7 +88,7 @@ func (r *root) serve() {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
 				continue
 			}
-			r.log.Warn("root listener stopped", "addr", r.addr, "err", err)
+			r.log().Warn("root listener stopped", "addr", r.addr, "err", err)
 			return
 		}
 		go r.handle(c)
@@ -111,7 +109,7 @@ func (r *root) handle(c net.Conn) {
 		h, err = wire.DecodeHello(p)
 	}
 	if err != nil {
-		r.log.Warn("rejected a bootstrap connection", "from", c.RemoteAddr(), "err", err)
+		r.log().Warn("rejected a bootstrap connection", "from", c.RemoteAddr(), "err", err)
 		reject(c, err)
 		return
 	}
@@ -125,7 +123,7 @@ func (r *root) handle(c net.Conn) {
 		return
 	}
 	if subtle.ConstantTimeCompare(e.secret[:], h.Secret[:]) != 1 {
-		r.log.Error("rejected a connection presenting a wrong secret", "from", c.RemoteAddr(), "rank", h.Base+h.Rank)
+		r.log().Error("rejected a connection presenting a wrong secret", "from", c.RemoteAddr(), "rank", h.Base+h.Rank)
 		go reject(c, gccl.Errorf(gccl.InvalidArgument, "uniqueId",
 			"the root at %v rejected the unique ID's secret; the ID was altered or belongs to another job", r.addr))
 		return
@@ -142,3 +140,7 @@ func (r *root) handle(c net.Conn) {
 	}
 	rv.join(c, h)
 }
+
+// log is looked up on each use, so the root (which lives as long as the
+// process) follows env.Reload and env.SetOutput.
+func (r *root) log() *slog.Logger { return env.Logger("BOOTSTRAP") }
