@@ -28,7 +28,7 @@
 // MPI_ERRORS_RETURN, so an MPI failure comes back as a *gccl.Error with code
 // SystemError and MPI_Error_string's text instead of aborting the job.
 // Collectives (Bcast, Allgather, Barrier) are started nonblocking and polled
-// against a deadline (SetTimeout, default five minutes), so a missing peer
+// against a deadline (SetTimeout, else GCCL_TIMEOUT, default five minutes), so a missing peer
 // gives gccl.ErrTimeout rather than a hang; after a timeout the job should
 // be aborted (Abort), since MPI cannot cancel a collective.
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/env"
 )
 
 // ThreadLevel is an MPI thread-support level (MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE).
@@ -33,9 +34,6 @@ func (l ThreadLevel) String() string {
 	return fmt.Sprintf("ThreadLevel(%d)", int(l))
 }
 
-// DefaultTimeout bounds every MPI wait mpiboot makes unless SetTimeout says otherwise.
-const DefaultTimeout = 5 * time.Minute
-
 // state is the process's MPI state: MPI itself is one per process.
 type state struct {
 	mu        sync.Mutex
@@ -46,11 +44,11 @@ type state struct {
 	size      int
 	localRank int
 	localSize int
-	timeout   time.Duration
-	used      bool // Init or Join ran once; MPI cannot start twice
+	timeout   time.Duration // 0: GCCL_TIMEOUT (default five minutes)
+	used      bool          // Init or Join ran once; MPI cannot start twice
 }
 
-var st = state{rank: -1, timeout: DefaultTimeout}
+var st = state{rank: -1}
 
 // Two locks order mpiboot's MPI use, always taken before st.mu:
 //   - live is held shared by every MPI operation in flight and exclusively by
@@ -126,7 +124,7 @@ func start(owned bool, boot func(*executor) (ThreadLevel, error)) error {
 	if st.used {
 		return gccl.Errorf(gccl.InvalidUsage, "mpi", "mpiboot was already initialised in this process; MPI can be started once, call Init or Join only once")
 	}
-	deadline := time.Now().Add(st.timeout)
+	deadline := time.Now().Add(st.timeoutLocked())
 	e := newExecutor()
 	var level ThreadLevel
 	var err error
@@ -146,8 +144,11 @@ func start(owned bool, boot func(*executor) (ThreadLevel, error)) error {
 	}
 	if err != nil {
 		st.shutdown(deadline)
+		return err
 	}
-	return err
+	env.Logger("INIT").Info("mpiboot ready", "rank", st.rank, "size", st.size, "localRank", st.localRank,
+		"localSize", st.localSize, "thread", level, "joined", !owned)
+	return nil
 }
 
 // dupWorld makes the private communicator with MPI_Comm_idup, bounded by deadline.
@@ -173,7 +174,7 @@ func Finalize() error {
 	if st.exec == nil {
 		return nil
 	}
-	return st.shutdown(time.Now().Add(st.timeout))
+	return st.shutdown(time.Now().Add(st.timeoutLocked()))
 }
 
 // shutdown frees the communicator, finalises MPI if owned and stops the funnel.
@@ -221,7 +222,8 @@ func Level() ThreadLevel {
 	return st.level
 }
 
-// SetTimeout sets the deadline of every later MPI wait (d > 0).
+// SetTimeout sets the deadline of every later MPI wait (d > 0). Until it is
+// called the deadline is GCCL_TIMEOUT (five minutes by default).
 func SetTimeout(d time.Duration) error {
 	if d <= 0 {
 		return gccl.Errorf(gccl.InvalidArgument, "timeout", "timeout %v must be positive", d)
@@ -242,7 +244,15 @@ func acquire() (*executor, time.Time, error) {
 		live.RUnlock()
 		return nil, time.Time{}, errFinalized
 	}
-	return st.exec, time.Now().Add(st.timeout), nil
+	return st.exec, time.Now().Add(st.timeoutLocked()), nil
+}
+
+// timeoutLocked is the deadline of one wait: SetTimeout's, else GCCL_TIMEOUT.
+func (s *state) timeoutLocked() time.Duration {
+	if s.timeout > 0 {
+		return s.timeout
+	}
+	return env.Get().Timeout
 }
 
 func firstErr(errs ...error) error {
