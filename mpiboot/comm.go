@@ -1,0 +1,151 @@
+package mpiboot
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/comm"
+	"github.com/gccl/gccl/device"
+)
+
+// idMessage is what rank 0 broadcasts: a status byte (1 = the ID follows,
+// 0 = rank 0 could not make one) and the unique ID.
+const idMessage = 1 + comm.UniqueIDBytes
+
+// ShareUniqueID makes a unique ID on rank 0 and broadcasts it with MPI; every
+// process must call it. When rank 0 fails, every process gets an error.
+func ShareUniqueID() (comm.UniqueID, error) {
+	rank, _ := World()
+	msg := make([]byte, idMessage)
+	var idErr error
+	if rank == 0 {
+		id, err := comm.NewUniqueID()
+		if err == nil {
+			msg[0] = 1
+			copy(msg[1:], id.Bytes())
+		}
+		idErr = err
+	}
+	if err := Bcast(msg, 0); err != nil {
+		return comm.UniqueID{}, err
+	}
+	switch {
+	case idErr != nil:
+		return comm.UniqueID{}, idErr
+	case msg[0] != 1:
+		return comm.UniqueID{}, gccl.Errorf(gccl.RemoteError, "rank 0", "rank 0 could not create the unique ID; see its error")
+	}
+	return comm.ParseUniqueID(msg[1:])
+}
+
+// NewComm creates this process's communicator over every process of the job:
+// rank and size from MPI, the unique ID made by rank 0 and broadcast, and
+// the device set to the local rank unless cfg sets one (NCCL guide,
+// "one device per process"). Every process must call it.
+func NewComm(cfg *comm.Config) (*comm.Comm, error) {
+	id, err := ShareUniqueID()
+	if err != nil {
+		return nil, err
+	}
+	rank, size := World()
+	dev := LocalRank()
+	if cfg != nil && cfg.DeviceSet {
+		dev = cfg.Device
+	}
+	c := withDevice(cfg, dev)
+	return comm.InitRankConfig(size, id, rank, &c)
+}
+
+// NewComms creates ngpus communicators in this process, for devices
+// LocalRank()*ngpus + i (or cfg.Device + i when cfg sets a device), as ranks
+// rank*ngpus + i of one communicator of ngpus × size ranks (NCCL guide,
+// "multiple devices per process"). The ranks initialise concurrently; if one
+// fails the others are aborted and the first error is returned.
+func NewComms(ngpus int, cfg *comm.Config) ([]*comm.Comm, error) {
+	if ngpus < 1 {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "ngpus", "%d devices per process; pass 1 or more", ngpus)
+	}
+	id, err := ShareUniqueID()
+	if err != nil {
+		return nil, err
+	}
+	rank, size := World()
+	first := LocalRank() * ngpus
+	if cfg != nil && cfg.DeviceSet {
+		first = cfg.Device
+	}
+	comms := make([]*comm.Comm, ngpus)
+	errs := make([]error, ngpus)
+	var wg sync.WaitGroup
+	for i := range ngpus {
+		wg.Go(func() {
+			c := withDevice(cfg, first+i)
+			comms[i], errs[i] = comm.InitRankConfig(size*ngpus, id, rank*ngpus+i, &c)
+		})
+	}
+	wg.Wait()
+	if err := firstErr(errs...); err != nil {
+		for _, c := range comms {
+			_ = c.Abort()
+		}
+		return nil, err
+	}
+	return comms, nil
+}
+
+// withDevice copies cfg (nil = defaults) with the device set to dev.
+func withDevice(cfg *comm.Config, dev int) comm.Config {
+	var c comm.Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c.Device, c.DeviceSet = dev, true
+	return c
+}
+
+// Wait waits until the work on stream s of device d is done, calling
+// MPI_Iprobe between polls so that MPI implementations that progress only
+// inside MPI calls keep serving the other ranks (NCCL guide §4.2.1); use it
+// instead of d.Synchronize(s) while MPI traffic may be pending. timeout 0
+// means mpiboot's deadline (SetTimeout, else GCCL_TIMEOUT); past it Wait
+// returns gccl.ErrTimeout. A stream that failed returns its error.
+func Wait(d device.Device, s gccl.Stream, timeout time.Duration) error {
+	switch {
+	case d == nil:
+		return gccl.Errorf(gccl.InvalidArgument, "d", "nil device; pass the communicator's device (c.Device())")
+	case timeout < 0:
+		return gccl.Errorf(gccl.InvalidArgument, "timeout", "negative timeout %v; pass 0 for the default", timeout)
+	case timeout == 0:
+		st.mu.Lock()
+		timeout = st.timeoutLocked()
+		st.mu.Unlock()
+	}
+	deadline := time.Now().Add(timeout)
+	pause := time.Duration(0)
+	for {
+		done, err := d.Query(s)
+		if err != nil || done {
+			return err
+		}
+		if _, err := Iprobe(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return gccl.Errorf(gccl.TimeoutError, "stream", "stream %#x not done after %v; a peer may be missing, abort the communicator", uintptr(s), timeout)
+		}
+		pause = backoff(pause)
+	}
+}
+
+// backoff yields at first (operations that finish in microseconds stay
+// fast), then sleeps, doubling up to 100µs.
+func backoff(pause time.Duration) time.Duration {
+	if pause < time.Microsecond {
+		runtime.Gosched()
+		return pause + time.Microsecond/64
+	}
+	time.Sleep(pause)
+	return min(2*pause, 100*time.Microsecond)
+}
