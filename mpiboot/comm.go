@@ -122,8 +122,8 @@ func Wait(d device.Device, s gccl.Stream, timeout time.Duration) error {
 		timeout = st.timeoutLocked()
 		st.mu.Unlock()
 	}
-	deadline := time.Now().Add(timeout)
-	pause := time.Duration(0)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	for {
 		done, err := d.Query(s)
 		if err != nil || done {
@@ -135,17 +135,20 @@ func Wait(d device.Device, s gccl.Stream, timeout time.Duration) error {
 		if time.Now().After(deadline) {
 			return gccl.Errorf(gccl.TimeoutError, "stream", "stream %#x not done after %v; a peer may be missing, abort the communicator", uintptr(s), timeout)
 		}
-		pause = backoff(pause)
+		pause(time.Since(start))
 	}
 }
 
-// backoff yields at first (operations that finish in microseconds stay
-// fast), then sleeps, doubling up to 100µs.
-func backoff(pause time.Duration) time.Duration {
-	if pause < time.Microsecond {
+// spinFor is how long Wait only yields between polls, so that operations of
+// microseconds are not slowed down by the timer's granularity.
+const spinFor = 500 * time.Microsecond
+
+// pause waits between two polls: a yield during the first spinFor, then a
+// sleep of a tenth of the time waited so far, at most a millisecond.
+func pause(waited time.Duration) {
+	if waited < spinFor {
 		runtime.Gosched()
-		return pause + time.Microsecond/64
+		return
 	}
-	time.Sleep(pause)
-	return min(2*pause, 100*time.Microsecond)
+	time.Sleep(min(waited/10, time.Millisecond))
 }

@@ -76,10 +76,28 @@ func (f *fakeDevice) Query(gccl.Stream) (bool, error) {
 }
 
 func TestWaitPollsUntilDone(t *testing.T) {
-	for _, k := range []int64{1, 2, 100, 3000} {
+	for _, k := range []int64{1, 2, 50, 300} {
 		d := &fakeDevice{doneAt: k}
 		require.NoError(t, Wait(d, 7, time.Minute))
 		assert.Equal(t, k, d.polls.Load())
+	}
+}
+
+// timedDevice finishes its stream at a point in time.
+type timedDevice struct {
+	device.Device
+	at time.Time
+}
+
+func (f *timedDevice) Query(gccl.Stream) (bool, error) { return !time.Now().Before(f.at), nil }
+
+func TestWaitReturnsSoonAfterCompletion(t *testing.T) {
+	for _, after := range []time.Duration{0, 100 * time.Microsecond, 5 * time.Millisecond, 40 * time.Millisecond} {
+		d := &timedDevice{at: time.Now().Add(after)}
+		require.NoError(t, Wait(d, 3, time.Minute))
+		late := time.Since(d.at)
+		assert.GreaterOrEqual(t, late, time.Duration(0))
+		assert.Less(t, late, 20*time.Millisecond, "Wait noticed completion %v late", late)
 	}
 }
 
