@@ -1,0 +1,5 @@
+package transport
+
+import "github.com/gccl/gccl/internal/env"
+
+func reloadEnv() { env.Reload() }

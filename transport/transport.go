@@ -1,0 +1,76 @@
+package transport
+
+import (
+	"context"
+	"time"
+
+	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/transport/shm"
+	"github.com/gccl/gccl/transport/topo"
+)
+
+// Conn is one direction of a connection to one peer: ordered and reliable.
+type Conn interface {
+	// Send transmits p in order; it returns when p may be reused.
+	Send(ctx context.Context, p []byte) error
+	// Recv receives exactly n bytes, handing them to consume in order, in pieces
+	// valid only during the call (so SHM slots can be reduced from in place).
+	Recv(ctx context.Context, n int, consume func(piece []byte) error) error
+	Close() error
+}
+
+// Config describes a rank's endpoint for one communicator. CommID, Secret and
+// Rank are required; every other zero field takes its default (from the
+// environment where a GCCL_/NCCL_ variable exists).
+type Config struct {
+	Rank   int
+	CommID [16]byte // the communicator's id
+	Secret [16]byte // the unique ID's secret; sockets must present it
+
+	Timeout  time.Duration // deadline of waits whose ctx has none; 0 = GCCL_TIMEOUT
+	HostHash uint64        // 0 = topo.HostHash()
+
+	ShmDisable  bool   // true, or GCCL_SHM_DISABLE=1, turns the SHM transport off
+	ShmDir      string // where rings live; "" = /dev/shm
+	ShmSlotSize int    // 0 = shm.DefaultSlotSize
+	ShmSlots    int    // 0 = shm.DefaultSlots
+
+	IfName       string // interfaces to listen on; "" = GCCL_SOCKET_IFNAME
+	NetSockets   int    // sockets per connection; 0 = GCCL_SOCKET_NTHREADS × GCCL_NSOCKS_PERTHREAD, else DefaultNetSockets
+	NetChunkSize int    // bytes per frame; 0 = net.DefaultChunkSize
+}
+
+// Defaults not taken from the environment.
+const (
+	DefaultShmDir     = "/dev/shm"
+	DefaultNetSockets = 2
+)
+
+// resolve fills the defaults of cfg from the environment.
+func (cfg Config) resolve() Config {
+	e := env.Get()
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = e.Timeout
+	}
+	if cfg.HostHash == 0 {
+		cfg.HostHash = topo.HostHash()
+	}
+	cfg.ShmDisable = cfg.ShmDisable || e.SHMDisable
+	if cfg.ShmDir == "" {
+		cfg.ShmDir = DefaultShmDir
+	}
+	if cfg.IfName == "" {
+		cfg.IfName = e.SocketIfname
+	}
+	if cfg.NetSockets == 0 {
+		cfg.NetSockets = DefaultNetSockets
+		if e.NSocksPerThread > 0 {
+			cfg.NetSockets = e.NSocksPerThread * max(1, e.SocketNThreads)
+		}
+	}
+	return cfg
+}
+
+func (cfg Config) shmOptions() shm.Options {
+	return shm.Options{SlotSize: cfg.ShmSlotSize, Slots: cfg.ShmSlots, Timeout: cfg.Timeout}
+}
