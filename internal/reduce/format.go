@@ -75,18 +75,14 @@ func (f *format) fromFloat32(x float32) uint32 {
 	return enc | sign
 }
 
-// roundShift returns m >> s rounded to nearest, ties to even.
+// roundShift returns m >> s rounded to nearest, ties to even, for
+// m < 1<<24 and s >= 1, without branches: adding half an ulp less one,
+// plus the lowest kept bit, carries exactly when rounding goes up.
 func roundShift(m uint32, s int) uint32 {
 	if s >= 32 {
 		return 0
 	}
-	q := m >> s
-	rem := m & (1<<s - 1)
-	half := uint32(1) << (s - 1)
-	if rem > half || rem == half && q&1 == 1 {
-		q++
-	}
-	return q
+	return (m + (uint32(1)<<(s-1) - 1) + (m>>s)&1) >> s
 }
 
 // fromFloat64 rounds x to the format, to nearest even, by float64
