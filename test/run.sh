@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# test/run.sh — testing tier 2: gccl's MPI integration tests and examples,
+# run under mpirun on this machine with 1, 2, 3, 4 and 8 processes.
+#
+# Environment:
+#   MPI=openmpi|mpich   implementation to build against and launch with (default openmpi)
+#   NPS="1 2 3 4 8"     process counts
+#   RACE=1              build with the race detector (slower)
+#   MPIRUN_TIMEOUT=300  hard limit of each mpirun, in seconds
+#   OUT=out/test-$MPI   where binaries go
+# Exit status: 0 when every run passed. Each run prints one PASS/FAIL line;
+# a failing run's output is printed in full.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mpi=${MPI:-openmpi}
+nps=${NPS:-"1 2 3 4 8"}
+out=${OUT:-out/test-$mpi}
+flags=()
+[ "$mpi" = mpich ] && flags+=(-tags mpich)
+[ "${RACE:-0}" = 1 ] && flags+=(-race)
+export MPI=$mpi
+
+mkdir -p "$out"
+echo "== building ($mpi${flags[*]:+, ${flags[*]}}) into $out"
+go test "${flags[@]}" -c -o "$out/mpiboot.test" ./mpiboot
+go test "${flags[@]}" -c -o "$out/mpi.test" ./test/mpi
+examples=(onedevice multidevice progress singleprocess)
+[ "$mpi" = openmpi ] && examples+=(gompi) # gompi hard-codes Open MPI's paths
+for ex in "${examples[@]}"; do
+	go build "${flags[@]}" -o "$out/$ex" "./examples/mpi/$ex"
+done
+
+failed=()
+# run NAME NP COMMAND... — one mpirun, timed, output kept for failures.
+run() {
+	local name=$1 np=$2
+	shift 2
+	local log start rc=0
+	log=$(mktemp)
+	start=$(date +%s)
+	scripts/mpirun.sh "$np" "$@" >"$log" 2>&1 || rc=$?
+	if [ $rc = 0 ]; then
+		printf 'PASS  %-28s np=%-2s %3ss\n' "$name" "$np" $(($(date +%s) - start))
+	else
+		printf 'FAIL  %-28s np=%-2s %3ss (exit %s)\n' "$name" "$np" $(($(date +%s) - start)) "$rc"
+		sed 's/^/    | /' "$log" | tail -n 80
+		failed+=("$name np=$np")
+	fi
+	rm -f "$log"
+}
+
+testflags=(-test.timeout=240s -test.count=1)
+for np in $nps; do
+	echo "== $np process(es)"
+	run mpiboot "$np" "$out/mpiboot.test" "${testflags[@]}"
+	run integration "$np" "$out/mpi.test" "${testflags[@]}"
+	run example/onedevice "$np" "$out/onedevice" -count 65536
+	run example/multidevice "$np" "$out/multidevice" -count 65536
+	run example/progress "$np" "$out/progress" -rounds 4
+	if [ -x "$out/gompi" ] && [ "$mpi" = openmpi ]; then run example/gompi "$np" "$out/gompi" -count 65536; fi
+done
+echo "== other thread levels"
+run mpiboot/funneled 3 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=funneled
+run mpiboot/serialized 2 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=serialized
+echo "== one process, several devices (no MPI)"
+if "$out/singleprocess" -ndev 4 -count 65536; then echo "PASS  example/singleprocess"; else failed+=(singleprocess); fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "FAILED (${#failed[@]}): ${failed[*]}"
+	exit 1
+fi
+echo "all MPI runs passed ($mpi)"
