@@ -142,7 +142,7 @@ func (e *Endpoint) connectShm(peer PeerInfo, channel int) (Conn, Conn, error) {
 	path := filepath.Join(e.cfg.ShmDir, ringName(peer.ShmPrefix, e.cfg.Rank, channel))
 	r := newLazyRecv(func(ctx context.Context) (Conn, error) {
 		return shm.Open(ctx, path, e.cfg.shmOptions())
-	})
+	}, func() { shm.Abandon(path) })
 	return s, r, nil
 }
 
@@ -168,7 +168,7 @@ func (e *Endpoint) connectNet(ctx context.Context, peer PeerInfo, channel int) (
 			return nil, err
 		}
 		return r, nil
-	})
+	}, func() { e.ln.Reject(peer.Rank, channel) })
 	return s, r, nil
 }
 

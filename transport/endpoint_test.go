@@ -201,8 +201,8 @@ func TestTransportChoice(t *testing.T) {
 	require.NoError(t, links2[1][0][0].recv.Recv(ctx, 5, func(p []byte) error { got = append(got, p...); return nil }))
 	require.Equal(t, "hello", string(got))
 
+	t.Cleanup(func() { reloadEnv() }) // runs after Setenv's own cleanup restored the variable
 	t.Setenv("GCCL_SHM_DISABLE", "1")
-	t.Cleanup(func() { reloadEnv() })
 	reloadEnv()
 	w3 := newWorld(t, 1, modes[0], nil)
 	require.Empty(t, w3.infos[0].ShmPrefix)
@@ -269,7 +269,7 @@ func TestWrongSecretRejected(t *testing.T) {
 		func(c *Config) { c.Secret[0] ^= 1 },
 		func(c *Config) { c.CommID[15] ^= 0x80 },
 	} {
-		bad := newWorld(t, 1, modes[1], func(c *Config) { c.Rank = 1; tweak(c) })
+		bad := newWorld(t, 1, modes[1], func(c *Config) { c.Rank, c.HostHash = 1, 5555; tweak(c) })
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, _, err := bad.eps[0].Connect(ctx, w.infos[0], 0)
 		cancel()

@@ -12,17 +12,18 @@ import (
 // never waits for the peer's own Connect call, which is what lets every rank
 // connect to every other in any order without deadlock.
 type lazyRecv struct {
-	mu     sync.Mutex
-	open   func(ctx context.Context) (Conn, error)
-	c      Conn
-	err    error // a failed bind is final
-	done   context.Context
-	cancel context.CancelFunc
+	mu      sync.Mutex
+	open    func(ctx context.Context) (Conn, error)
+	abandon func() // tells the peer, if it connected, that nobody will read
+	c       Conn
+	err     error // a failed bind is final
+	done    context.Context
+	cancel  context.CancelFunc
 }
 
-func newLazyRecv(open func(ctx context.Context) (Conn, error)) *lazyRecv {
+func newLazyRecv(open func(ctx context.Context) (Conn, error), abandon func()) *lazyRecv {
 	done, cancel := context.WithCancel(context.Background())
-	return &lazyRecv{open: open, done: done, cancel: cancel}
+	return &lazyRecv{open: open, abandon: abandon, done: done, cancel: cancel}
 }
 
 var errConnClosed = gccl.Errorf(gccl.InvalidUsage, "conn", "use of a closed connection")
@@ -76,17 +77,21 @@ func (l *lazyRecv) Send(context.Context, []byte) error {
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Send on the receiving direction of a connection")
 }
 
-// Close interrupts a bind in progress and closes the bound Conn; safe twice.
+// Close interrupts a bind in progress and closes the bound Conn; if it was
+// never bound, the peer's side (when there) is told that nobody will read, so
+// the peer's Send fails with gccl.ErrRemote instead of waiting. Safe twice.
 func (l *lazyRecv) Close() error {
 	l.cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.c != nil {
-		c := l.c
-		l.c = nil
-		l.err = errConnClosed
+	if l.err == errConnClosed {
+		return nil
+	}
+	c := l.c
+	l.c, l.err = nil, errConnClosed
+	if c != nil {
 		return c.Close()
 	}
-	l.err = errConnClosed
+	l.abandon()
 	return nil
 }

@@ -31,6 +31,7 @@ type Listener struct {
 	npending int
 	shaking  map[gonet.Conn]struct{} // sockets in their handshake
 	arrived  chan struct{}           // closed and replaced when a socket is parked
+	rejected map[pendingKey]bool     // (rank, channel) nobody will accept
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -50,7 +51,8 @@ func Listen(ip gonet.IP, id Identity, rank int, timeout time.Duration) (*Listene
 		timeout = wait.DefaultTimeout
 	}
 	l := &Listener{ln: ln, id: id, rank: rank, timeout: timeout,
-		pending: map[pendingKey][]gonet.Conn{}, shaking: map[gonet.Conn]struct{}{}, arrived: make(chan struct{})}
+		pending: map[pendingKey][]gonet.Conn{}, shaking: map[gonet.Conn]struct{}{}, arrived: make(chan struct{}),
+		rejected: map[pendingKey]bool{}}
 	l.wg.Go(l.acceptLoop)
 	return l, nil
 }
@@ -115,7 +117,7 @@ func (l *Listener) park(c gonet.Conn, h hello) bool {
 		socks = make([]gonet.Conn, h.count)
 		l.pending[k] = socks
 	}
-	if l.closed || l.npending >= maxPending || len(socks) != h.count || socks[h.index] != nil {
+	if l.closed || l.rejected[k] || l.npending >= maxPending || len(socks) != h.count || socks[h.index] != nil {
 		return false
 	}
 	socks[h.index] = c
@@ -175,6 +177,25 @@ func (l *Listener) claim(k pendingKey, count int) (socks []gonet.Conn, ok bool) 
 	delete(l.pending, k)
 	l.npending -= count
 	return socks, true
+}
+
+// Reject closes the sockets rank dialled (or will dial) for channel, so its
+// sends fail with gccl.ErrRemote: this rank will never read them.
+func (l *Listener) Reject(rank, channel int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	k := pendingKey{rank, channel}
+	l.rejected[k] = true
+	for _, c := range l.pending[k] {
+		if c != nil {
+			c.Close()
+			l.npending--
+		}
+	}
+	delete(l.pending, k)
 }
 
 // Close stops accepting, closes the parked and handshaking sockets and waits

@@ -109,3 +109,16 @@ func (c *Receiver) Close() error {
 	c.close(offRecvClosed)
 	return nil
 }
+
+// Abandon tells the producer of the ring at path, if it created it, that no
+// consumer will come: it marks the ring closed by the consumer (so the
+// producer's Send fails with gccl.ErrRemote) and unlinks the file.
+func Abandon(path string) {
+	r, err := openRing(path)
+	if err != nil {
+		return
+	}
+	atomic.StoreUint32(r.u32(offRecvClosed), 1)
+	_ = os.Remove(path)
+	r.unmap()
+}

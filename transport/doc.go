@@ -1,0 +1,29 @@
+// Package transport moves bytes between the ranks of a communicator on the
+// host backend.
+//
+// A Conn is one direction of a connection to one peer: ordered, reliable,
+// with deadlines taken from the context. Recv hands the received bytes to a
+// consume callback in pieces that are valid only during the call, so a
+// shared-memory slot can be reduced from in place with no extra copy.
+//
+// Each rank opens an Endpoint per communicator with Listen: it starts the
+// rank's TCP listener on the interface GCCL_SOCKET_IFNAME (NCCL_SOCKET_IFNAME)
+// allows and names its shared-memory rings. The rank publishes
+// Endpoint.Info (a PeerInfo, sent in its MarshalBinary form through the
+// bootstrap all-gather) and then calls Connect for each peer and channel.
+// Connect picks shared memory (transport/shm) when both ranks are on one host
+// (equal host hashes, see transport/topo) and neither disabled it with
+// GCCL_SHM_DISABLE (NCCL_SHM_DISABLE), else TCP sockets (transport/net).
+// Sockets present the communicator id and the unique ID's secret, and are
+// rejected without them.
+//
+// Connect never waits for the peer's own Connect: it sets up the sending
+// direction, and the receiving direction binds to the peer's side on its
+// first Recv. So ranks may connect to each other in any order without
+// deadlock. Endpoint.Close closes every Conn it made, unlinks ring files and
+// stops the listener's goroutines.
+//
+// A peer that closed its side, or died, turns into gccl.ErrRemote; an expired
+// deadline into gccl.ErrTimeout. transport/fault wraps Conns (and sockets) with
+// seeded fault injection for tests.
+package transport

@@ -1,0 +1,178 @@
+package fault
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	gonet "net"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/transport"
+	tnet "github.com/gccl/gccl/transport/net"
+	"github.com/gccl/gccl/transport/shm"
+	"github.com/stretchr/testify/require"
+)
+
+func randBytes(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n+8)
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
+	}
+	return b[:n]
+}
+
+// tcpPairs returns n connected loopback TCP socket pairs.
+func tcpPairs(t *testing.T, n int) (out, in []gonet.Conn) {
+	ln, err := gonet.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	for range n {
+		c, err := gonet.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		a, err := ln.Accept()
+		require.NoError(t, err)
+		out, in = append(out, c), append(in, a)
+	}
+	return out, in
+}
+
+// TestCRCDetectsCorruptionBelowFraming flips bits and drops writes on the
+// sockets under transport/net: every fault must be reported as ErrSystem or
+// ErrRemote, and every byte delivered before it must be the byte sent.
+func TestCRCDetectsCorruptionBelowFraming(t *testing.T) {
+	detected := 0
+	for seed := range uint64(12) {
+		cfg := Config{Seed: seed, Corrupt: 0.05}
+		if seed%3 == 2 {
+			cfg = Config{Seed: seed, Drop: 0.05}
+		}
+		out, in := tcpPairs(t, 2)
+		wrapped := make([]*NetConn, len(out))
+		for i, c := range out {
+			wrapped[i] = WrapNet(c, cfg)
+			out[i] = wrapped[i]
+		}
+		s, err := tnet.NewSender(out, tnet.Options{ChunkSize: 512})
+		require.NoError(t, err)
+		r, err := tnet.NewReceiver(in, tnet.Options{ChunkSize: 512})
+		require.NoError(t, err)
+		want := randBytes(rand.New(rand.NewPCG(seed, 1)), 40000)
+		go func() { _ = s.Send(context.Background(), want) }()
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		var got []byte
+		err = r.Recv(ctx, len(want), func(p []byte) error { got = append(got, p...); return nil })
+		cancel()
+		require.True(t, bytes.Equal(got, want[:len(got)]), "seed %d: corrupted bytes were delivered", seed)
+		injected := wrapped[0].Stats().Corruptions + wrapped[1].Stats().Corruptions +
+			wrapped[0].Stats().Drops + wrapped[1].Stats().Drops
+		if injected > 0 {
+			require.Error(t, err, "seed %d: %d faults injected, none reported", seed, injected)
+			c := gccl.Code(err)
+			// A dropped write can also starve the receiver: that ends in a timeout, never in data.
+			require.True(t, c == gccl.SystemError || c == gccl.RemoteError || c == gccl.TimeoutError, "seed %d: %v", seed, err)
+			if c != gccl.TimeoutError {
+				detected++
+			}
+		} else {
+			require.NoError(t, err)
+		}
+		s.Close()
+		r.Close()
+	}
+	require.Positive(t, detected, "no seed exercised the checksum")
+}
+
+func TestPayloadCorruptionIsSystemError(t *testing.T) {
+	// Corrupt only the payload write (the second write of each frame).
+	out, in := tcpPairs(t, 1)
+	s, err := tnet.NewSender([]gonet.Conn{&flipNth{Conn: out[0], n: 2}}, tnet.Options{})
+	require.NoError(t, err)
+	r, err := tnet.NewReceiver(in, tnet.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	defer r.Close()
+	require.NoError(t, s.Send(context.Background(), []byte("some payload")))
+	err = r.Recv(context.Background(), 12, func([]byte) error { t.Error("corrupted payload delivered"); return nil })
+	require.ErrorIs(t, err, gccl.ErrSystem)
+}
+
+// flipNth flips a bit in the n-th Write.
+type flipNth struct {
+	gonet.Conn
+	n, seen int
+}
+
+func (f *flipNth) Write(p []byte) (int, error) {
+	f.seen++
+	if f.seen == f.n {
+		p = append([]byte(nil), p...)
+		p[len(p)/2] ^= 0x10
+	}
+	return f.Conn.Write(p)
+}
+
+// shmPair is a connected SHM ring as transport.Conns.
+func shmPair(t *testing.T) (transport.Conn, transport.Conn) {
+	path := t.TempDir() + "/ring"
+	s, err := shm.Create(path, shm.Options{SlotSize: 256, Slots: 4})
+	require.NoError(t, err)
+	r, err := shm.Open(context.Background(), path, shm.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close(); r.Close() })
+	return s, r
+}
+
+func TestWrapFaultsAreSeededAndCounted(t *testing.T) {
+	run := func(seed uint64) (Stats, [][]byte) {
+		s, r := shmPair(t)
+		fs := Wrap(s, Config{Seed: seed, Drop: 0.2, Corrupt: 0.2, Delay: 0.2, MaxDelay: 100 * time.Microsecond})
+		rng := rand.New(rand.NewPCG(7, 7))
+		var recv [][]byte
+		for range 50 {
+			m := randBytes(rng, 1+rng.IntN(100))
+			require.NoError(t, fs.Send(context.Background(), m))
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+			var got []byte
+			err := r.Recv(ctx, len(m), func(p []byte) error { got = append(got, p...); return nil })
+			cancel()
+			if err != nil {
+				require.ErrorIs(t, err, gccl.ErrTimeout) // dropped
+				recv = append(recv, nil)
+				continue
+			}
+			recv = append(recv, got)
+		}
+		return fs.(*Conn).Stats(), recv
+	}
+	st1, r1 := run(42)
+	st2, r2 := run(42)
+	require.Equal(t, st1, st2, "same seed, same faults")
+	require.Equal(t, r1, r2)
+	require.Positive(t, st1.Drops)
+	require.Positive(t, st1.Corruptions)
+	require.Positive(t, st1.Delays)
+	st3, _ := run(43)
+	require.NotEqual(t, st1, st3)
+}
+
+func TestWrapRecvCorruptsAndCloses(t *testing.T) {
+	s, r := shmPair(t)
+	fr := Wrap(r, Config{Seed: 1, Corrupt: 1})
+	msg := []byte("0123456789")
+	require.NoError(t, s.Send(context.Background(), msg))
+	var got []byte
+	require.NoError(t, fr.Recv(context.Background(), len(msg), func(p []byte) error { got = append(got, p...); return nil }))
+	require.Len(t, got, len(msg))
+	require.NotEqual(t, msg, got)
+	require.Equal(t, "0123456789", string(msg), "the source must not be modified")
+
+	fs := Wrap(s, Config{Seed: 1, Close: 1})
+	require.ErrorIs(t, fs.Send(context.Background(), msg), gccl.ErrRemote)
+	err := r.Recv(context.Background(), 1, func([]byte) error { return nil })
+	require.ErrorIs(t, err, gccl.ErrRemote)
+	require.False(t, errors.Is(err, gccl.ErrTimeout))
+}
