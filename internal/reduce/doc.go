@@ -19,7 +19,8 @@
 // into 0x7fff; the fp8 types saturate to their largest finite value
 // (__NV_SATFINITE: ±448 for e4m3, ±57344 for e5m2, infinities included)
 // and keep NaN (e4m3 0x7f/0xff, e5m2 0x7e/0x7f with the sign).
-// Float16FromFloat32 and friends expose the conversions.
+// Float16FromFloat32 and friends expose the conversions; a test checks them
+// bit for bit against CUDA 13 (testdata/cudaconv.cu records CUDA's results).
 //
 // Max and Min of floating-point values ignore a NaN operand when the other
 // is a number, as fmaxf and fminf do.
