@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# gpu-bundle.sh [DIR] — build everything the GPU machine runs (it has CUDA,
+# Open MPI and NCCL but no Go) into DIR (default ./bundle):
+#   tests/<pkg>/pkg.test   test binaries of the packages with GPU tests, with
+#                          their testdata/ next to them (they run from there)
+#   mpi/                   mpiboot.test and the MPI integration suite
+#   examples/              the MPI examples
+#   bin/gccl-perf          the benchmark, when cmd/gccl-perf exists
+#   run-gpu.sh             runs all of it there: bundle/run-gpu.sh
+# The binaries link the system's libmpi.so.40 (Open MPI 4.x) and dlopen
+# libcuda.so.1; build against Open MPI (the default), not MPICH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-bundle}
+rm -rf "$dir"
+mkdir -p "$dir/tests" "$dir/mpi" "$dir/examples" "$dir/bin"
+
+# Packages with GPU tests: those whose tests call RequireGPU, plus the
+# packages that own the CUDA code paths.
+mapfile -t pkgs < <(
+	{
+		grep -rl 'RequireGPU(' --include='*_test.go' . | xargs -r -n1 dirname
+		for p in ./internal/cuda ./device ./kernels ./coll ./p2p ./group ./internal/engine; do
+			[ -d "$p" ] && echo "$p"
+		done
+	} | sed 's|^\./||' | sort -u
+)
+for p in "${pkgs[@]}"; do
+	ls "$p"/*_test.go >/dev/null 2>&1 || continue
+	name=${p//\//-}
+	mkdir -p "$dir/tests/$name"
+	echo "test binary: $p"
+	go test -c -o "$dir/tests/$name/pkg.test" "./$p"
+	[ -d "$p/testdata" ] && cp -r "$p/testdata" "$dir/tests/$name/"
+done
+
+go test -c -o "$dir/mpi/mpiboot.test" ./mpiboot
+go test -c -o "$dir/mpi/mpi.test" ./test/mpi
+for ex in onedevice multidevice progress singleprocess gompi; do
+	go build -o "$dir/examples/$ex" "./examples/mpi/$ex"
+done
+if [ -d cmd/gccl-perf ]; then
+	go build -o "$dir/bin/gccl-perf" ./cmd/gccl-perf
+fi
+cp scripts/run-gpu.sh scripts/mpirun.sh "$dir/"
+git rev-parse HEAD >"$dir/COMMIT" 2>/dev/null || true
+echo "bundle ready: $dir ($(du -sh "$dir" | cut -f1)); on the GPU machine run $dir/run-gpu.sh"
