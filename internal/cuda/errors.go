@@ -92,17 +92,17 @@ func NewError(fn string, r Result, desc string) error {
 	if r == Success {
 		return nil
 	}
-	msg := r.String()
-	if desc != "" {
-		msg += ": " + desc
-	}
+	var hint string
 	switch r {
 	case ErrorSymbolMissing:
-		msg += "; the driver is too old for this call, update the NVIDIA driver"
+		hint = "; the driver is too old for this call, update the NVIDIA driver"
 	case ErrorOutOfMemory:
-		msg += "; free device memory or use smaller buffers"
+		hint = "; free device memory or use smaller buffers"
 	}
-	return &gccl.Error{Code: gccl.UnhandledCudaError, Arg: fn, Msg: msg, Err: r}
+	if desc != "" {
+		desc = ": " + desc
+	}
+	return gccl.Errorf(gccl.UnhandledCudaError, fn, "%w%s%s", r, desc, hint)
 }
 
 // ResultOf returns the CUresult inside err: Success for nil, ErrorUnknown
