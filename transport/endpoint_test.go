@@ -114,6 +114,10 @@ func TestAllPairsAllChannels(t *testing.T) {
 	exchange(t, 4, 2, []int{0, 1, 7, 4095, 8 << 10, 8<<10 + 1, 100003, 300007})
 }
 
+func TestEightRanks(t *testing.T) {
+	exchange(t, 8, 1, []int{0, 1, 1000, 33333})
+}
+
 func TestLargeMessages(t *testing.T) {
 	exchange(t, 2, 1, []int{3<<20 + 3, 1, 4 << 20})
 }
