@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -295,4 +296,26 @@ func TestShmFilesUnlinkedOnClose(t *testing.T) {
 	ents, err := os.ReadDir(w.eps[0].cfg.ShmDir)
 	require.NoError(t, err)
 	require.Empty(t, ents, "ring files left behind")
+}
+
+func TestCloseStopsGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for _, m := range modes {
+		w := newWorld(t, 3, m, nil)
+		links := w.connectAll(t, 2)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Bind some receive sides, leave others unbound.
+		require.NoError(t, links[1][0][0].send.Send(ctx, []byte{1}))
+		require.NoError(t, links[0][1][0].recv.Recv(ctx, 1, func([]byte) error { return nil }))
+		require.NoError(t, links[2][1][1].recv.Recv(ctx, 0, nil))
+		cancel()
+		for _, ep := range w.eps {
+			require.NoError(t, ep.Close())
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left after Close")
 }
