@@ -24,11 +24,15 @@ trap 'rm -rf "$tmp"' EXIT
 {
 	for src in *.cu; do echo "#include \"$src\""; done
 } > "$tmp/all.cu"
-"$NVCC" -std=c++17 -O3 --fatbin -Xptxas -v -I. \
+if ! "$NVCC" -std=c++17 -O3 --fatbin -Xptxas -v -I. \
 	-gencode arch=compute_80,code=sm_80 \
 	-gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90 \
-	-o fatbin/gccl.fatbin "$tmp/all.cu" 2> "$tmp/all.ptxas"
+	-o fatbin/gccl.fatbin "$tmp/all.cu" 2> "$tmp/all.ptxas"; then
+	cat "$tmp/all.ptxas" >&2
+	echo "build.sh: nvcc failed" >&2
+	exit 1
+fi
 cat "$tmp/all.ptxas" > fatbin/ptxas.txt
 {
 	echo "sources $(sources_hash)"
