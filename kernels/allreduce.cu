@@ -31,26 +31,31 @@ __device__ __forceinline__ void storeUnit(char *p, size_t u, size_t bytes, uint2
 }
 
 // allreduce_oneshot: c.in[rank] -> c.out[rank]; c.scratch[r] is rank r's LL
-// buffer of 2 x nranks slots of ceil(count*size/8)*16 bytes each.
+// buffer: two halves, each holding nranks slots of ceil(count*size/8)*16
+// bytes. A communicator's one-shot launches must run in order on each rank.
 template <typename T, int OP> __device__ __forceinline__ void allreduce_oneshot(const gcclComm &c, size_t count, double scalar) {
 	typedef typename Num<T>::Acc Acc;
 	constexpr int E = 8 / sizeof(T);
 	const int n = c.nranks, me = c.rank;
 	const size_t bytes = count * sizeof(T), units = (bytes + 7) / 8, slot = units * 16;
 	const uint32_t epoch = llEpoch(c);
-	if (2 * (size_t)n * slot > c.scratchBytes) {
+	// The scratch is split in two fixed halves used by alternate epochs, so
+	// the next launch (whatever its count) never overwrites slots a slower
+	// peer still reads.
+	const size_t half = c.scratchBytes / 2 / 16 * 16;
+	if ((size_t)n * slot > half) {
 		if (threadIdx.x == 0) fail(c, GCCL_STATUS_BADARGS);
 		llFinish(c, epoch);
 		return;
 	}
-	const size_t region = (epoch & 1) * n * slot;
+	const size_t region = (epoch & 1) * half;
 	const Red<T, OP> red(scalar, n);
-	Waiter w(c);
 	for (size_t u = blockIdx.x * (size_t)blockDim.x + threadIdx.x; u < units; u += (size_t)gridDim.x * blockDim.x) {
 		const uint2 mine = loadUnit(c.in[me], u, bytes);
 		for (int p = 0; p < n; p++)
 			if (p != me) llStore(c.scratch[p] + region + me * slot + u * 16, mine, epoch);
 		Acc acc[E];
+		Waiter w(c);
 		bool ok = true;
 		for (int r = 0; r < n && ok; r++) {
 			uint2 v = mine;

@@ -77,8 +77,9 @@ func ReductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error
 }
 
 // OneShotScratchBytes is the LL scratch each rank needs for a one-shot
-// all-reduce of nbytes over nranks: two parities of nranks slots, each
-// holding 16 bytes per 8 bytes of data.
+// all-reduce of nbytes over nranks: two halves (alternate launches) of
+// nranks slots, each holding 16 bytes per 8 bytes of data. A larger scratch
+// serves every smaller size.
 func OneShotScratchBytes(nbytes, nranks int) int {
 	return 2 * nranks * ((nbytes + 7) / 8) * 16
 }
