@@ -120,3 +120,26 @@ func (a *Args) Clone() *Args {
 	}
 	return &Args{buf: append([]byte(nil), a.buf...), offs: append([]uint32(nil), a.offs...), err: a.err}
 }
+
+func errCount(n int) error {
+	return gccl.Errorf(gccl.InvalidArgument, "count", "reference count %d; pass a count > 0", n)
+}
+
+// checkLaunch validates a launch shape before the driver sees it.
+func checkLaunch(f Function, grid, block Dim3, sharedMem int, args *Args) error {
+	if f == 0 {
+		return gccl.Errorf(gccl.InvalidArgument, "f", "nil kernel function; get it with ModuleGetFunction")
+	}
+	for _, v := range []uint32{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z} {
+		if v == 0 {
+			return gccl.Errorf(gccl.InvalidArgument, "grid", "launch shape %v x %v has a zero dimension", grid, block)
+		}
+	}
+	if sharedMem < 0 {
+		return gccl.Errorf(gccl.InvalidArgument, "sharedMem", "negative dynamic shared memory %d", sharedMem)
+	}
+	if args != nil && args.Err() != nil {
+		return args.Err()
+	}
+	return nil
+}

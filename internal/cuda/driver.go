@@ -118,5 +118,3 @@ type Driver interface {
 	PointerGetAttribute(attr PointerAttr, p uintptr) (uint64, error)
 	PointerGetAttributes(attrs []PointerAttr, p uintptr) ([]uint64, error)
 }
-
-var _ Driver = driver{}

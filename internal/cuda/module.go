@@ -12,10 +12,6 @@ import (
 	"github.com/gccl/gccl"
 )
 
-func errCount(n int) error {
-	return gccl.Errorf(gccl.InvalidArgument, "count", "reference count %d; pass a count > 0", n)
-}
-
 func (d driver) ModuleLoadData(image []byte) (Module, error) {
 	if len(image) == 0 {
 		return 0, gccl.Errorf(gccl.InvalidArgument, "image", "empty module image; build the fatbin (kernels/build.sh)")
@@ -41,25 +37,6 @@ func (d driver) ModuleGetFunction(m Module, name string) (Function, error) {
 		return 0, gccl.Errorf(gccl.UnhandledCudaError, "name", "kernel %q not in the module: %w", name, err)
 	}
 	return Function(f), nil
-}
-
-// checkLaunch validates a launch shape before the driver sees it.
-func checkLaunch(f Function, grid, block Dim3, sharedMem int, args *Args) error {
-	if f == 0 {
-		return gccl.Errorf(gccl.InvalidArgument, "f", "nil kernel function; get it with ModuleGetFunction")
-	}
-	for _, v := range []uint32{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z} {
-		if v == 0 {
-			return gccl.Errorf(gccl.InvalidArgument, "grid", "launch shape %v x %v has a zero dimension", grid, block)
-		}
-	}
-	if sharedMem < 0 {
-		return gccl.Errorf(gccl.InvalidArgument, "sharedMem", "negative dynamic shared memory %d", sharedMem)
-	}
-	if args != nil && args.Err() != nil {
-		return args.Err()
-	}
-	return nil
 }
 
 func (d driver) LaunchKernel(f Function, grid, block Dim3, sharedMem int, s Stream, args *Args) error {
