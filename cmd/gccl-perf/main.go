@@ -1,0 +1,157 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/gccl/gccl/comm"
+	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/mpiboot"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // a failure: bad setup, an operation's error, a timeout
+	exitUsage = 2 // bad flags
+	exitWrong = 3 // gccl produced wrong results
+)
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(exitOK)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gccl-perf:", err)
+		os.Exit(exitUsage)
+	}
+	os.Exit(run(cfg, os.Stdout, os.Stderr, hooks{check: countWrong}))
+}
+
+// hooks are what tests replace.
+type hooks struct {
+	check checker
+}
+
+// run runs the configured sweeps and returns the exit status.
+func run(cfg config, stdout, stderr io.Writer, h hooks) int {
+	if cfg.timeout == 0 {
+		cfg.timeout = env.Get().Timeout
+	}
+	if cfg.np > 0 {
+		return runLocal(cfg, stdout, stderr, h)
+	}
+	return runMPI(cfg, stdout, stderr, h)
+}
+
+// runMPI runs one rank in this process of an MPI job (or an MPI singleton).
+func runMPI(cfg config, stdout, stderr io.Writer, h hooks) int {
+	if err := mpiboot.Init(); err != nil {
+		fmt.Fprintln(stderr, "gccl-perf: starting MPI:", err)
+		return exitError
+	}
+	defer mpiboot.Finalize()
+	if err := mpiboot.SetTimeout(cfg.timeout); err != nil {
+		fmt.Fprintln(stderr, "gccl-perf:", err)
+		return exitError
+	}
+	rank, size := mpiboot.World()
+	c, err := mpiboot.NewComm(&comm.Config{Timeout: cfg.timeout, Name: "gccl-perf"})
+	if err != nil {
+		fmt.Fprintf(stderr, "gccl-perf: rank %d: creating the communicator: %v\n", rank, err)
+		_ = mpiboot.Abort(exitError)
+		return exitError
+	}
+	defer c.Close()
+	status := runRank(cfg, c, rank, size, mpiExchanger{}, stdout, stderr, h)
+	if status == exitError && size > 1 {
+		_ = mpiboot.Abort(exitError) // no rank may be left waiting for this one
+	}
+	return status
+}
+
+// runLocal runs cfg.np goroutine ranks in this process.
+func runLocal(cfg config, stdout, stderr io.Writer, h hooks) int {
+	comms, err := comm.InitAllN(cfg.np)
+	if err != nil {
+		fmt.Fprintln(stderr, "gccl-perf: creating the communicators:", err)
+		return exitError
+	}
+	x := newLocalExchanger(cfg.np, cfg.timeout)
+	status := make([]int, cfg.np)
+	var wg sync.WaitGroup
+	for r, c := range comms {
+		wg.Go(func() {
+			defer c.Close()
+			status[r] = runRank(cfg, c, r, cfg.np, x.rank(r), stdout, stderr, h)
+		})
+	}
+	wg.Wait()
+	return worst(status)
+}
+
+// runRank is one rank's whole run: stream, libraries, every operation's
+// sweep; rank 0 prints and writes the files.
+func runRank(cfg config, c *comm.Comm, rank, nranks int, x exchanger, stdout, stderr io.Writer, h hooks) int {
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", rank, err)
+		return exitError
+	}
+	d := c.Device()
+	if cfg.graph {
+		return fail(graphError(d.Kind()))
+	}
+	s, err := d.NewStream()
+	if err != nil {
+		return fail(err)
+	}
+	defer d.DestroyStream(s)
+	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check,
+		gccl: &gcclLib{comm: c, device: d, stream: s}}
+	if rank == 0 {
+		r.out = stdout
+		if cfg.progress {
+			r.prog = stderr
+		}
+	}
+	if r.base, err = openBaseline(cfg.baseline, baselineEnv{comm: c, device: d, stream: s}); err != nil {
+		return fail(err)
+	}
+	if r.base != nil {
+		defer r.base.Close()
+	}
+	var results []opResult
+	status := exitOK
+	for _, op := range cfg.ops {
+		res, err := r.sweep(op)
+		if err != nil {
+			return fail(err)
+		}
+		if res.gcclWrong > 0 {
+			status = exitWrong
+		}
+		results = append(results, res)
+	}
+	if rank == 0 {
+		if err := writeFiles(cfg, results); err != nil {
+			return fail(err)
+		}
+	}
+	return status
+}
+
+// worst is the most severe of the ranks' statuses.
+func worst(status []int) int {
+	out := exitOK
+	for _, s := range status {
+		if s == exitError || out == exitOK {
+			out = s
+		}
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gccl/gccl/internal/perf"
+)
+
+// showProgress rewrites one status line on stderr (rank 0, -progress).
+func (r *ranker) showProgress(op perf.Op, size int64, i, n int, lib string) {
+	if r.prog != nil {
+		fmt.Fprintf(r.prog, "\r# %s %s: size %d/%d (%s)      ", op, lib, i+1, n, perf.FormatSize(size))
+	}
+}
+
+func (r *ranker) clearProgress() {
+	if r.prog != nil {
+		fmt.Fprintf(r.prog, "\r%60s\r", "")
+	}
+}
+
+// summary prints nccl-tests' closing lines: wrong values, average bus
+// bandwidth, and against a baseline the geometric mean of the time ratios.
+func (r *ranker) summary(res opResult) {
+	w := r.out
+	fmt.Fprintf(w, "# Out of bounds values : %s\n", wrongVerdict(res.gcclWrong))
+	var bw float64
+	for _, row := range res.rows {
+		bw += row.Gccl.BusBW
+	}
+	if len(res.rows) > 0 {
+		fmt.Fprintf(w, "# Avg bus bandwidth    : %.4f GB/s\n", bw/float64(len(res.rows)))
+	}
+	if res.baseName != "" {
+		fmt.Fprintf(w, "# %s out of bounds    : %s\n", res.baseName, wrongVerdict(res.baseWrong))
+		all, big := ratioMean(res.rows, 0), ratioMean(res.rows, 1<<20)
+		fmt.Fprintf(w, "# time ratio gccl/%s : geomean %.3f over all sizes, %.3f at >= 1M (below 1 = gccl faster)\n",
+			res.baseName, all, big)
+	}
+	fmt.Fprintln(w)
+}
+
+func wrongVerdict(n int64) string {
+	switch {
+	case n < 0:
+		return "not checked"
+	case n == 0:
+		return "0 OK"
+	}
+	return fmt.Sprintf("%d FAILED", n)
+}
+
+// ratioMean is the geometric mean of gccl/baseline time over rows of at
+// least minSize bytes (NaN when there are none).
+func ratioMean(rows []perf.Row, minSize int64) float64 {
+	var sum float64
+	n := 0
+	for _, row := range rows {
+		if row.Base == nil || row.Size < minSize || row.Gccl.Time <= 0 || row.Base.Time <= 0 {
+			continue
+		}
+		sum += math.Log(float64(row.Gccl.Time) / float64(row.Base.Time))
+		n++
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return math.Exp(sum / float64(n))
+}
+
+// writeFiles writes the -csv, -png and -json outputs of every operation.
+// With several operations, the CSV and PNG names get the operation's name
+// before the extension (out.csv -> out-allreduce.csv).
+func writeFiles(cfg config, results []opResult) error {
+	for _, res := range results {
+		if len(res.rows) == 0 {
+			continue
+		}
+		if cfg.csv != "" {
+			if err := writeFile(perOp(cfg.csv, res.op, len(results)), func(w io.Writer) error {
+				return perf.WriteCSV(w, res.op, res.baseName, res.rows)
+			}); err != nil {
+				return err
+			}
+		}
+		if cfg.png != "" {
+			title := fmt.Sprintf("%s %v", res.op, cfg.dtype)
+			if err := writeFile(perOp(cfg.png, res.op, len(results)), func(w io.Writer) error {
+				return perf.PlotRows(w, title, res.baseName, res.rows)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	if cfg.json == "" {
+		return nil
+	}
+	return writeFile(cfg.json, func(w io.Writer) error { return writeJSON(w, results) })
+}
+
+func perOp(name string, op perf.Op, nops int) string {
+	if nops == 1 {
+		return name
+	}
+	ext := filepath.Ext(name)
+	return strings.TrimSuffix(name, ext) + "-" + string(op) + ext
+}
+
+func writeFile(name string, write func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	return f.Close()
+}
+
+// jsonRow is one row of the -json output; times in microseconds.
+type jsonRow struct {
+	Op       string   `json:"op"`
+	Size     int64    `json:"size_bytes"`
+	Count    int      `json:"count"`
+	Type     string   `json:"type"`
+	RedOp    string   `json:"redop"`
+	Root     int      `json:"root"`
+	TimeUS   float64  `json:"time_us"`
+	AlgBW    float64  `json:"algbw_gbs"`
+	BusBW    float64  `json:"busbw_gbs"`
+	Wrong    int64    `json:"wrong"`
+	Baseline string   `json:"baseline,omitempty"`
+	BaseUS   *float64 `json:"baseline_time_us,omitempty"`
+	BaseBus  *float64 `json:"baseline_busbw_gbs,omitempty"`
+	BaseBad  *int64   `json:"baseline_wrong,omitempty"`
+	Ratio    *float64 `json:"time_ratio,omitempty"`
+}
+
+func writeJSON(w io.Writer, results []opResult) error {
+	var rows []jsonRow
+	for _, res := range results {
+		for _, r := range res.rows {
+			j := jsonRow{Op: string(res.op), Size: r.Size, Count: r.Count, Type: r.Type, RedOp: r.RedOp, Root: r.Root,
+				TimeUS: us(r.Gccl), AlgBW: r.Gccl.AlgBW, BusBW: r.Gccl.BusBW, Wrong: r.Gccl.Wrong}
+			if b := r.Base; b != nil {
+				t, bus, bad := us(*b), b.BusBW, b.Wrong
+				ratio := perf.Ratio(float64(r.Gccl.Time), float64(b.Time))
+				j.Baseline, j.BaseUS, j.BaseBus, j.BaseBad = res.baseName, &t, &bus, &bad
+				if !math.IsNaN(ratio) {
+					j.Ratio = &ratio
+				}
+			}
+			rows = append(rows, j)
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rows)
+}
+
+func us(m perf.Measure) float64 { return float64(m.Time.Nanoseconds()) / 1e3 }
