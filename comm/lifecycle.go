@@ -18,11 +18,11 @@ func (c *Comm) Finalize() error {
 	if !c.state.CompareAndSwap(stateOpen, stateFinalized) {
 		return gccl.Errorf(gccl.InvalidUsage, "comm", "Finalize was already called")
 	}
-	if err := c.eng.AsyncError(); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
+	if err := c.eng.Drain(ctx); err != nil {
+		return err
+	}
 	if err := c.boot.Barrier(ctx); err != nil {
 		return gccl.Errorf(gccl.Code(err), "comm", "finalizing: %w", err)
 	}

@@ -47,9 +47,6 @@ type Config struct {
 	Reducer Reducer
 }
 
-// DefaultReducer is the host arithmetic used when Config.Reducer is nil.
-var DefaultReducer Reducer
-
 // Engine is one rank's engine for one communicator.
 type Engine struct {
 	rank, nranks int
@@ -209,6 +206,21 @@ func (e *Engine) setAsyncError(err error) {
 
 // Closed reports whether Close or Abort was called.
 func (e *Engine) Closed() bool { return e.closed.Load() }
+
+// Drain waits until every operation launched so far has finished (or ctx
+// ends, or the engine is aborted) and returns the engine's async error.
+// Finalize calls it before synchronising with the other ranks.
+func (e *Engine) Drain(ctx context.Context) error {
+	if e == nil {
+		return nil
+	}
+	ctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	if err := e.order.drain(ctx); err != nil {
+		return firstErr(e.AsyncError(), err)
+	}
+	return e.AsyncError()
+}
 
 // Close waits (up to the timeout) for launched operations to finish, then
 // closes the connections. Safe on nil and twice.
