@@ -4,12 +4,33 @@ import (
 	"reflect"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/internal/engine"
 )
 
 // Comm is what the operations need from a communicator; *comm.Comm is one.
 type Comm interface {
 	Engine() *engine.Engine
+}
+
+// statuser is the optional part of Comm that *comm.Comm implements: nil
+// when ready, gccl.ErrInProgress during a nonblocking init, else why not.
+type statuser interface {
+	Status() error
+}
+
+// Nonblocking reports whether c is a nonblocking communicator
+// (comm.Config.Blocking false), whose group launches return gccl.ErrInProgress.
+func Nonblocking(c Comm) bool {
+	cc, ok := c.(interface{ Config() comm.Config })
+	if !ok || c == nil {
+		return false
+	}
+	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
+		return false
+	}
+	b := cc.Config().Blocking
+	return b != nil && !*b
 }
 
 // EngineOf returns c's engine, or a typed error for a nil or closed communicator.
@@ -19,6 +40,14 @@ func EngineOf(c Comm) (*engine.Engine, error) {
 	}
 	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "comm", "communicator is nil")
+	}
+	if s, ok := c.(statuser); ok {
+		if err := s.Status(); err != nil {
+			if gccl.Code(err) == gccl.InProgress {
+				return nil, gccl.Errorf(gccl.InProgress, "comm", "communicator initialisation is still in progress; poll Status until it returns nil, then issue operations")
+			}
+			return nil, err
+		}
 	}
 	e := c.Engine()
 	if e == nil || e.Closed() {

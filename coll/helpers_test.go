@@ -1,0 +1,159 @@
+package coll_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/coll"
+	"github.com/gccl/gccl/coll/colltest"
+	"github.com/gccl/gccl/internal/reduce"
+	"github.com/stretchr/testify/require"
+)
+
+// allOps lists the operators every reducing test covers; premulSum stands
+// for an operator made by coll.CreatePreMulSum.
+const premulSum = gccl.NumBuiltinOps
+
+var allOps = []gccl.RedOp{gccl.Sum, gccl.Prod, gccl.Max, gccl.Min, gccl.Avg, premulSum}
+
+// smallCounts are the element counts every collective is tested with for
+// nranks ranks: empty, one element, fewer elements than ranks, and sizes
+// that are not multiples of the rank count or of the alignment.
+func smallCounts(n int) []int { return []int{0, 1, n - 1, 13, 1031} }
+
+// scalarFor is the PreMulSum scalar used for t: a whole number for integer
+// types (Scale requires it), a value every float type holds exactly.
+func scalarFor(t gccl.DataType) float64 {
+	if t.IsFloat() {
+		return 1.5
+	}
+	return 3
+}
+
+// encode writes v as one element of type t.
+func encode(t gccl.DataType, v float64) []byte {
+	b := make([]byte, t.Size())
+	switch t {
+	case gccl.Int8, gccl.Uint8:
+		b[0] = byte(int64(v))
+	case gccl.Int32, gccl.Uint32:
+		binary.LittleEndian.PutUint32(b, uint32(int64(v)))
+	case gccl.Int64, gccl.Uint64:
+		binary.LittleEndian.PutUint64(b, uint64(int64(v)))
+	case gccl.Float16:
+		binary.LittleEndian.PutUint16(b, reduce.Float16FromFloat32(float32(v)))
+	case gccl.BFloat16:
+		binary.LittleEndian.PutUint16(b, reduce.BFloat16FromFloat32(float32(v)))
+	case gccl.Float32:
+		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
+	case gccl.Float64:
+		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
+	case gccl.Float8E4M3:
+		b[0] = reduce.Float8E4M3FromFloat32(float32(v))
+	case gccl.Float8E5M2:
+		b[0] = reduce.Float8E5M2FromFloat32(float32(v))
+	}
+	return b
+}
+
+// redOps resolves op on every rank: built-ins as they are, premulSum as a
+// fresh operator made with scalarFor(t) on every rank (the scalar in host
+// memory, or in device memory when onDevice). The operators are destroyed
+// when the test ends.
+func redOps(t *testing.T, w *colltest.World, op gccl.RedOp, dt gccl.DataType, onDevice bool, rng *rand.Rand) ([]gccl.RedOp, float64) {
+	ops := make([]gccl.RedOp, w.N())
+	if op != premulSum {
+		for r := range ops {
+			ops[r] = op
+		}
+		return ops, 0
+	}
+	s := scalarFor(dt)
+	res := coll.ScalarHostImmediate
+	if onDevice {
+		res = coll.ScalarDevice
+	}
+	for r, c := range w.Comms {
+		p, b := w.Alloc(t, r, dt.Size(), rng)
+		copy(b, encode(dt, s))
+		var err error
+		ops[r], err = coll.CreatePreMulSum(c, p, dt, res)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = coll.DestroyRedOp(c, ops[r]) })
+	}
+	return ops, s
+}
+
+// tileElems is the period of the values filled writes: large buffers
+// repeat their first tileElems random elements (an odd period, so blocks and
+// chunks never line up with it), which keeps filling and computing the
+// reference cheap under the race detector; every element is still checked.
+const tileElems = 65521
+
+// filled allocates n bytes on rank r with random values of type dt
+// (reduce.Fill) and returns the pointer, the view and a copy of the values.
+func filled(t *testing.T, w *colltest.World, r, n int, dt gccl.DataType, rng *rand.Rand) (uintptr, []byte, []byte) {
+	p, b := w.Alloc(t, r, n, rng)
+	head := b[:min(len(b), tileElems*dt.Size())]
+	reduce.Fill(head, dt, rng)
+	tile(b, len(head))
+	return p, b, append([]byte(nil), b...)
+}
+
+// tile repeats b's first n bytes over the rest of b.
+func tile(b []byte, n int) {
+	for off := n; off < len(b); off += copy(b[off:], b[:n]) {
+	}
+}
+
+// reference is reduce.Reference over inputs made by filled: computed on
+// one period and tiled.
+func reference(inputs [][]byte, dt gccl.DataType, op gccl.RedOp, scalar float64) []byte {
+	period := tileElems * dt.Size()
+	if len(inputs[0]) <= period {
+		return reduce.Reference(inputs, dt, op, scalar)
+	}
+	heads := make([][]byte, len(inputs))
+	for r, in := range inputs {
+		heads[r] = in[:period]
+	}
+	want := make([]byte, len(inputs[0]))
+	copy(want, reduce.Reference(heads, dt, op, scalar))
+	tile(want, period)
+	return want
+}
+
+// checker collects the checks of the cases issued since the last Sync.
+type checker struct {
+	checks []func() error
+}
+
+func (c *checker) add(f func() error) { c.checks = append(c.checks, f) }
+
+// run syncs every stream, runs every check and resets the arena.
+func (c *checker) run(t *testing.T, w *colltest.World) {
+	t.Helper()
+	w.Sync(t)
+	for _, f := range c.checks {
+		require.NoError(t, f())
+	}
+	c.checks = c.checks[:0]
+	w.Reset()
+}
+
+// same fails unless got equals want byte for byte.
+func same(what string, got, want []byte) error {
+	for i := range want {
+		if got[i] != want[i] {
+			return fmt.Errorf("%s: byte %d of %d: got %#x, want %#x", what, i, len(want), got[i], want[i])
+		}
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("%s: %d bytes, want %d", what, len(got), len(want))
+	}
+	return nil
+}
