@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 dir=${1:-bundle}
 rm -rf "$dir"
 mkdir -p "$dir/tests" "$dir/mpi" "$dir/examples" "$dir/bin"
+# Stripped (no DWARF; panics still name functions), so the bundle stays small to carry.
+flags=(-trimpath "-ldflags=-s -w")
 
 # Packages with GPU tests: those whose tests call RequireGPU, plus the
 # packages that own the CUDA code paths.
@@ -30,17 +32,17 @@ for p in "${pkgs[@]}"; do
 	name=${p//\//-}
 	mkdir -p "$dir/tests/$name"
 	echo "test binary: $p"
-	go test -c -o "$dir/tests/$name/pkg.test" "./$p"
+	go test "${flags[@]}" -c -o "$dir/tests/$name/pkg.test" "./$p"
 	[ -d "$p/testdata" ] && cp -r "$p/testdata" "$dir/tests/$name/"
 done
 
-go test -c -o "$dir/mpi/mpiboot.test" ./mpiboot
-go test -c -o "$dir/mpi/mpi.test" ./test/mpi
+go test "${flags[@]}" -c -o "$dir/mpi/mpiboot.test" ./mpiboot
+go test "${flags[@]}" -c -o "$dir/mpi/mpi.test" ./test/mpi
 for ex in onedevice multidevice progress singleprocess gompi; do
-	go build -o "$dir/examples/$ex" "./examples/mpi/$ex"
+	go build "${flags[@]}" -o "$dir/examples/$ex" "./examples/mpi/$ex"
 done
 if [ -d cmd/gccl-perf ]; then
-	go build -o "$dir/bin/gccl-perf" ./cmd/gccl-perf
+	go build "${flags[@]}" -o "$dir/bin/gccl-perf" ./cmd/gccl-perf
 fi
 cp scripts/run-gpu.sh scripts/mpirun.sh "$dir/"
 git rev-parse HEAD >"$dir/COMMIT" 2>/dev/null || true
