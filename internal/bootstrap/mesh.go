@@ -102,6 +102,11 @@ func (n *Net) read(p int, c net.Conn) {
 			return
 		}
 		n.mu.Lock()
+		if isBye(m) {
+			n.left[p] = true
+			n.mu.Unlock()
+			continue
+		}
 		k := boxKey{peer: p, internal: m.Internal, tag: m.Tag}
 		n.box[k] = append(n.box[k], m.Payload)
 		n.notify()
@@ -121,7 +126,8 @@ func (n *Net) markDead(p int, err error) {
 			"rank %d closed its bootstrap connection (it exited, aborted or crashed): %w", p, err)
 	}
 	n.dead[p] = err
-	n.log.Info("bootstrap peer gone", "rank", n.rank, "peer", p, "err", err)
+	n.noteLoss(p, err)
+	n.log.Info("bootstrap peer gone", "rank", n.rank, "peer", p, "err", err, "goodbye", n.left[p])
 	n.notify()
 }
 

@@ -40,6 +40,9 @@ type Net struct {
 	in      []net.Conn
 	box     map[boxKey][][]byte
 	dead    []error               // why each peer is gone, nil while alive
+	left    []bool                // the peer said goodbye (closed normally)
+	lost    chan struct{}         // closed on the first peer lost without a goodbye
+	lostErr error                 // that loss
 	changed chan struct{}         // closed and replaced whenever mailbox state changes
 	closed  error                 // set by Close/Abort
 	pending map[net.Conn]struct{} // accepted, not yet authenticated
@@ -104,6 +107,7 @@ func initNet(ctx context.Context, ids []wire.RootID, nranks, rank int, cfg Confi
 func newNet(id wire.RootID, nranks, rank int, cfg Config) *Net {
 	n := &Net{rank: rank, nranks: nranks, key: id.Key, secret: id.Secret, timeout: cfg.Timeout, log: cfg.Log,
 		out: make([]*outConn, nranks), in: make([]net.Conn, nranks), dead: make([]error, nranks),
+		left: make([]bool, nranks), lost: make(chan struct{}),
 		box: map[boxKey][][]byte{}, changed: make(chan struct{}), pending: map[net.Conn]struct{}{}}
 	if n.timeout <= 0 {
 		n.timeout = env.Get().Timeout

@@ -171,13 +171,19 @@ func (n *Net) recv(ctx context.Context, k boxKey) ([]byte, error) {
 }
 
 // Close shuts the network down; later calls on n fail with InvalidUsage.
-// Peers see this rank's connections end. Safe to call twice and on nil.
+// Peers see this rank's connections end after a goodbye, so they do not
+// count it as lost (see Lost). Safe to call twice and on nil.
 func (n *Net) Close() error {
+	if n == nil {
+		return nil
+	}
+	n.sayGoodbye()
 	return n.shut(gccl.Errorf(gccl.InvalidUsage, "comm", "the bootstrap network was closed"))
 }
 
 // Abort is Close for failures: it returns promptly, interrupting every wait
-// on n, and peers blocked on this rank get RemoteError.
+// on n, and peers blocked on this rank get RemoteError; with no goodbye,
+// peers count this rank as lost.
 func (n *Net) Abort() error {
 	return n.shut(gccl.Errorf(gccl.InvalidUsage, "comm", "the bootstrap network was aborted"))
 }
