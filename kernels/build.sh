@@ -24,7 +24,7 @@ trap 'rm -rf "$tmp"' EXIT
 {
 	for src in *.cu; do echo "#include \"$src\""; done
 } > "$tmp/all.cu"
-if ! "$NVCC" -std=c++17 -O3 --fatbin -Xptxas -v -I. \
+if ! "$NVCC" -std=c++17 -O3 --fatbin --threads 0 -Xptxas -v -I. \
 	-gencode arch=compute_80,code=sm_80 \
 	-gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90 \

@@ -30,6 +30,9 @@ const (
 // checking it against the hashes build.sh recorded. It fails with
 // gccl.ErrSystem when the fatbin has not been built or is stale.
 func Fatbin() ([]byte, error) {
+	if img := overridden(); img != nil {
+		return img, nil
+	}
 	img, err := built.ReadFile(fatbinPath)
 	if err != nil {
 		return nil, gccl.Errorf(gccl.SystemError, "kernels",
@@ -67,6 +70,11 @@ func Recorded() (Hashes, error) {
 	if err != nil {
 		return Hashes{}, gccl.Errorf(gccl.SystemError, "kernels", "fatbin/sources.sha256 is missing; rerun kernels/build.sh")
 	}
+	return parseHashes(b)
+}
+
+// parseHashes parses a sources.sha256 record.
+func parseHashes(b []byte) (Hashes, error) {
 	var h Hashes
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Fields(line)

@@ -80,6 +80,7 @@ __device__ __forceinline__ bool barrier(const gcclComm &c, int flagBase, int row
 	__syncthreads();
 	const int t = threadIdx.x;
 	if (t < c.nranks && t != c.rank && (peer < 0 || t == peer)) {
+		__threadfence_system(); // the block's stores, ordered by __syncthreads, before the flag
 		stReleaseSys(c.flags[t] + flagBase + c.rank * GCCL_MAX_CHANNELS + blockIdx.x, value);
 		const uint32_t *mine = c.flags[c.rank] + flagBase + t * GCCL_MAX_CHANNELS + blockIdx.x;
 		Waiter w(c);

@@ -120,6 +120,12 @@ func New(cfg Config) (*Engine, error) {
 		e.Abort()
 		return nil, err
 	}
+	if cfg.Backend == nil {
+		if err := e.useGPU(ctx); err != nil {
+			e.Abort()
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -232,7 +238,7 @@ func (e *Engine) Close() error {
 	err := e.order.drain(ctx)
 	cancel()
 	e.cancel()
-	return firstErr(err, e.ep.Close())
+	return firstErr(err, e.closeBackend(false), e.ep.Close())
 }
 
 // Abort cancels everything in flight at once and closes the connections;
@@ -246,7 +252,7 @@ func (e *Engine) Abort() error {
 		e.cancel()
 	}
 	e.setAsyncError(gccl.Errorf(gccl.RemoteError, "comm", "communicator aborted"))
-	return e.ep.Close()
+	return firstErr(e.closeBackend(true), e.ep.Close())
 }
 
 func firstErr(errs ...error) error {

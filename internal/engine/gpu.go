@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/kernels"
+	"github.com/gccl/gccl/transport/p2p"
+)
+
+// The GPU backend's communication buffer, one per rank, mapped by every peer:
+// the flag array, the LL area of the one-shot all-reduce and the bulk area
+// that every other kernel stages through. 20 MiB per rank in all, a small
+// fraction of NCCL's default buffers.
+const (
+	gpuFlagsBytes = 64 << 10
+	gpuLLBytes    = 4 << 20
+	gpuBulkBytes  = 16 << 20
+	gpuBufBytes   = gpuFlagsBytes + gpuLLBytes + gpuBulkBytes
+
+	// gpuOneShotMax is the largest all-reduce (bytes) that takes the
+	// one-shot LL path; larger ones take the pipelined two-shot.
+	gpuOneShotMax = 64 << 10
+	// gpuChannelBytes is how many bytes one channel (block) should move
+	// before another channel is worth starting.
+	gpuChannelBytes = 64 << 10
+	// gpuMaxChannels caps the grid; every kernel's blocks must be co-resident.
+	gpuMaxChannels = 16
+	// gpuP2PChannels is the fixed grid of point-to-point kernels (both sides
+	// of a pair must use the same one).
+	gpuP2PChannels = 8
+)
+
+// gpuBackend runs operations as kernels on the caller's CUstream. Nothing on
+// the host waits for the GPU: the kernels synchronise among themselves
+// through flags and counters in device memory that they advance, so a
+// captured CUDA graph can be replayed any number of times.
+type gpuBackend struct {
+	dev *device.CUDADevice
+	drv cuda.Driver
+	mod cuda.Module
+
+	buf        uintptr // this rank's communication buffer (gpuBufBytes)
+	ctrs       uintptr // this rank's counters, then the status word (local)
+	abortHost  uintptr // host-mapped abort flag
+	abortDev   uintptr
+	statusHost uintptr // pinned copy of the status word, refreshed after each launch
+	peers      *p2p.Mapping
+	base       kernels.Comm // the fields every launch shares
+
+	fnMu sync.Mutex
+	fns  map[string]cuda.Function
+
+	mu      sync.Mutex
+	streams map[cuda.Stream]bool // streams launched on, drained before Close frees
+	closed  bool
+}
+
+// gpuCommFor returns the device when the engine runs on a GPU.
+func gpuDevice(d device.Device) (*device.CUDADevice, bool) {
+	cd, ok := d.(*device.CUDADevice)
+	return cd, ok && d.Kind() == device.CUDA
+}
+
+// ll, bulk and flags are rank r's areas as mapped here.
+func (g *gpuBackend) flags(r int) uintptr { return g.peers.Ptrs[r] }
+func (g *gpuBackend) ll(r int) uintptr    { return g.peers.Ptrs[r] + gpuFlagsBytes }
+func (g *gpuBackend) bulk(r int) uintptr  { return g.peers.Ptrs[r] + gpuFlagsBytes + gpuLLBytes }
+
+// Submit enqueues the launch's kernels and copies on its stream and returns.
+func (g *gpuBackend) Submit(e *Engine, l *launch) error {
+	ctx, cancel := e.waitCtx(context.Background())
+	defer cancel()
+	defer e.order.release()
+	if err := e.order.wait(ctx, l.ticket, e.AsyncError); err != nil {
+		return err
+	}
+	if err := g.checkStatus(e); err != nil {
+		return err
+	}
+	s := cuda.Stream(l.stream)
+	g.mu.Lock()
+	g.streams[s] = true
+	g.mu.Unlock()
+	err := g.dev.Do(func() error {
+		first := len(l.ops)
+		for i := range l.ops {
+			if l.ops[i].Kind.IsP2P() {
+				first = i
+				break
+			}
+			if err := g.collective(e, &l.ops[i], s); err != nil {
+				return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.ops[i].String(), err)
+			}
+		}
+		if err := g.p2p(e, l.ops[first:], s); err != nil {
+			return err
+		}
+		return g.drv.MemcpyDtoHAsync(g.statusHost, g.ctrs+kernels.CounterWords*4, 4, s)
+	})
+	if err != nil {
+		e.setAsyncError(err)
+	}
+	return err
+}
+
+// checkStatus turns a failure a kernel reported into the engine's async error.
+func (g *gpuBackend) checkStatus(e *Engine) error {
+	var err error
+	switch st := device.HostBytes(g.statusHost, 4)[0]; st {
+	case kernels.StatusOK:
+		return nil
+	case kernels.StatusTimeout:
+		err = gccl.Errorf(gccl.TimeoutError, "comm", "a GPU kernel waited longer than the timeout for a peer; a peer is gone or stuck (raise GCCL_TIMEOUT if it is just slow)")
+	case kernels.StatusAborted:
+		err = gccl.Errorf(gccl.RemoteError, "comm", "a GPU kernel saw the communicator aborted")
+	default:
+		err = gccl.Errorf(gccl.InternalError, "comm", "a GPU kernel reported status %d (scratch too small for the launch)", st)
+	}
+	e.setAsyncError(err)
+	return err
+}
+
+// fn returns the kernel's function, loading it once.
+func (g *gpuBackend) fn(name string) (cuda.Function, error) {
+	g.fnMu.Lock()
+	defer g.fnMu.Unlock()
+	if f, ok := g.fns[name]; ok {
+		return f, nil
+	}
+	f, err := g.drv.ModuleGetFunction(g.mod, name)
+	if err != nil {
+		return 0, gccl.Errorf(gccl.Code(err), "kernels", "kernel %s: %w", name, err)
+	}
+	g.fns[name] = f
+	return f, nil
+}
+
+// launch starts kernel name with grid blocks on s: the Comm, then args.
+func (g *gpuBackend) launch(name string, grid int, s cuda.Stream, c *kernels.Comm, args func(*cuda.Args)) error {
+	f, err := g.fn(name)
+	if err != nil {
+		return err
+	}
+	var a cuda.Args
+	a.Struct(c.Encode(), kernels.CommAlign)
+	if args != nil {
+		args(&a)
+	}
+	return g.drv.LaunchKernel(f, cuda.Dim3{X: uint32(grid), Y: 1, Z: 1}, cuda.Dim3{X: kernels.Threads, Y: 1, Z: 1}, 0, s, &a)
+}
+
+// channels is the grid for moving bytes: one block per gpuChannelBytes, at
+// least one, at most gpuMaxChannels. Every rank computes the same value.
+func channels(bytes int) int {
+	return min(max(1, (bytes+gpuChannelBytes-1)/gpuChannelBytes), gpuMaxChannels)
+}
+
+// copyAsync is a stream-ordered device copy, skipped when empty or in place.
+func (g *gpuBackend) copyAsync(dst, src uintptr, n int, s cuda.Stream) error {
+	if n == 0 || dst == src {
+		return nil
+	}
+	return g.drv.MemcpyDtoDAsync(dst, src, n, s)
+}
+
+// close drains the streams used (bounded by timeout), then frees the
+// buffers. With abort, the kernels still waiting are told to give up first.
+func (g *gpuBackend) close(timeout time.Duration, abort bool) error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	streams := g.streams
+	g.mu.Unlock()
+	if abort && g.abortHost != 0 {
+		device.HostBytes(g.abortHost, 4)[0] = 1
+	}
+	deadline := time.Now().Add(timeout)
+	var first error
+	_ = g.dev.Do(func() error {
+		for s := range streams {
+			for {
+				done, err := g.drv.StreamQuery(s)
+				if err != nil || done {
+					break // a stream the user destroyed already is done
+				}
+				if time.Now().After(deadline) {
+					first = gccl.Errorf(gccl.TimeoutError, "comm", "GPU work still running at close after %v; buffers leaked", timeout)
+					return nil
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+		first = g.free()
+		return nil
+	})
+	return first
+}
