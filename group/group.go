@@ -9,10 +9,11 @@ import (
 // Group collects operations until End. The zero value is ready to use; a
 // Group is not safe for concurrent use.
 type Group struct {
-	order []*engine.Engine
-	ops   map[*engine.Engine][]engine.Op
-	err   error // the first invalid add; End returns it
-	ended bool
+	order       []*engine.Engine
+	nonblocking bool // a member communicator is nonblocking
+	ops         map[*engine.Engine][]engine.Op
+	err         error // the first invalid add; End returns it
+	ended       bool
 }
 
 // New returns an empty group.
@@ -31,6 +32,7 @@ func (g *Group) add(c coll.Comm, op engine.Op) {
 		g.err = err
 		return
 	}
+	g.nonblocking = g.nonblocking || coll.Nonblocking(c)
 	if g.ops == nil {
 		g.ops = map[*engine.Engine][]engine.Op{}
 	}
@@ -78,6 +80,12 @@ func (g *Group) Recv(c coll.Comm, recvbuff uintptr, count int, t gccl.DataType, 
 // End validates every operation and launches the group: one launch per
 // communicator. It returns the first invalid argument seen (then nothing is
 // launched). End may be called once.
+//
+// When a member communicator is nonblocking (comm.Config.Blocking false),
+// a successful End returns an error with code gccl.InProgress, as NCCL's
+// ncclGroupEnd does: the operations are launched; poll each communicator's
+// AsyncError, which is nil once its launch went through (or reports why it
+// failed), and synchronise the streams to wait for the results.
 func (g *Group) End() error {
 	if g.ended {
 		return gccl.Errorf(gccl.InvalidUsage, "group", "End called twice")
@@ -90,5 +98,11 @@ func (g *Group) End() error {
 	for _, e := range g.order {
 		works = append(works, engine.Work{Engine: e, Ops: g.ops[e]})
 	}
-	return engine.LaunchGroup(works)
+	if err := engine.LaunchGroup(works); err != nil {
+		return err
+	}
+	if g.nonblocking {
+		return gccl.Errorf(gccl.InProgress, "group", "launched on a nonblocking communicator; poll AsyncError, then synchronise the streams")
+	}
+	return nil
 }
