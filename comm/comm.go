@@ -35,9 +35,11 @@ type Comm struct {
 	dev  device.Device
 	eng  *engine.Engine
 
-	state    atomic.Int32
-	splitSeq atomic.Int64
-	closeMu  sync.Mutex
+	state                atomic.Int32
+	lost                 atomic.Pointer[error] // a peer died (see liveness.go)
+	watchStop, watchDone chan struct{}
+	splitSeq             atomic.Int64
+	closeMu              sync.Mutex
 }
 
 // InitRank creates rank of an nranks-rank communicator from id. Every rank
@@ -118,6 +120,7 @@ func (c *Comm) init(ctx context.Context, roots []wire.RootID) {
 		c.eng, c.boot, c.dev = nil, nil, nil
 		c.log.Warn("communicator init failed", "err", err)
 	} else {
+		c.startWatch()
 		c.log.Info("communicator ready", "device", c.dev.Kind(), "ordinal", c.dev.Ordinal())
 	}
 	c.initErr = err

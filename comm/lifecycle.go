@@ -57,6 +57,7 @@ func (c *Comm) shut(abort bool) error {
 	if c.initErr != nil {
 		return nil
 	}
+	c.stopWatch()
 	var errEng, errBoot error
 	if abort {
 		errEng, errBoot = c.eng.Abort(), c.boot.Abort()
@@ -77,11 +78,15 @@ func isReady(c *Comm) bool {
 	}
 }
 
-// AsyncError returns the first error of an operation that failed after it
-// was launched (a peer died, a deadline passed), nil if there is none,
-// gccl.ErrInProgress during a nonblocking init.
+// AsyncError returns gccl.ErrRemote naming the rank once a peer has died
+// (see liveness.go), else the first error of an operation that failed after
+// it was launched (a deadline passed, a connection broke), nil if there is
+// none, gccl.ErrInProgress during a nonblocking init.
 func (c *Comm) AsyncError() error {
 	if err := c.Status(); err != nil {
+		return err
+	}
+	if err := c.lostErr(); err != nil {
 		return err
 	}
 	return c.eng.AsyncError()
