@@ -20,27 +20,29 @@ func TestAbortWhileBlockedInAllReduce(t *testing.T) {
 	before := countResources(t)
 	const n, count = 4, 1 << 16
 	comms := makeComms(t, n, time.Minute)
-	bufs := make([]*rankBufs, n)
+	bufs := make([]*Bufs, n)
 	for r, c := range comms {
-		bufs[r] = newRankBufs(t, c, 4*count)
+		b, err := NewBufs(c, 4*count, uint64(r))
+		require.NoError(t, err)
+		bufs[r] = b
 	}
 	waitErrs := make([]error, n-1)
 	var wg sync.WaitGroup
 	for r := range n - 1 {
 		b := bufs[r]
-		require.NoError(t, coll.AllReduce(comms[r], b.send, b.recv, count, gccl.Int32, gccl.Sum, b.s))
-		wg.Go(func() { waitErrs[r] = b.dev.Synchronize(b.s) })
+		require.NoError(t, coll.AllReduce(comms[r], b.Send, b.Recv, count, gccl.Int32, gccl.Sum, b.S))
+		wg.Go(func() { waitErrs[r] = b.Dev.Synchronize(b.S) })
 	}
 	time.Sleep(200 * time.Millisecond) // let the three block on rank 3
 	for r := range n - 1 {
-		done, err := bufs[r].dev.Query(bufs[r].s)
+		done, err := bufs[r].Dev.Query(bufs[r].S)
 		require.NoError(t, err)
 		require.False(t, done, "rank %d finished an AllReduce that rank %d never joined", r, n-1)
 	}
 
 	start := time.Now()
 	abortTimes := make([]time.Duration, n)
-	_, errs := parallel(n, func(r int) (struct{}, error) {
+	_, errs := Parallel(n, func(r int) (struct{}, error) {
 		t0 := time.Now()
 		err := comms[r].Abort()
 		abortTimes[r] = time.Since(t0)
@@ -65,11 +67,11 @@ func TestAbortWhileBlockedInAllReduce(t *testing.T) {
 		assert.ErrorIs(t, err, gccl.ErrRemote, "rank %d's Synchronize after Abort", r)
 	}
 	for r, c := range comms {
-		assert.ErrorIs(t, coll.AllReduce(c, bufs[r].send, bufs[r].recv, count, gccl.Int32, gccl.Sum, bufs[r].s),
+		assert.ErrorIs(t, coll.AllReduce(c, bufs[r].Send, bufs[r].Recv, count, gccl.Int32, gccl.Sum, bufs[r].S),
 			gccl.ErrInvalidUsage, "AllReduce on aborted rank %d", r)
 		assert.NoError(t, c.Abort(), "second Abort")
 		assert.NoError(t, c.Close(), "Close after Abort")
-		bufs[r].free()
+		bufs[r].Free()
 	}
 	settle(t, before)
 }
