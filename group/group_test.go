@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/coll/colltest"
+	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/group"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/stretchr/testify/require"
