@@ -1,0 +1,250 @@
+package cuda
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gccl/gccl"
+)
+
+// ncclAPI is the raw NCCL C API behind NCCL: the dlopen'd library
+// (nccl.go) or a recording fake in tests. Handles and buffers are uintptr.
+type ncclAPI interface {
+	version() (int, NCCLResult)
+	uniqueID(id *NCCLUniqueID) NCCLResult
+	// initRank uses ncclCommInitRankConfig with blocking set as given when
+	// cfg is true, else ncclCommInitRank.
+	initRank(nranks, rank int, id *NCCLUniqueID, cfg *ncclConfig) (uintptr, NCCLResult)
+	destroy(comm uintptr) NCCLResult
+	abort(comm uintptr) NCCLResult
+	asyncError(comm uintptr) (state, r NCCLResult)
+	launch(ops []ncclPacked, grouped bool) (issued int, r NCCLResult)
+	register(comm, p uintptr, size int) (uintptr, NCCLResult)
+	deregister(comm, h uintptr) NCCLResult
+	memAlloc(size int) (uintptr, NCCLResult)
+	memFree(p uintptr) NCCLResult
+	has(sym string) bool
+	errorString(r NCCLResult) string
+	lastError(comm uintptr) string
+}
+
+// ncclConfig is the part of ncclConfig_t the baseline sets.
+type ncclConfig struct {
+	blocking bool
+}
+
+// NCCL is a loaded NCCL library. Its methods, like NCCL's C functions, act
+// on the CUDA device current on the calling OS thread: callers pin their
+// goroutine with runtime.LockOSThread and make the device's context current
+// (device.CUDADevice.Do does both).
+type NCCL struct {
+	api     ncclAPI
+	version int
+}
+
+func newNCCL(api ncclAPI) (*NCCL, error) {
+	v, r := api.version()
+	if r != NCCLSuccess {
+		return nil, ncclError("ncclGetVersion", r, api.errorString(r), "", 0)
+	}
+	return &NCCL{api: api, version: v}, nil
+}
+
+// Version is the library's NCCL_VERSION_CODE (22805 for 2.28.5).
+func (n *NCCL) Version() int { return n.version }
+
+func (n *NCCL) check(fn string, comm uintptr, r NCCLResult) error {
+	if r == NCCLSuccess {
+		return nil
+	}
+	var last string
+	if comm != 0 {
+		last = n.api.lastError(comm)
+	}
+	return ncclError(fn, r, n.api.errorString(r), last, n.version)
+}
+
+// UniqueID makes a new ncclUniqueId (on one rank; share it with the others).
+func (n *NCCL) UniqueID() (NCCLUniqueID, error) {
+	var id NCCLUniqueID
+	return id, n.check("ncclGetUniqueId", 0, n.api.uniqueID(&id))
+}
+
+// MemAlloc allocates size bytes with ncclMemAlloc (NCCL 2.19+): memory NCCL
+// can register for its zero-copy and NVLS paths.
+func (n *NCCL) MemAlloc(size int) (uintptr, error) {
+	if size <= 0 {
+		return 0, gccl.Errorf(gccl.InvalidArgument, "size", "cannot allocate %d bytes; ask for at least one", size)
+	}
+	p, r := n.api.memAlloc(size)
+	return p, n.check("ncclMemAlloc", 0, r)
+}
+
+// MemFree frees memory from MemAlloc.
+func (n *NCCL) MemFree(p uintptr) error {
+	if p == 0 {
+		return gccl.Errorf(gccl.InvalidArgument, "ptr", "nil pointer; pass what MemAlloc returned")
+	}
+	return n.check("ncclMemFree", 0, n.api.memFree(p))
+}
+
+// InitRank joins rank of an nranks-rank communicator on the current device.
+// It creates the communicator nonblocking (ncclCommInitRankConfig) and
+// polls it ready, so that it gives up with gccl.ErrTimeout after timeout
+// (aborting the half-made communicator) instead of waiting forever for a
+// rank that never comes; libraries before NCCL 2.14 block in
+// ncclCommInitRank instead. The communicator's later calls wait at most
+// timeout for the same reason.
+func (n *NCCL) InitRank(nranks int, id NCCLUniqueID, rank int, timeout time.Duration) (*NCCLComm, error) {
+	switch {
+	case nranks < 1:
+		return nil, gccl.Errorf(gccl.InvalidArgument, "nranks", "%d ranks; a communicator has at least one", nranks)
+	case rank < 0 || rank >= nranks:
+		return nil, gccl.Errorf(gccl.InvalidArgument, "rank", "rank %d is out of range; it must be in [0, %d)", rank, nranks)
+	case timeout <= 0:
+		return nil, gccl.Errorf(gccl.InvalidArgument, "timeout", "%v; every wait needs a positive deadline", timeout)
+	}
+	var cfg *ncclConfig
+	fn := "ncclCommInitRank"
+	if n.api.has("ncclCommInitRankConfig") {
+		cfg, fn = &ncclConfig{blocking: false}, "ncclCommInitRankConfig"
+	}
+	h, r := n.api.initRank(nranks, rank, &id, cfg)
+	c := &NCCLComm{n: n, h: h, nranks: nranks, rank: rank, timeout: timeout}
+	if r == NCCLInProgress && h != 0 {
+		r = NCCLSuccess
+	}
+	if err := n.check(fn, h, r); err != nil {
+		if h != 0 {
+			_ = c.Abort()
+		}
+		return nil, err
+	}
+	if err := c.settle(fn); err != nil {
+		_ = c.Abort()
+		return nil, err
+	}
+	return c, nil
+}
+
+// NCCLComm is one rank's NCCL communicator.
+type NCCLComm struct {
+	n       *NCCL
+	h       uintptr
+	nranks  int
+	rank    int
+	timeout time.Duration
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Count is the number of ranks; Rank this one's.
+func (c *NCCLComm) Count() int { return c.nranks }
+func (c *NCCLComm) Rank() int  { return c.rank }
+
+// handle returns the ncclComm_t, or an error once the communicator is closed.
+func (c *NCCLComm) handle() (uintptr, error) {
+	if c == nil {
+		return 0, gccl.Errorf(gccl.InvalidUsage, "comm", "nil NCCL communicator")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, gccl.Errorf(gccl.InvalidUsage, "comm", "the NCCL communicator is closed")
+	}
+	return c.h, nil
+}
+
+// settle waits until the communicator has no operation in progress
+// (ncclCommGetAsyncError no longer ncclInProgress), polling from 1µs to
+// 1ms, and reports its state; after the timeout it gives up with ErrTimeout.
+func (c *NCCLComm) settle(fn string) error {
+	deadline := time.Now().Add(c.timeout)
+	for sleep := time.Microsecond; ; sleep = min(2*sleep, time.Millisecond) {
+		state, r := c.n.api.asyncError(c.h)
+		if err := c.n.check("ncclCommGetAsyncError", c.h, r); err != nil {
+			return err
+		}
+		if state != NCCLInProgress {
+			return c.n.check(fn, c.h, state)
+		}
+		if time.Now().After(deadline) {
+			return gccl.Errorf(gccl.TimeoutError, fn, "NCCL communicator (rank %d of %d) still in progress after %v; "+
+				"a rank may have failed or not started (raise -timeout or GCCL_TIMEOUT if it is just slow)",
+				c.rank, c.nranks, c.timeout)
+		}
+		time.Sleep(sleep)
+	}
+}
+
+// AsyncError returns the communicator's asynchronous error (nil when none;
+// gccl.ErrInProgress while a nonblocking operation is being set up).
+func (c *NCCLComm) AsyncError() error {
+	h, err := c.handle()
+	if err != nil {
+		return err
+	}
+	state, r := c.n.api.asyncError(h)
+	if err := c.n.check("ncclCommGetAsyncError", h, r); err != nil {
+		return err
+	}
+	return c.n.check("ncclCommGetAsyncError", h, state)
+}
+
+// Close destroys the communicator (ncclCommDestroy). It is safe on nil and
+// twice; after a failure or a timeout, use Abort instead.
+func (c *NCCLComm) Close() error { return c.shut(false) }
+
+// Abort aborts the communicator's operations and frees it (ncclCommAbort).
+// It is safe on nil and twice.
+func (c *NCCLComm) Abort() error { return c.shut(true) }
+
+func (c *NCCLComm) shut(abort bool) error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	fn, f := "ncclCommDestroy", c.n.api.destroy
+	if abort {
+		fn, f = "ncclCommAbort", c.n.api.abort
+	}
+	r := f(c.h)
+	if r == NCCLInProgress {
+		r = NCCLSuccess // a nonblocking communicator finishes freeing itself
+	}
+	return c.n.check(fn, 0, r)
+}
+
+// Register registers size bytes of device memory at p with the
+// communicator (ncclCommRegister, NCCL 2.19+), so collectives on it can
+// skip NCCL's staging copies. Deregister before freeing the memory.
+func (c *NCCLComm) Register(p uintptr, size int) (uintptr, error) {
+	h, err := c.handle()
+	if err != nil {
+		return 0, err
+	}
+	if p == 0 || size <= 0 {
+		return 0, gccl.Errorf(gccl.InvalidArgument, "buff", "cannot register %d bytes at %#x; pass a device buffer and its size", size, p)
+	}
+	reg, r := c.n.api.register(h, p, size)
+	return reg, c.n.check("ncclCommRegister", h, r)
+}
+
+// Deregister undoes Register (ncclCommDeregister).
+func (c *NCCLComm) Deregister(reg uintptr) error {
+	h, err := c.handle()
+	if err != nil {
+		return err
+	}
+	if reg == 0 {
+		return gccl.Errorf(gccl.InvalidArgument, "handle", "nil registration handle; pass what Register returned")
+	}
+	return c.n.check("ncclCommDeregister", h, c.n.api.deregister(h, reg))
+}
