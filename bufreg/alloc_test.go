@@ -1,0 +1,123 @@
+package bufreg
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMemAllocRoundsAndAligns(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	spy := &spyDriver{Fake: cudafake.New(cudafake.Config{Devices: 3, MemBytes: 512 << 20}),
+		rec: 2 * cudafake.Granularity, min: cudafake.Granularity}
+	c := gpuComm(t, spy, 1)
+	g := c.dev.(gpu)
+	sizes := []int{0, 1, spy.rec - 1, spy.rec, spy.rec + 1, 1 + r.IntN(2*spy.rec)}
+	for i, size := range sizes {
+		spy.reserves, spy.access = nil, nil
+		p, err := MemAlloc(c.dev, size)
+		require.NoError(t, err, "size %d", size)
+		want := max(spy.rec, (size+spy.rec-1)/spy.rec*spy.rec)
+		n, ok := AllocSize(p)
+		require.True(t, ok)
+		assert.Equal(t, want, n, "size %d", size)
+		require.Equal(t, [][2]int{{want, spy.min}}, spy.reserves, "reserve: recommended size, minimum alignment")
+		assert.Zero(t, p%uintptr(spy.min), "address %#x not aligned", p)
+		assert.ElementsMatch(t, []cuda.Device{1, 0, 2}, spy.access, "access for the device and both peers")
+		assert.Equal(t, cuda.HandlePosixFD, spy.creates[len(spy.creates)-1])
+		// Every byte of the rounded allocation is usable: checked in full
+		// for the random size, the last 4 KiB for the others.
+		at, m := p, n
+		if i < len(sizes)-1 {
+			at, m = p+uintptr(n-4096), 4096
+		}
+		data := randBytes(r, m)
+		require.NoError(t, g.Do(func() error { return spy.MemcpyHtoD(at, data) }))
+		got := make([]byte, m)
+		require.NoError(t, g.Do(func() error { return spy.MemcpyDtoH(got, at) }))
+		require.True(t, bytes.Equal(data, got), "size %d: data differs", size)
+		require.NoError(t, MemFree(p))
+		_, _, err = spy.MemGetAddressRange(p)
+		require.Error(t, err, "unmapped after MemFree")
+		requireCode(t, MemFree(p), gccl.InvalidUsage)
+	}
+}
+
+func TestMemAllocPeersAndFabric(t *testing.T) {
+	spy := &spyDriver{Fake: cudafake.New(cudafake.Config{Devices: 2, NoPeer: true}), fabric: true}
+	c := gpuComm(t, spy, 0)
+	p, err := MemAlloc(c.dev, 100)
+	require.NoError(t, err)
+	assert.Equal(t, []cuda.Device{0}, spy.access, "no peer access without a peer path")
+	assert.Equal(t, []cuda.HandleType{cuda.HandlePosixFD | handleFabric}, spy.creates)
+	require.NoError(t, MemFree(p))
+
+	spy.refuseFab, spy.creates = true, nil
+	p, err = MemAlloc(c.dev, 100)
+	require.NoError(t, err, "falls back to POSIX FDs when fabric handles are refused")
+	assert.Equal(t, []cuda.HandleType{cuda.HandlePosixFD | handleFabric, cuda.HandlePosixFD}, spy.creates)
+	allowed, err := spy.PointerGetAttribute(cuda.PointerAllowedHandle, p)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(cuda.HandlePosixFD), allowed)
+	require.NoError(t, MemFree(p))
+}
+
+func TestMemAllocHost(t *testing.T) {
+	c := hostComm(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 1 + r.IntN(100000)
+	p, err := MemAlloc(c.dev, n)
+	require.NoError(t, err)
+	reg, ok := device.HostRegionOf(p)
+	require.True(t, ok, "host MemAlloc is shared memory")
+	assert.Equal(t, p, reg.Base)
+	data := randBytes(r, n)
+	copy(device.HostBytes(p, n), data)
+	require.Equal(t, data, device.HostBytes(p, n))
+	require.NoError(t, MemFree(p))
+	_, ok = device.HostRegionOf(p)
+	assert.False(t, ok)
+}
+
+func TestMemAllocMisuse(t *testing.T) {
+	c := hostComm(t)
+	_, err := MemAlloc(nil, 10)
+	requireCode(t, err, gccl.InvalidArgument)
+	_, err = MemAlloc(c.dev, -1)
+	requireCode(t, err, gccl.InvalidArgument)
+	require.NoError(t, MemFree(0))
+	p, err := c.dev.Alloc(64)
+	require.NoError(t, err)
+	requireCode(t, MemFree(p), gccl.InvalidArgument) // Device.Alloc memory, not MemAlloc's
+	require.NoError(t, c.dev.Free(p))
+
+	q, err := MemAlloc(c.dev, 4096)
+	require.NoError(t, err)
+	h, err := Register(c, q+100, 200)
+	require.NoError(t, err)
+	requireCode(t, MemFree(q), gccl.InvalidUsage) // still registered
+	require.NoError(t, Deregister(h))
+	require.NoError(t, MemFree(q))
+	requireCode(t, MemFree(q), gccl.InvalidUsage)
+
+	// A GPU without VMM support.
+	spy := &noVMM{Fake: cudafake.New(cudafake.Config{})}
+	_, err = MemAlloc(gpuComm(t, spy, 0).dev, 10)
+	requireCode(t, err, gccl.InvalidUsage)
+}
+
+type noVMM struct{ *cudafake.Fake }
+
+func (n *noVMM) DeviceAttribute(a cuda.DeviceAttr, dev cuda.Device) (int, error) {
+	if a == cuda.AttrVirtualMemoryManagement {
+		return 0, nil
+	}
+	return n.Fake.DeviceAttribute(a, dev)
+}

@@ -1,0 +1,54 @@
+// Package bufreg is gccl's user buffer registration: the memory
+// allocator for registrable buffers, the per-communicator registration
+// cache, and the collective check that ranks agree on registration.
+//
+// # Allocation
+//
+// MemAlloc and MemFree play ncclMemAlloc and ncclMemFree. On a GPU the
+// memory comes from the CUDA virtual memory API (cuMemCreate with the
+// POSIX file descriptor handle type, plus the fabric handle type where the
+// device supports it), its size rounded up to the recommended allocation
+// granularity and its address aligned to the minimum granularity, mapped
+// for the device and every peer that can reach it. A peer process imports
+// the exported file descriptor and maps the same physical memory. On the
+// host backend MemAlloc is the host device's shared memory.
+//
+// # Local registration
+//
+// Register(comm, ptr, size) and Deregister(handle) play ncclCommRegister
+// and ncclCommDeregister. A registration records what the memory is (host
+// shared memory, a cuMem allocation, or cudaMalloc memory shared through
+// a CUDA IPC handle) so that the engine can Export it to peers, which map
+// it and read or write it directly: registered buffers skip the staging
+// copy. One large registered chunk serves every sub-buffer inside it:
+// Lookup(comm, ptr, n) finds the registration holding [ptr, ptr+n) and the
+// offset of ptr in it. Registering the same range twice shares one
+// registration with two handles. GCCL_LOCAL_REGISTER=0
+// (NCCL_LOCAL_REGISTER=0) turns Register into a no-op.
+//
+// An operation that uses a registration holds it (Registration.Acquire)
+// until it completes, or, when captured, until its graph is destroyed.
+// Deregistering the last handle of a registration that is held, and
+// deregistering a handle twice, are gccl.ErrInvalidUsage; so is MemFree
+// of memory that is still registered.
+//
+// # Graph registration
+//
+// ForGraph registers the buffers of a captured operation for the lifetime
+// of the graph (package graph, GCCL_GRAPH_REGISTER / NCCL_GRAPH_REGISTER)
+// and releases them when the graph is destroyed; buffers already
+// registered locally are held for the graph's lifetime instead.
+//
+// # Agreement
+//
+// NCCL requires that either every rank passes registered buffers to an
+// operation or none does, and, on paths where peers address the buffer by
+// offset, that the offset from the registration's start is the same on
+// every rank; otherwise its behaviour is undefined. gccl checks: each rank
+// describes its buffers in a Desc and Agree all-gathers them and returns
+// the same verdict on every rank — zero-copy, staging, or
+// gccl.ErrInvalidUsage naming the buffer and the ranks that disagree.
+//
+// bufreg does not import the engine: the engine calls Lookup, Acquire,
+// ForGraph, Export/Import and Agree.
+package bufreg

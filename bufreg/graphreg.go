@@ -1,0 +1,60 @@
+package bufreg
+
+import (
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/graph"
+)
+
+// ForGraph holds the registration of [ptr, ptr+n) for the lifetime of the
+// graph that stream s is being captured into, for an operation of c that
+// is being captured. When a local registration (Register) covers the
+// buffer it is held until the graph is destroyed, so it cannot be
+// deregistered under the graph. Otherwise, with graph registration
+// enabled (GCCL_GRAPH_REGISTER / NCCL_GRAPH_REGISTER, on by default), the
+// buffer is registered now and deregistered when the graph is destroyed.
+//
+// It returns ok=false, and holds nothing, when s is not capturing, when c
+// is not on a GPU, when graph registration is off and no local
+// registration covers the buffer, or when the buffer cannot be registered
+// (memory peers cannot map): the operation then runs through staging
+// buffers, and Agree with Desc.Fallback set lets every rank fall back
+// together.
+func ForGraph(c Comm, s gccl.Stream, ptr uintptr, n int) (r *Registration, offset int, ok bool, err error) {
+	if err := checkComm(c); err != nil {
+		return nil, 0, false, err
+	}
+	g, isGPU := c.Device().(gpu)
+	if !isGPU || ptr == 0 || n <= 0 || ptr+uintptr(n) < ptr {
+		return nil, 0, false, nil
+	}
+	var active bool
+	if err := g.Do(func() (err error) { active, _, err = graph.Capturing(g.Driver(), s); return err }); err != nil || !active {
+		return nil, 0, false, err
+	}
+	var release func()
+	r, offset, found := Lookup(c, ptr, n)
+	if found {
+		if release, err = r.Acquire(); err != nil {
+			return nil, 0, false, err
+		}
+	} else {
+		if !graph.RegisterEnabled() {
+			return nil, 0, false, nil
+		}
+		if r, err = resolve(c, ptr, n); err != nil {
+			return nil, 0, false, nil // not registrable: fall back to copies
+		}
+		// The new registration's only holder is this use: no handle, so
+		// dropping the use releases the registration.
+		r.Graph, r.uses, offset = true, 1, 0
+		insert(r)
+		release = r.holder()
+	}
+	var retained bool
+	err = g.Do(func() (err error) { retained, err = graph.RetainForGraph(g.Driver(), s, release); return err })
+	if err != nil || !retained {
+		release()
+		return nil, 0, false, err
+	}
+	return r, offset, true, nil
+}

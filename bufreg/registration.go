@@ -1,0 +1,204 @@
+package bufreg
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda"
+)
+
+// Kind is the kind of memory a registration covers, which decides how a
+// peer maps it.
+type Kind int
+
+// The kinds of registered memory.
+const (
+	Host   Kind = iota + 1 // host shared memory (device.Alloc on the host device); peers map it by name
+	VMM                    // a cuMem allocation (MemAlloc); peers import its POSIX file descriptor
+	Legacy                 // cuMemAlloc/cudaMalloc memory; peers open its CUDA IPC handle
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Host:
+		return "host"
+	case VMM:
+		return "vmm"
+	case Legacy:
+		return "legacy"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Registration is one registered buffer of a communicator. The engine
+// finds it with Lookup, holds it with Acquire while an operation uses it,
+// and shares it with peers through Export.
+type Registration struct {
+	comm  Comm
+	Kind  Kind
+	Base  uintptr // the registered address
+	Size  int     // the registered length
+	Graph bool    // registered for a captured graph's lifetime (ForGraph), not by Register
+
+	// The allocation that holds the buffer: its start and size, as a peer
+	// maps it.
+	AllocBase uintptr
+	AllocSize int
+
+	region    string            // Host: the shared file's name
+	ipc       cuda.IpcMemHandle // Legacy
+	mem       cuda.MemHandle    // VMM: retained allocation handle, released with the registration
+	shareable bool              // VMM: created with the POSIX FD handle type
+
+	// guarded by registry
+	handles int  // live Handles
+	uses    int  // Acquire holds
+	closed  bool // released, or being released
+
+	once sync.Once
+	err  error
+}
+
+// Offset is the registered buffer's offset inside its allocation.
+func (r *Registration) Offset() int { return int(r.Base - r.AllocBase) }
+
+// Acquire marks r as used by an operation until release is called (once;
+// later calls do nothing). A registration in use cannot be deregistered.
+// Acquiring a registration that was deregistered meanwhile is
+// gccl.ErrInvalidUsage.
+func (r *Registration) Acquire() (release func(), err error) {
+	if r == nil {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "registration", "nil registration")
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if r.closed {
+		return nil, gccl.Errorf(gccl.InvalidUsage, "registration", "buffer %#x was deregistered", r.Base)
+	}
+	r.uses++
+	return r.holder(), nil
+}
+
+// holder returns the release function of one use of r.
+func (r *Registration) holder() func() {
+	var once sync.Once
+	return func() { once.Do(r.unuse) }
+}
+
+// unuse drops one use; a registration with no handles left (a graph
+// registration) is released with its last use.
+func (r *Registration) unuse() {
+	registry.Lock()
+	r.uses--
+	last := r.uses == 0 && r.handles == 0 && !r.closed
+	if last {
+		r.closed = true
+		remove(r)
+	}
+	registry.Unlock()
+	if last {
+		_ = r.release()
+	}
+}
+
+// Uses reports how many operations hold r.
+func (r *Registration) Uses() int {
+	registry.Lock()
+	defer registry.Unlock()
+	return r.uses
+}
+
+// release frees the driver resources of r, once.
+func (r *Registration) release() error {
+	r.once.Do(func() {
+		if r.Kind != VMM {
+			return
+		}
+		g := r.comm.Device().(gpu)
+		r.err = g.Do(func() error { return g.Driver().MemRelease(r.mem) })
+	})
+	return r.err
+}
+
+// DeregisterAll releases every registration of c, in use or not, and
+// makes its handles deregistered. The communicator calls it when it is
+// destroyed or aborted, after its operations have stopped.
+func DeregisterAll(c Comm) error {
+	registry.Lock()
+	ch := registry.comms[c]
+	delete(registry.comms, c)
+	var regs []*Registration
+	if ch != nil {
+		regs = ch.regs
+	}
+	for _, r := range regs {
+		r.closed = true
+		r.handles = 0
+	}
+	registry.Unlock()
+	var first error
+	for _, r := range regs {
+		if err := r.release(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// resolve finds what memory [ptr, ptr+size) is and how a peer maps it.
+func resolve(c Comm, ptr uintptr, size int) (*Registration, error) {
+	r := &Registration{comm: c, Base: ptr, Size: size}
+	d := c.Device()
+	if g, ok := d.(gpu); ok {
+		return r, g.Do(func() error { return resolveGPU(g, r) })
+	}
+	if d.Kind() != device.Host {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "comm", "cannot register memory of a %v device", d.Kind())
+	}
+	reg, ok := device.HostRegionOf(ptr)
+	if !ok {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "ptr",
+			"%#x is not host memory from MemAlloc or Device.Alloc, so peers cannot map it; allocate the buffer with bufreg.MemAlloc", ptr)
+	}
+	if reg.Offset+size > reg.Size {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "size",
+			"%d bytes at offset %d run past the end of a %d-byte allocation", size, reg.Offset, reg.Size)
+	}
+	r.Kind, r.AllocBase, r.AllocSize, r.region = Host, reg.Base, reg.Size, reg.Name
+	return r, nil
+}
+
+// resolveGPU fills r from the driver's view of ptr; it runs with the
+// device's context current.
+func resolveGPU(g gpu, r *Registration) error {
+	drv := g.Driver()
+	attrs, err := drv.PointerGetAttributes([]cuda.PointerAttr{cuda.PointerMemoryType, cuda.PointerDeviceOrdinal}, r.Base)
+	if err != nil || attrs[0] != cuda.MemoryTypeDevice {
+		return gccl.Errorf(gccl.InvalidArgument, "ptr", "%#x is not GPU memory (%v); register memory from MemAlloc or cudaMalloc", r.Base, err)
+	}
+	if int(attrs[1]) != g.Ordinal() {
+		return gccl.Errorf(gccl.InvalidArgument, "ptr", "%#x is memory of GPU %d but the communicator uses GPU %d", r.Base, attrs[1], g.Ordinal())
+	}
+	base, n, err := drv.MemGetAddressRange(r.Base)
+	if err != nil {
+		return gccl.Errorf(gccl.InvalidArgument, "ptr", "finding the allocation of %#x: %w", r.Base, err)
+	}
+	if r.Base+uintptr(r.Size) > base+uintptr(n) {
+		return gccl.Errorf(gccl.InvalidArgument, "size",
+			"%d bytes at offset %d run past the end of a %d-byte allocation", r.Size, r.Base-base, n)
+	}
+	r.AllocBase, r.AllocSize = base, n
+	if h, err := drv.MemRetainAllocationHandle(r.Base); err == nil {
+		allowed, _ := drv.PointerGetAttribute(cuda.PointerAllowedHandle, r.Base)
+		r.Kind, r.mem, r.shareable = VMM, h, allowed&uint64(cuda.HandlePosixFD) != 0
+		return nil
+	}
+	ipc, err := drv.IpcGetMemHandle(base)
+	if err != nil {
+		return gccl.Errorf(gccl.InvalidArgument, "ptr", "memory at %#x cannot be shared with peers: %w", r.Base, err)
+	}
+	r.Kind, r.ipc = Legacy, ipc
+	return nil
+}
