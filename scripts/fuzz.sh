@@ -1,17 +1,33 @@
 #!/usr/bin/env bash
-# fuzz.sh — run every fuzz target of the module for a bounded time each
-# ($FUZZTIME, default 15s), one at a time. Fails on the first crasher; the
-# failing input is kept under the package's testdata/fuzz/ by go test.
+# scripts/fuzz.sh — run every Go fuzz target of the module for a bounded time.
+#
+# Finds each `func FuzzXxx(f *testing.F)` under the module (the wire
+# decoders, the unique ID, the transport's frame/hello/PeerInfo decoders and
+# receiver, the plan builder, ...) and runs it with -fuzz for FUZZTIME each
+# (default 10s; CI uses the default, a longer session e.g. FUZZTIME=5m).
+# New crashers land in the package's testdata/fuzz/ and fail the run.
+#
+# Environment:
+#   FUZZTIME=10s   time per target
+#   PKGS=./...     packages to search
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzztime=${FUZZTIME:-15s}
-found=0
-while IFS= read -r file; do
-	pkg=./$(dirname "$file")
-	for name in $(grep -oE '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
-		found=$((found + 1))
-		echo "== $pkg $name ($fuzztime)"
-		go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg"
+fuzztime=${FUZZTIME:-10s}
+failed=()
+count=0
+for pkg in $(go list ${PKGS:-./...}); do
+	dir=$(go list -f '{{.Dir}}' "$pkg")
+	targets=$(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u || true)
+	for t in $targets; do
+		count=$((count + 1))
+		echo "== $pkg $t ($fuzztime)"
+		if ! go test -run '^$' -fuzz "^$t\$" -fuzztime "$fuzztime" -parallel 2 "$pkg"; then
+			failed+=("$pkg.$t")
+		fi
 	done
-done < <(grep -rlE '^func Fuzz' --include='*_test.go' . | sed 's|^\./||' | sort)
-echo "fuzz.sh: $found fuzz targets passed"
+done
+echo "fuzzed $count targets for $fuzztime each"
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "FAILED: ${failed[*]}"
+	exit 1
+fi
