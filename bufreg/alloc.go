@@ -119,3 +119,15 @@ func roundUp(n, g int) (int, error) {
 	}
 	return r, nil
 }
+
+// ownAllocation returns the handle of the GPU allocation MemAlloc made at
+// base.
+func ownAllocation(base uintptr) (cuda.MemHandle, bool) {
+	allocs.Lock()
+	defer allocs.Unlock()
+	a, ok := allocs.live[base]
+	if !ok || !a.gpu {
+		return 0, false
+	}
+	return a.mem, true
+}

@@ -109,9 +109,9 @@ func requireCode(t *testing.T, err error, code gccl.Result) {
 
 // setEnv sets a variable for one test and reloads the settings.
 func setEnv(t *testing.T, k, v string) {
+	t.Cleanup(func() { env.Reload() }) // runs after Setenv restores k
 	t.Setenv(k, v)
 	env.Reload()
-	t.Cleanup(func() { env.Reload() })
 }
 
 // randBytes returns n random bytes seeded from r.

@@ -49,7 +49,8 @@ type Registration struct {
 
 	region    string            // Host: the shared file's name
 	ipc       cuda.IpcMemHandle // Legacy
-	mem       cuda.MemHandle    // VMM: retained allocation handle, released with the registration
+	mem       cuda.MemHandle    // VMM: the allocation handle
+	ownsMem   bool              // VMM: mem was retained for this registration and is released with it
 	shareable bool              // VMM: created with the POSIX FD handle type
 
 	// guarded by registry
@@ -113,7 +114,7 @@ func (r *Registration) Uses() int {
 // release frees the driver resources of r, once.
 func (r *Registration) release() error {
 	r.once.Do(func() {
-		if r.Kind != VMM {
+		if !r.ownsMem {
 			return
 		}
 		g := r.comm.Device().(gpu)
@@ -190,9 +191,15 @@ func resolveGPU(g gpu, r *Registration) error {
 			"%d bytes at offset %d run past the end of a %d-byte allocation", r.Size, r.Base-base, n)
 	}
 	r.AllocBase, r.AllocSize = base, n
+	if h, ok := ownAllocation(base); ok {
+		r.Kind, r.mem, r.shareable = VMM, h, true
+		return nil
+	}
 	if h, err := drv.MemRetainAllocationHandle(r.Base); err == nil {
+		// Another cuMem allocator's memory: hold the physical allocation
+		// for as long as the registration lives.
 		allowed, _ := drv.PointerGetAttribute(cuda.PointerAllowedHandle, r.Base)
-		r.Kind, r.mem, r.shareable = VMM, h, allowed&uint64(cuda.HandlePosixFD) != 0
+		r.Kind, r.mem, r.ownsMem, r.shareable = VMM, h, true, allowed&uint64(cuda.HandlePosixFD) != 0
 		return nil
 	}
 	ipc, err := drv.IpcGetMemHandle(base)
