@@ -194,9 +194,10 @@ func (c *Comm) Device() device.Device {
 }
 
 // Engine is the rank's engine, which the operation packages launch on; nil
-// until the communicator is ready and after Close.
+// until the communicator is ready, and after Finalize or Close (only Close
+// is allowed then, so operations are refused with gccl.ErrInvalidUsage).
 func (c *Comm) Engine() *engine.Engine {
-	if c.Status() != nil {
+	if c.Status() != nil || c.state.Load() != stateOpen {
 		return nil
 	}
 	return c.eng

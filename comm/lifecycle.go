@@ -58,15 +58,32 @@ func (c *Comm) shut(abort bool) error {
 		return nil
 	}
 	c.stopWatch()
-	var errEng, errBoot error
+	var errBusy, errEng, errBoot error
 	if abort {
 		errEng, errBoot = c.eng.Abort(), c.boot.Abort()
 	} else {
+		errBusy = c.busy()
 		errEng = c.eng.Close()
 		errBoot = c.boot.Close()
 	}
 	c.log.Info("communicator destroyed", "abort", abort)
-	return errors.Join(errEng, errBoot)
+	return errors.Join(errBusy, errEng, errBoot)
+}
+
+// busy returns an InvalidUsage error when operations are still in flight
+// (Close then waits for them, up to the deadline, and frees everything).
+func (c *Comm) busy() error {
+	if c.eng.AsyncError() != nil {
+		return nil // what is in flight fails at once; the error was reported
+	}
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	if c.eng.Drain(expired) == nil {
+		return nil
+	}
+	return gccl.Errorf(gccl.InvalidUsage, "comm", "Close of communicator %q (rank %d) with operations in flight: "+
+		"they were waited for (up to the deadline) and the communicator was freed; synchronize the streams or call Finalize before Close, or use Abort",
+		c.cfg.Name, c.rank)
 }
 
 func isReady(c *Comm) bool {
