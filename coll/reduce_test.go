@@ -85,15 +85,15 @@ func (c *rcase) launch(w *colltest.World, r int, send, recv uintptr) error {
 }
 
 // reduceMatrix runs every reducing collective × every data type × every
-// operator × in place or not × smallCounts on w, roots varying.
-func reduceMatrix(t *testing.T, w *colltest.World, rng *rand.Rand) {
+// operator × in place or not × counts on w, roots varying.
+func reduceMatrix(t *testing.T, w *colltest.World, counts []int, rng *rand.Rand) {
 	n := w.N()
 	var ck checker
 	for _, kind := range []string{"allreduce", "reduce", "reducescatter"} {
 		for _, dt := range gccl.DataTypes() {
 			for oi, op := range allOps {
 				ops, scalar := redOps(t, w, op, dt, oi%2 == 1, rng)
-				for ci, count := range smallCounts(n) {
+				for ci, count := range counts {
 					for _, inPlace := range []bool{false, true} {
 						c := &rcase{kind: kind, dt: dt, ops: ops, scalar: scalar, op: op,
 							count: count, inPlace: inPlace, root: (oi + ci) % n}
@@ -109,7 +109,7 @@ func reduceMatrix(t *testing.T, w *colltest.World, rng *rand.Rand) {
 func TestReduceMatrix(t *testing.T) {
 	for _, n := range []int{2, 3, 4} {
 		t.Run(fmt.Sprint("nranks=", n), func(t *testing.T) {
-			reduceMatrix(t, colltest.New(t, n, nil), rand.New(rand.NewPCG(uint64(n), 1)))
+			reduceMatrix(t, colltest.New(t, n, nil), smallCounts(n), rand.New(rand.NewPCG(uint64(n), 1)))
 		})
 	}
 }
@@ -142,9 +142,8 @@ func TestReduceLarge(t *testing.T) {
 		dt   gccl.DataType
 		op   gccl.RedOp
 	}
-	cases := []big{{"allreduce", gccl.Float32, gccl.Sum}, {"allreduce", gccl.BFloat16, gccl.Avg},
-		{"allreduce", gccl.Int64, gccl.Max}, {"reducescatter", gccl.Int8, gccl.Sum},
-		{"reduce", gccl.Float64, premulSum}}
+	cases := []big{{"allreduce", gccl.Float32, gccl.Sum}, {"reducescatter", gccl.Int8, gccl.Max},
+		{"reduce", gccl.BFloat16, premulSum}}
 	w := colltest.New(t, 4, nil)
 	rng := rand.New(rand.NewPCG(4, 2))
 	for i, b := range cases {
