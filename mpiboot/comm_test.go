@@ -2,6 +2,7 @@ package mpiboot
 
 import (
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,6 +93,9 @@ type timedDevice struct {
 func (f *timedDevice) Query(gccl.Stream) (bool, error) { return !time.Now().Before(f.at), nil }
 
 func TestWaitReturnsSoonAfterCompletion(t *testing.T) {
+	if _, size := World(); size > runtime.NumCPU() {
+		t.Skipf("%d processes on %d CPUs: scheduling delays swamp the latency measured", size, runtime.NumCPU())
+	}
 	for _, after := range []time.Duration{0, 100 * time.Microsecond, 5 * time.Millisecond, 40 * time.Millisecond} {
 		d := &timedDevice{at: time.Now().Add(after)}
 		require.NoError(t, Wait(d, 3, time.Minute))
