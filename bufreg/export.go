@@ -1,0 +1,160 @@
+package bufreg
+
+import (
+	"sync"
+	"syscall"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda"
+)
+
+// Export is what a peer needs to map a registration: the shared object
+// (allocation) that holds it and where the buffer lies in it.
+type Export struct {
+	Kind   Kind
+	Size   int               // bytes of the shared object the peer maps
+	Offset int               // the registered buffer's offset in it
+	Len    int               // the registered length
+	IPC    cuda.IpcMemHandle // Legacy: the allocation's CUDA IPC handle
+	Region string            // Host: the shared file's name (device.MapHostRegion)
+	// FD is, for VMM, a new POSIX file descriptor of the allocation that
+	// the caller owns: pass it to the peer over a unix socket
+	// (SCM_RIGHTS) and Close the Export. -1 for the other kinds.
+	FD int
+}
+
+// Close closes the exported file descriptor, if any; it is safe twice.
+func (e *Export) Close() error {
+	if e == nil || e.FD < 0 {
+		return nil
+	}
+	err := syscall.Close(e.FD)
+	e.FD = -1
+	return err
+}
+
+// Export describes r for a peer. A VMM registration of memory allocated
+// without the POSIX file descriptor handle type cannot be exported
+// (gccl.ErrInvalidUsage): allocate it with MemAlloc.
+func (r *Registration) Export() (Export, error) {
+	if r == nil {
+		return Export{}, gccl.Errorf(gccl.InvalidArgument, "registration", "nil registration")
+	}
+	e := Export{Kind: r.Kind, Size: r.AllocSize, Offset: r.Offset(), Len: r.Size, FD: -1}
+	switch r.Kind {
+	case Host:
+		e.Region = r.region
+	case Legacy:
+		e.IPC = r.ipc
+	case VMM:
+		if !r.shareable {
+			return Export{}, gccl.Errorf(gccl.InvalidUsage, "registration",
+				"buffer %#x is cuMem memory without the POSIX file descriptor handle type; allocate it with bufreg.MemAlloc", r.Base)
+		}
+		release, err := r.Acquire()
+		if err != nil {
+			return Export{}, err
+		}
+		defer release()
+		g := r.comm.Device().(gpu)
+		err = g.Do(func() (err error) { e.FD, err = g.Driver().MemExportToShareableHandle(r.mem); return err })
+		if err != nil {
+			return Export{}, err
+		}
+	}
+	return e, nil
+}
+
+// Mapped is a peer's registered buffer mapped in this process.
+type Mapped struct {
+	Ptr   uintptr // the peer's registered buffer, addressable by d
+	Len   int
+	once  sync.Once
+	unmap func() error
+	err   error
+}
+
+// Close unmaps the peer's memory; it is safe on nil and twice.
+func (m *Mapped) Close() error {
+	if m == nil {
+		return nil
+	}
+	m.once.Do(func() { m.err = m.unmap() })
+	return m.err
+}
+
+// Import maps a peer's Export on device d (the communicator's device on
+// this rank). It does not take ownership of e.FD.
+func Import(d device.Device, e Export) (*Mapped, error) {
+	if d == nil {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "device", "nil device")
+	}
+	if e.Size <= 0 || e.Offset < 0 || e.Len <= 0 || e.Offset+e.Len > e.Size {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "export", "buffer of %d bytes at offset %d of a %d-byte allocation", e.Len, e.Offset, e.Size)
+	}
+	m := &Mapped{Len: e.Len}
+	var base uintptr
+	var err error
+	g, isGPU := d.(gpu)
+	switch {
+	case e.Kind == Host && !isGPU:
+		base, m.unmap, err = device.MapHostRegion(e.Region, e.Size)
+	case e.Kind == VMM && isGPU:
+		err = g.Do(func() (err error) { base, m.unmap, err = importVMM(g, e); return err })
+	case e.Kind == Legacy && isGPU:
+		err = g.Do(func() (err error) {
+			base, err = g.Driver().IpcOpenMemHandle(e.IPC, cuda.IpcLazyEnablePeerAccess)
+			return err
+		})
+		m.unmap = func() error { return g.Do(func() error { return g.Driver().IpcCloseMemHandle(base) }) }
+	default:
+		return nil, gccl.Errorf(gccl.InvalidUsage, "export", "a %v registration cannot be mapped on a %v device; the ranks use different backends", e.Kind, d.Kind())
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.Ptr = base + uintptr(e.Offset)
+	return m, nil
+}
+
+// importVMM maps a peer's cuMem allocation from its file descriptor.
+func importVMM(g gpu, e Export) (uintptr, func() error, error) {
+	drv := g.Driver()
+	dev, err := drv.DeviceGet(g.Ordinal())
+	if err != nil {
+		return 0, nil, err
+	}
+	_, minimum, err := granularity(drv, dev, cuda.HandlePosixFD)
+	if err != nil {
+		return 0, nil, err
+	}
+	h, err := drv.MemImportFromShareableHandle(e.FD)
+	if err != nil {
+		return 0, nil, err
+	}
+	p, err := drv.MemAddressReserve(e.Size, minimum)
+	if err == nil {
+		if err = drv.MemMap(p, e.Size, 0, h); err != nil {
+			_ = drv.MemAddressFree(p, e.Size)
+		}
+	}
+	_ = drv.MemRelease(h) // the mapping keeps the memory
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := drv.MemSetAccess(p, e.Size, dev, cuda.AccessReadWrite); err != nil {
+		_ = drv.MemUnmap(p, e.Size)
+		_ = drv.MemAddressFree(p, e.Size)
+		return 0, nil, err
+	}
+	unmap := func() error {
+		return g.Do(func() error {
+			if err := drv.MemUnmap(p, e.Size); err != nil {
+				return err
+			}
+			return drv.MemAddressFree(p, e.Size)
+		})
+	}
+	return p, unmap, nil
+}
