@@ -10,6 +10,11 @@
 // AllReduce, Broadcast and Reduce, sendbuff == recvbuff + rank*count*size for
 // AllGather and recvbuff == sendbuff + rank*recvcount*size for ReduceScatter.
 //
+// CreatePreMulSum and DestroyRedOp make and forget per-communicator
+// operators that scale every input by a scalar before summing (the scalar in
+// host memory, copied at creation, or in device memory, read by each
+// operation), as NCCL's ncclRedOpCreatePreMulSum.
+//
 // The algorithm (ring, double binary tree, direct) comes from the cost model
 // of package internal/algo, restricted by GCCL_ALGO / NCCL_ALGO.
 package coll

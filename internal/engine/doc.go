@@ -25,7 +25,12 @@
 // returns it. Every wait is bounded by Config.Timeout and cut short by Abort.
 //
 // Avg reduces as Sum then divides by the rank count; operators made by
-// CreatePreMulSum reduce as Sum then scale by their scalar.
+// CreatePreMulSum reduce as Sum then scale by their scalar. The arithmetic
+// is DefaultReducer (package internal/reduce: every data type and operator)
+// unless Config.Reducer replaces it.
+//
+// Drain waits for every launched operation and returns the async error;
+// comm.Finalize calls it before its closing barrier.
 //
 // The Backend interface is the seam for the GPU backend, which launches
 // kernels instead of host tasks.

@@ -1,0 +1,54 @@
+package coll_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/coll"
+	"github.com/gccl/gccl/coll/colltest"
+	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/reduce"
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkAllReduce measures float32 Sum AllReduce with 4 goroutine ranks
+// for each algorithm (GCCL_ALGO) and size; bytes/s is the algorithm
+// bandwidth (buffer bytes over time), as nccl-tests' algbw.
+func BenchmarkAllReduce(b *testing.B) {
+	for _, algo := range []string{"ring", "tree", "direct"} {
+		for _, size := range []int{1 << 20, 16 << 20} {
+			b.Run(fmt.Sprintf("algo=%s/bytes=%d", algo, size), func(b *testing.B) {
+				b.Cleanup(func() { env.Reload() })
+				b.Setenv("GCCL_ALGO", algo)
+				require.Equal(b, algo, env.Reload().Algo)
+				benchAllReduce(b, 4, size)
+			})
+		}
+	}
+}
+
+func benchAllReduce(b *testing.B, n, size int) {
+	w := colltest.New(b, n, nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	count := size / 4
+	bufs := make([]uintptr, n)
+	for r := range n {
+		p, v := w.Alloc(b, r, size, rng)
+		reduce.Fill(v, gccl.Float32, rng)
+		bufs[r] = p
+	}
+	launch := func() {
+		for r := range n {
+			require.NoError(b, coll.AllReduce(w.Comms[r], bufs[r], bufs[r], count, gccl.Float32, gccl.Sum, w.Streams[r]))
+		}
+		w.Sync(b)
+	}
+	launch() // connect
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	for b.Loop() {
+		launch()
+	}
+}
