@@ -111,6 +111,9 @@ func (l *Listener) handshake(c gonet.Conn) {
 func (l *Listener) park(c gonet.Conn, h hello) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed { // Close set pending to nil
+		return false
+	}
 	k := pendingKey{h.rank, h.channel}
 	socks := l.pending[k]
 	if socks == nil {
