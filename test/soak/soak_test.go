@@ -16,8 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// defaultOps is the length of a CI run (race_test.go shortens it).
+var defaultOps = 400
+
 var (
-	numOps   = flag.Int("soak.ops", 400, "operations in the sequence (make soak: 100000)")
+	numOps   = flag.Int("soak.ops", 0, "operations in the sequence; 0 = 400 (60 with -race); make soak: 100000")
 	seedFlag = flag.Uint64("soak.seed", 0, "seed of the sequence; 0 = random (printed)")
 	nranks   = flag.Int("soak.ranks", 4, "ranks")
 )
@@ -152,6 +155,9 @@ func sequence(seed uint64, ops, nranks int) (batches [][]op, direct []bool) {
 }
 
 func TestSoak(t *testing.T) {
+	if *numOps == 0 {
+		*numOps = defaultOps
+	}
 	seed := *seedFlag
 	if seed == 0 {
 		seed = rand.Uint64()
