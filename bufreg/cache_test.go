@@ -2,6 +2,7 @@ package bufreg
 
 import (
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/gccl/gccl"
@@ -194,4 +195,36 @@ func TestRegisterGPUKinds(t *testing.T) {
 	require.NoError(t, c.dev.Free(q))
 	require.NoError(t, other.dev.Free(o))
 	_ = device.Host
+}
+
+func TestRegistryConcurrent(t *testing.T) {
+	c := hostComm(t)
+	p, err := MemAlloc(c.dev, 1<<16)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 99))
+			for range 200 {
+				// Each worker uses its own quarter, so only it holds its
+				// registrations and its Deregister never meets a use.
+				off := uintptr(w<<14 + r.IntN(1<<13))
+				h, err := Register(c, p+off, 1+r.IntN(1<<13))
+				if !assert.NoError(t, err) {
+					return
+				}
+				reg, o, ok := Lookup(c, p+off, 1)
+				if assert.True(t, ok) && assert.Equal(t, p+off, reg.Base+uintptr(o)) {
+					if release, err := reg.Acquire(); err == nil {
+						release()
+					}
+				}
+				assert.NoError(t, Deregister(h))
+			}
+		})
+	}
+	wg.Wait()
+	_, _, ok := Lookup(c, p, 1)
+	assert.False(t, ok)
+	require.NoError(t, MemFree(p))
 }
