@@ -46,16 +46,19 @@ unit:
 mpi-tests:
 	MPI=openmpi test/run.sh
 
+# Only mpiboot links MPI: vet and test it and its users with the mpich tag.
+MPI_PKGS := ./mpiboot/... ./test/mpi/... ./examples/...
+
 test-mpich: deps-mpich
-	go vet -tags mpich ./mpiboot/... ./test/... ./examples/...
-	go test -race -count=1 -tags mpich ./mpiboot/... ./test/...
+	go vet -tags mpich $(MPI_PKGS)
+	go test -race -count=1 -tags mpich $(MPI_PKGS)
 	MPI=mpich test/run.sh
 
 lint:
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	go vet ./...
-	go vet -tags mpich ./mpiboot/... ./test/... ./examples/...
+	go vet -tags mpich $(MPI_PKGS)
 
 gpu-bundle: deps
 	scripts/gpu-bundle.sh bundle
