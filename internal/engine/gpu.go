@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
@@ -55,9 +54,8 @@ type gpuBackend struct {
 	fnMu sync.Mutex
 	fns  map[string]cuda.Function
 
-	mu      sync.Mutex
-	streams map[cuda.Stream]bool // streams launched on, drained before Close frees
-	closed  bool
+	mu     sync.Mutex
+	closed bool
 }
 
 // gpuCommFor returns the device when the engine runs on a GPU.
@@ -75,17 +73,13 @@ func (g *gpuBackend) bulk(r int) uintptr  { return g.peers.Ptrs[r] + gpuFlagsByt
 func (g *gpuBackend) Submit(e *Engine, l *launch) error {
 	ctx, cancel := e.waitCtx(context.Background())
 	defer cancel()
-	defer e.order.release()
 	if err := e.order.wait(ctx, l.ticket, e.AsyncError); err != nil {
-		return err
+		return err // LaunchGroup releases the ticket of a failed Submit
 	}
 	if err := g.checkStatus(e); err != nil {
 		return err
 	}
 	s := cuda.Stream(l.stream)
-	g.mu.Lock()
-	g.streams[s] = true
-	g.mu.Unlock()
 	err := g.dev.Do(func() error {
 		first := len(l.ops)
 		for i := range l.ops {
@@ -104,8 +98,10 @@ func (g *gpuBackend) Submit(e *Engine, l *launch) error {
 	})
 	if err != nil {
 		e.setAsyncError(err)
+		return err
 	}
-	return err
+	e.order.release()
+	return nil
 }
 
 // checkStatus turns a failure a kernel reported into the engine's async error.
@@ -168,37 +164,25 @@ func (g *gpuBackend) copyAsync(dst, src uintptr, n int, s cuda.Stream) error {
 	return g.drv.MemcpyDtoDAsync(dst, src, n, s)
 }
 
-// close drains the streams used (bounded by timeout), then frees the
-// buffers. With abort, the kernels still waiting are told to give up first.
-func (g *gpuBackend) close(timeout time.Duration, abort bool) error {
+// close waits for the device's work (the kernels' own deadlines bound it;
+// with abort they are told to give up first), then frees the buffers.
+func (g *gpuBackend) close(abort bool) error {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
 		return nil
 	}
 	g.closed = true
-	streams := g.streams
 	g.mu.Unlock()
 	if abort && g.abortHost != 0 {
 		device.HostBytes(g.abortHost, 4)[0] = 1
 	}
-	deadline := time.Now().Add(timeout)
 	var first error
 	_ = g.dev.Do(func() error {
-		for s := range streams {
-			for {
-				done, err := g.drv.StreamQuery(s)
-				if err != nil || done {
-					break // a stream the user destroyed already is done
-				}
-				if time.Now().After(deadline) {
-					first = gccl.Errorf(gccl.TimeoutError, "comm", "GPU work still running at close after %v; buffers leaked", timeout)
-					return nil
-				}
-				time.Sleep(50 * time.Microsecond)
-			}
-		}
-		first = g.free()
+		// A stream the user destroyed cannot be queried, so wait for the
+		// whole context; every kernel wait has a deadline (TimeoutNs).
+		first = g.drv.CtxSynchronize()
+		first = firstErr(first, g.free())
 		return nil
 	})
 	return first

@@ -1,13 +1,10 @@
 package engine
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // backendCloser is a backend holding resources that Close and Abort free.
 type backendCloser interface {
-	close(timeout time.Duration, abort bool) error
+	close(abort bool) error
 }
 
 // useGPU switches the engine to the GPU backend when its device is a GPU
@@ -28,11 +25,7 @@ func (e *Engine) useGPU(ctx context.Context) error {
 // closeBackend frees the backend's resources, if it holds any.
 func (e *Engine) closeBackend(abort bool) error {
 	if c, ok := e.backend.(backendCloser); ok {
-		timeout := e.timeout
-		if abort {
-			timeout = time.Second
-		}
-		return c.close(timeout, abort)
+		return c.close(abort)
 	}
 	return nil
 }

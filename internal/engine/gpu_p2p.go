@@ -84,7 +84,7 @@ func partner(r, k, n int) int {
 
 // selfCopy moves a rank's sends to itself into its receives from itself.
 func (g *gpuBackend) selfCopy(sends, recvs []p2pPiece, s cuda.Stream) error {
-	return walkPieces(sends, recvs, 1<<62, func(dst, src uintptr, n int) error { return g.copyAsync(dst, src, n, s) })
+	return walkPieces(recvs, sends, 1<<62, func(dst, src uintptr, n int) error { return g.copyAsync(dst, src, n, s) })
 }
 
 // walkPieces pairs the bytes of src pieces with those of dst pieces in

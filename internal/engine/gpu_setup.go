@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport/p2p"
+	"github.com/gccl/gccl/transport/topo"
 )
 
 // newGPUBackend sets up the GPU data path of e (collective over the ranks):
@@ -22,14 +23,14 @@ func newGPUBackend(ctx context.Context, e *Engine, dev *device.CUDADevice) (*gpu
 	if err != nil {
 		return nil, err
 	}
-	g := &gpuBackend{dev: dev, drv: dev.Driver(), fns: map[string]cuda.Function{}, streams: map[cuda.Stream]bool{}}
+	g := &gpuBackend{dev: dev, drv: dev.Driver(), fns: map[string]cuda.Function{}}
 	var offer p2p.Offer
 	err = dev.Do(func() error {
 		if err := g.allocate(img); err != nil {
 			return err
 		}
 		var err error
-		offer, err = p2p.NewOffer(g.drv, dev.Ordinal(), e.infos[e.rank].HostHash, g.buf, gpuBufBytes)
+		offer, err = p2p.NewOffer(g.drv, dev.Ordinal(), topo.HostHash(), g.buf, gpuBufBytes)
 		return err
 	})
 	if err != nil {
