@@ -22,7 +22,7 @@ func (c *Comm) startWatch() {
 				c.cfg.Name, c.rank, c.boot.LostErr())
 			c.lost.Store(&err)
 			c.log.Warn("peer lost; aborting the operations in flight", "err", err)
-			_ = c.eng.Abort()
+			_ = c.eng.AbortWith(err)
 		case <-c.watchStop:
 		}
 	}()

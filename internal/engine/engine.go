@@ -244,15 +244,31 @@ func (e *Engine) Close() error {
 // Abort cancels everything in flight at once and closes the connections;
 // operations still queued fail with gccl.ErrRemote. Safe on nil and twice.
 func (e *Engine) Abort() error {
+	return e.AbortWith(gccl.Errorf(gccl.RemoteError, "comm", "communicator aborted"))
+}
+
+// AbortWith is Abort with the reason that operations in flight and the
+// async error report (a lost peer, say), unless an earlier failure is
+// already recorded.
+func (e *Engine) AbortWith(cause error) error {
 	if e == nil {
 		return nil
 	}
+	e.setAsyncError(cause)
 	e.closed.Store(true)
 	if e.cancel != nil {
 		e.cancel()
 	}
-	e.setAsyncError(gccl.Errorf(gccl.RemoteError, "comm", "communicator aborted"))
 	return firstErr(e.closeBackend(true), e.ep.Close())
+}
+
+// abortCause replaces the error of an operation cut short by Abort (a
+// closed connection, a cancelled wait) with the reason for the abort.
+func (e *Engine) abortCause(err error) error {
+	if err == nil || e.ctx == nil || e.ctx.Err() == nil {
+		return err
+	}
+	return firstErr(e.AsyncError(), err)
 }
 
 func firstErr(errs ...error) error {

@@ -29,6 +29,7 @@ func (HostBackend) Submit(e *Engine, l *launch) error {
 		if err == nil {
 			err = e.runHost(ctx, l.ops)
 		}
+		err = e.abortCause(err)
 		if err != nil {
 			e.setAsyncError(err)
 		}
