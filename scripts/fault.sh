@@ -17,7 +17,7 @@
 #   WORKLOADS="allreduce sendrecv group p2p"
 #   TRANSPORTS="shm net"         net sets GCCL_SHM_DISABLE=1
 #   NP=4                         ranks
-#   TIMEOUT=3s                   the communicators' deadline
+#   TIMEOUT=5s                   the communicators' deadline (MPI's: twice that)
 #   HARD_LIMIT=60                seconds before a run counts as a hang
 #   OUT=out/fault                binaries and logs
 set -euo pipefail
@@ -27,7 +27,7 @@ runs=${RUNS:-20}
 workloads=${WORKLOADS:-"allreduce sendrecv group p2p"}
 transports=${TRANSPORTS:-"shm net"}
 np=${NP:-4}
-tmo=${TIMEOUT:-3s}
+tmo=${TIMEOUT:-5s}
 limit=${HARD_LIMIT:-60}
 out=${OUT:-out/fault}
 

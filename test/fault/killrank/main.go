@@ -29,7 +29,7 @@ import (
 
 var (
 	workload = flag.String("workload", "allreduce", "operation to cut: allreduce, sendrecv, group or p2p")
-	timeout  = flag.Duration("timeout", 3*time.Second, "the communicator's deadline (Config.Timeout)")
+	timeout  = flag.Duration("timeout", 5*time.Second, "the communicator's deadline (Config.Timeout); MPI's waits get twice that")
 	count    = flag.Int("count", 1<<20, "int32 elements per buffer")
 	warmup   = flag.Int("warmup", 2, "verified-successful iterations before the fatal one")
 	delay    = flag.Duration("delay", time.Millisecond, "how long after launching the victim kills itself")
@@ -80,6 +80,11 @@ func run() (int, string, error) {
 		return -1, "", err
 	}
 	rank, size := mpiboot.World()
+	// MPI's own waits (the barrier below) must not outlive a rank that
+	// failed early either.
+	if err := mpiboot.SetTimeout(2 * *timeout); err != nil {
+		return rank, "", err
+	}
 	w, err := fault.WorkloadNamed(*workload)
 	if err != nil {
 		return rank, "", err
