@@ -127,11 +127,12 @@ func line(img *image.RGBA, x0, y0, x1, y1 int, c color.Color) {
 		if x0 == x1 && y0 == y1 {
 			return
 		}
-		if 2*e >= dy {
+		e2 := 2 * e // both tests use the error before this step's updates
+		if e2 >= dy {
 			e += dy
 			x0 += sx
 		}
-		if 2*e <= dx {
+		if e2 <= dx {
 			e += dx
 			y0 += sy
 		}
