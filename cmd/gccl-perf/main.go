@@ -83,6 +83,7 @@ func runLocal(cfg config, stdout, stderr io.Writer, h hooks) int {
 		return exitError
 	}
 	x := newLocalExchanger(cfg.np, cfg.timeout)
+	stderr = &lockedWriter{w: stderr} // every rank reports its own errors
 	status := make([]int, cfg.np)
 	var wg sync.WaitGroup
 	for r, c := range comms {
@@ -154,4 +155,16 @@ func worst(status []int) int {
 		}
 	}
 	return out
+}
+
+// lockedWriter serialises the writes of goroutine ranks.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

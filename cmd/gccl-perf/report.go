@@ -40,10 +40,17 @@ func (r *ranker) summary(res opResult) {
 	if res.baseName != "" {
 		fmt.Fprintf(w, "# %s out of bounds    : %s\n", res.baseName, wrongVerdict(res.baseWrong))
 		all, big := ratioMean(res.rows, 0), ratioMean(res.rows, 1<<20)
-		fmt.Fprintf(w, "# time ratio gccl/%s : geomean %.3f over all sizes, %.3f at >= 1M (below 1 = gccl faster)\n",
-			res.baseName, all, big)
+		fmt.Fprintf(w, "# time ratio gccl/%s : geomean %s over all sizes, %s at >= 1M (below 1 = gccl faster)\n",
+			res.baseName, fmtRatio(all), fmtRatio(big))
 	}
 	fmt.Fprintln(w)
+}
+
+func fmtRatio(r float64) string {
+	if math.IsNaN(r) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3f", r)
 }
 
 func wrongVerdict(n int64) string {

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"io"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/perf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseFlagsDefaults(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []perf.Op{perf.AllReduce}, c.ops)
+	assert.Equal(t, int64(1024), c.minBytes)
+	assert.Equal(t, int64(64<<20), c.maxBytes)
+	assert.Equal(t, 2.0, c.factor)
+	assert.Equal(t, gccl.Float32, c.dtype)
+	assert.Equal(t, gccl.Sum, c.redop)
+	assert.True(t, c.check)
+	assert.Equal(t, "none", c.baseline)
+	assert.Equal(t, 0, c.np)
+}
+
+func TestParseFlagsEverySetting(t *testing.T) {
+	c, err := parseFlags([]string{"-op", "ReduceScatter", "-b", "8", "-e", "2M", "-f", "4", "-t", "half",
+		"-o", "max", "-r", "1", "-n", "7", "-w", "0", "-inplace", "-graph", "-check=false", "-np", "3",
+		"-csv", "a.csv", "-png", "a.png", "-json", "a.json", "-progress", "-seed", "9", "-timeout", "3s"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []perf.Op{perf.ReduceScatter}, c.ops)
+	assert.Equal(t, int64(8), c.minBytes)
+	assert.Equal(t, int64(2<<20), c.maxBytes)
+	assert.Equal(t, 4.0, c.factor)
+	assert.Equal(t, gccl.Float16, c.dtype)
+	assert.Equal(t, gccl.Max, c.redop)
+	assert.Equal(t, 1, c.root)
+	assert.Equal(t, 7, c.iters)
+	assert.Equal(t, 0, c.warmup)
+	assert.True(t, c.inplace && c.graph && c.progress)
+	assert.False(t, c.check)
+	assert.Equal(t, 3, c.np)
+	assert.Equal(t, [3]string{"a.csv", "a.png", "a.json"}, [3]string{c.csv, c.png, c.json})
+	assert.Equal(t, uint64(9), c.seed)
+	assert.Equal(t, 3*time.Second, c.timeout)
+
+	c, err = parseFlags([]string{"-op", "all", "-t", "bfloat16", "-baseline", "mpi"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, perf.Ops(), c.ops)
+	assert.Equal(t, gccl.BFloat16, c.dtype)
+	assert.Equal(t, "mpi", c.baseline)
+}
+
+func TestParseFlagsRejectsBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"-op", "allgatherv"}, {"-b", "1X"}, {"-e", "-5"}, {"-b", "2M", "-e", "1M"}, {"-f", "1"},
+		{"-n", "0"}, {"-w", "-1"}, {"-r", "-2"}, {"-np", "-1"}, {"-t", "float128"}, {"-o", "xor"},
+		{"-baseline", "gloo"}, {"-baseline", "mpi", "-np", "2"}, {"-timeout", "-1s"}, {"extra"}, {"-nosuch"},
+	} {
+		_, err := parseFlags(args, io.Discard)
+		assert.Error(t, err, "%v", args)
+	}
+	// A step replaces the factor.
+	c, err := parseFlags([]string{"-f", "1", "-i", "1K", "-b", "1K", "-e", "4K"}, io.Discard)
+	require.NoError(t, err)
+	s, err := c.sizes(perf.AllReduce, 4)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1024, 2048, 3072, 4096}, s)
+}
+
+func TestSizesAreWholeBlocks(t *testing.T) {
+	c, err := parseFlags([]string{"-b", "100", "-e", "10000", "-f", "3", "-t", "float64"}, io.Discard)
+	require.NoError(t, err)
+	for _, op := range perf.Ops() {
+		s, err := c.sizes(op, 3)
+		require.NoError(t, err)
+		require.NotEmpty(t, s)
+		align := int64(8)
+		if blocked(op) {
+			align = 24
+		}
+		for _, v := range s {
+			assert.Zero(t, v%align, "%s size %d", op, v)
+			assert.LessOrEqual(t, v, int64(10000))
+		}
+	}
+}
+
+func TestRatioMean(t *testing.T) {
+	m := func(us int) perf.Measure { return perf.Measure{Time: time.Duration(us) * time.Microsecond} }
+	b := func(us int) *perf.Measure { x := m(us); return &x }
+	rows := []perf.Row{
+		{Size: 1024, Gccl: m(10), Base: b(40)},    // 0.25
+		{Size: 1 << 20, Gccl: m(30), Base: b(10)}, // 3
+		{Size: 2 << 20, Gccl: m(20), Base: b(15)}, // 4/3
+		{Size: 4 << 20, Gccl: m(20)},              // no baseline: ignored
+	}
+	assert.InDelta(t, 1.0, ratioMean(rows, 0), 1e-9)
+	assert.InDelta(t, 2.0, ratioMean(rows, 1<<20), 1e-9)
+	assert.True(t, math.IsNaN(ratioMean(rows, 8<<20)))
+	assert.Equal(t, "n/a", fmtRatio(math.NaN()))
+	assert.Equal(t, "1.500", fmtRatio(1.5))
+	assert.Equal(t, "0 OK", wrongVerdict(0))
+	assert.Equal(t, "not checked", wrongVerdict(-1))
+	assert.Equal(t, "5 FAILED", wrongVerdict(5))
+	assert.Equal(t, int64(-1), addWrong(3, -1))
+	assert.Equal(t, int64(5), addWrong(3, 2))
+	assert.Equal(t, exitError, worst([]int{exitOK, exitWrong, exitError, exitOK}))
+	assert.Equal(t, exitWrong, worst([]int{exitOK, exitWrong, exitOK}))
+	assert.Equal(t, "x-alltoall.csv", perOp("x.csv", perf.AllToAll, 2))
+	assert.Equal(t, "x.csv", perOp("x.csv", perf.AllToAll, 1))
+}

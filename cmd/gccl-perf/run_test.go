@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tableRow is a data line of the printed table.
+type tableRow struct {
+	size  int64
+	wrong string
+}
+
+// tables splits the output into each operation's data rows, by title.
+func tables(t *testing.T, out string) map[string][]tableRow {
+	got := map[string][]tableRow{}
+	cur := ""
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "# gccl-perf "); ok {
+			cur = strings.SplitN(rest, ":", 2)[0]
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		require.GreaterOrEqual(t, len(f), 9, "row %q", line)
+		size, err := strconv.ParseInt(f[0], 10, 64)
+		require.NoError(t, err)
+		got[cur] = append(got[cur], tableRow{size: size, wrong: f[8]})
+	}
+	return got
+}
+
+func mustParse(t *testing.T, args ...string) config {
+	c, err := parseFlags(args, io.Discard)
+	require.NoError(t, err)
+	return c
+}
+
+func TestEndToEndTwoRanks(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, jsonPath := filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.json")
+	cfg := mustParse(t, "-np", "2", "-b", "8", "-e", "4K", "-f", "4", "-n", "3", "-w", "1", "-timeout", "30s",
+		"-csv", csvPath, "-json", jsonPath, "-png", filepath.Join(dir, "r.png"), "-progress")
+	var out, errs bytes.Buffer
+	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: countWrong}), "stderr: %s", errs.String())
+	rows := tables(t, out.String())["allreduce"]
+	require.Len(t, rows, 5, out.String()) // 8, 32, 128, 512, 2K
+	for i, r := range rows {
+		assert.Equal(t, int64(8)<<(2*i), r.size)
+		assert.Equal(t, "0", r.wrong)
+	}
+	assert.Contains(t, out.String(), "# Out of bounds values : 0 OK")
+	assert.Contains(t, errs.String(), "allreduce gccl", "progress on stderr")
+
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	assert.Len(t, recs, 1+5)
+	var js []jsonRow
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &js))
+	require.Len(t, js, 5)
+	assert.Positive(t, js[4].TimeUS)
+	st, err := os.Stat(filepath.Join(dir, "r.png"))
+	require.NoError(t, err)
+	assert.Positive(t, st.Size())
+}
+
+func TestEndToEndEveryOperation(t *testing.T) {
+	for _, inplace := range []string{"-inplace=false", "-inplace=true"} {
+		cfg := mustParse(t, "-np", "3", "-op", "all", "-b", "12", "-e", "3000", "-f", "8", "-n", "2", "-w", "0",
+			"-t", "int32", "-o", "max", "-r", "2", "-timeout", "30s", inplace)
+		var out, errs bytes.Buffer
+		require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: countWrong}), "stderr: %s", errs.String())
+		got := tables(t, out.String())
+		for _, op := range cfg.ops {
+			if inplace == "-inplace=true" && (op == "sendrecv" || op == "alltoall") {
+				assert.Contains(t, out.String(), "# "+string(op)+" skipped")
+				continue
+			}
+			require.Len(t, got[string(op)], 3, "%s %s:\n%s", op, inplace, out.String())
+			for _, r := range got[string(op)] {
+				assert.Equal(t, "0", r.wrong, "%s %s size %d", op, inplace, r.size)
+			}
+		}
+	}
+}
+
+// A wrong result must be counted: the injected checker corrupts what it is
+// given and defers to the real one.
+func TestEndToEndCountsCorruptedResults(t *testing.T) {
+	cfg := mustParse(t, "-np", "2", "-b", "1K", "-e", "4K", "-n", "2", "-w", "0", "-timeout", "30s")
+	corrupt := func(got, want []byte, ty gccl.DataType, nranks int) int64 {
+		bad := append([]byte{}, got...)
+		bad[len(bad)-1] ^= 0x7F // the last element's top byte
+		return countWrong(bad, want, ty, nranks)
+	}
+	var out bytes.Buffer
+	require.Equal(t, exitWrong, run(cfg, &out, io.Discard, hooks{check: corrupt}))
+	rows := tables(t, out.String())["allreduce"]
+	require.Len(t, rows, 3)
+	for _, r := range rows {
+		assert.Equal(t, "2", r.wrong, "one element per rank, two ranks")
+	}
+	assert.Contains(t, out.String(), "6 FAILED")
+
+	cfg.check = false
+	out.Reset()
+	require.Equal(t, exitOK, run(cfg, &out, io.Discard, hooks{check: corrupt}))
+	for _, r := range tables(t, out.String())["allreduce"] {
+		assert.Equal(t, "N/A", r.wrong)
+	}
+}
+
+func TestGraphOnHostIsRefused(t *testing.T) {
+	cfg := mustParse(t, "-np", "2", "-graph", "-timeout", "10s")
+	var errs bytes.Buffer
+	start := time.Now()
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	assert.Contains(t, errs.String(), "not supported on host")
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	cfg = mustParse(t, "-np", "2", "-op", "broadcast", "-r", "2", "-timeout", "10s")
+	errs.Reset()
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	assert.Contains(t, errs.String(), "-r 2 is not a rank")
+
+	cfg = mustParse(t, "-np", "2", "-baseline", "nccl", "-timeout", "10s")
+	errs.Reset()
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	assert.Contains(t, errs.String(), "baseline nccl") // not built in, or no libnccl/GPU here
+}
