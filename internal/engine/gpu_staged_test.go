@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/internal/engine/enginetest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeGPUWorld is n engines on fake GPUs (one fake machine per rank, so
+// each has its own current context) forced onto the host-staged backend.
+func fakeGPUWorld(t *testing.T, n int) ([]*Engine, []*device.CUDADevice, []gccl.Stream) {
+	t.Helper()
+	forceStaged.Store(true)
+	t.Cleanup(func() { forceStaged.Store(false) })
+	net := enginetest.NewNet(n)
+	engines, devs, streams := make([]*Engine, n), make([]*device.CUDADevice, n), make([]gccl.Stream, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		d, err := device.OpenCUDA(cudafake.New(cudafake.Config{}), 0, 10*time.Second)
+		require.NoError(t, err)
+		devs[r] = d
+		streams[r], err = d.NewStream()
+		require.NoError(t, err)
+		wg.Go(func() {
+			engines[r], errs[r] = New(Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, Timeout: 10 * time.Second, Reducer: testReducer{}})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		for r, e := range engines {
+			assert.NoError(t, e.Close())
+			assert.NoError(t, devs[r].Close())
+		}
+	})
+	return engines, devs, streams
+}
+
+func devBuf(t *testing.T, d *device.CUDADevice, content []byte) uintptr {
+	p, err := d.Alloc(len(content))
+	require.NoError(t, err)
+	require.NoError(t, d.CopyIn(p, content))
+	return p
+}
+
+// TestStagedBackend: an all-reduce, a broadcast and a ring of sends in one
+// launch per rank, on fake device memory, through the host-staged backend.
+func TestStagedBackend(t *testing.T) {
+	const n, count = 3, 1001
+	engines, devs, streams := fakeGPUWorld(t, n)
+	_, isStaged := engines[0].backend.(*gpuStaged)
+	require.True(t, isStaged)
+	rng := rand.New(rand.NewPCG(5, 6))
+	in := make([][]byte, n)
+	sum := make([]int32, count)
+	for r := range in {
+		in[r] = make([]byte, 4*count)
+		for i := range count {
+			v := int32(rng.Uint32() >> 4)
+			binary.LittleEndian.PutUint32(in[r][4*i:], uint32(v))
+			sum[i] += v
+		}
+	}
+	poison := bytes.Repeat([]byte{0xA5}, 4*count)
+	ar, bc, rv := make([]uintptr, n), make([]uintptr, n), make([]uintptr, n)
+	for r, e := range engines {
+		send := devBuf(t, devs[r], in[r])
+		ar[r], bc[r], rv[r] = devBuf(t, devs[r], poison), devBuf(t, devs[r], poison), devBuf(t, devs[r], poison)
+		s := streams[r]
+		ops := []Op{
+			{Kind: AllReduce, Send: send, Recv: ar[r], Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: s},
+			{Kind: Broadcast, Send: send, Recv: bc[r], Count: count, Type: gccl.Int32, Root: 1, Stream: s},
+			{Kind: Send, Send: send, Count: count, Type: gccl.Int32, Peer: (r + 1) % n, Stream: s},
+			{Kind: Recv, Recv: rv[r], Count: count, Type: gccl.Int32, Peer: (r + n - 1) % n, Stream: s},
+		}
+		require.NoError(t, e.Launch(ops))
+	}
+	want := make([]byte, 4*count)
+	for i, v := range sum {
+		binary.LittleEndian.PutUint32(want[4*i:], uint32(v))
+	}
+	for r := range engines {
+		require.NoError(t, devs[r].Synchronize(streams[r]))
+		got := make([]byte, 4*count)
+		require.NoError(t, devs[r].CopyOut(got, ar[r]))
+		assert.Equal(t, want, got, "rank %d all-reduce", r)
+		require.NoError(t, devs[r].CopyOut(got, bc[r]))
+		assert.Equal(t, in[1], got, "rank %d broadcast", r)
+		require.NoError(t, devs[r].CopyOut(got, rv[r]))
+		assert.Equal(t, in[(r+n-1)%n], got, "rank %d receive", r)
+		assert.NoError(t, engines[r].AsyncError())
+	}
+}
