@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/comm"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/perf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNCCLBaselineWithoutLibrary(t *testing.T) {
+	if lib, err := cuda.LoadNCCL(); err == nil {
+		t.Skipf("libnccl.so.2 is present (NCCL %s); the missing-library path is not exercised", cuda.NCCLVersion(lib.Version()))
+	}
+	host, err := device.Open(device.Host, 0)
+	require.NoError(t, err)
+	_, err = openBaseline("nccl", baselineEnv{device: host})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, cuda.ErrNoNCCL)
+	assert.ErrorIs(t, err, gccl.ErrSystem)
+	assert.Equal(t, "baseline nccl", err.(*gccl.Error).Arg)
+	assert.Contains(t, err.Error(), "baseline nccl: libnccl.so.2 not found")
+
+	cfg := mustParse(t, "-np", "2", "-baseline", "nccl", "-b", "1K", "-e", "1K", "-timeout", "10s")
+	var errs bytes.Buffer
+	start := time.Now()
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	assert.Contains(t, errs.String(), "baseline nccl: libnccl.so.2 not found")
+	assert.Less(t, time.Since(start), 8*time.Second, "a missing library must fail fast on every rank")
+}
+
+func TestNCCLBaselineLoadFailures(t *testing.T) {
+	defer func(f func() (*cuda.NCCL, error)) { openNCCL = f }(openNCCL)
+	host, err := device.Open(device.Host, 0)
+	require.NoError(t, err)
+
+	openNCCL = func() (*cuda.NCCL, error) {
+		return nil, gccl.Errorf(gccl.SystemError, "libnccl.so.2", "libnccl.so.2 not found (no such file): %w", cuda.ErrNoNCCL)
+	}
+	_, err = newNCCLBaseline(baselineEnv{device: host})
+	assert.ErrorIs(t, err, cuda.ErrNoNCCL)
+	assert.Contains(t, err.Error(), "baseline nccl: libnccl.so.2 not found")
+
+	openNCCL = func() (*cuda.NCCL, error) {
+		return nil, gccl.Errorf(gccl.SystemError, "libnccl.so.2", "libnccl.so.2 does not export ncclSend")
+	}
+	_, err = newNCCLBaseline(baselineEnv{device: host})
+	assert.NotErrorIs(t, err, cuda.ErrNoNCCL)
+	assert.ErrorIs(t, err, gccl.ErrSystem)
+	assert.Contains(t, err.Error(), "baseline nccl: loading libnccl.so.2")
+	assert.Contains(t, err.Error(), "does not export ncclSend")
+}
+
+func randomCall(rng *rand.Rand, op perf.Op) call {
+	types := gccl.DataTypes()
+	n := 1 + rng.IntN(8)
+	return call{Op: op, Send: uintptr(rng.Uint64N(1<<40)) << 8, Recv: uintptr(rng.Uint64N(1<<40)) << 8,
+		Count: rng.IntN(1 << 20), Type: types[rng.IntN(len(types))], RedOp: gccl.RedOps()[rng.IntN(5)],
+		Root: rng.IntN(n), Rank: rng.IntN(n), NRanks: n}
+}
+
+func TestNCCLOpsOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, uint64(time.Now().UnixNano())))
+	kinds := map[perf.Op]cuda.NCCLOpKind{perf.AllReduce: cuda.NCCLAllReduce, perf.AllGather: cuda.NCCLAllGather,
+		perf.ReduceScatter: cuda.NCCLReduceScatter, perf.Broadcast: cuda.NCCLBroadcast, perf.Reduce: cuda.NCCLReduce}
+	for range 50 {
+		for op, kind := range kinds {
+			c := randomCall(rng, op)
+			ops, err := ncclOpsOf(c)
+			require.NoError(t, err)
+			want := cuda.NCCLOp{Kind: kind, Send: c.Send, Recv: c.Recv, Count: c.Count, Type: c.Type, Op: c.RedOp, Root: c.Root}
+			assert.Equal(t, []cuda.NCCLOp{want}, ops, op)
+		}
+		c := randomCall(rng, perf.SendRecv)
+		ops, err := ncclOpsOf(c)
+		require.NoError(t, err)
+		assert.Equal(t, []cuda.NCCLOp{
+			{Kind: cuda.NCCLSend, Send: c.Send, Count: c.Count, Type: c.Type, Peer: (c.Rank + 1) % c.NRanks},
+			{Kind: cuda.NCCLRecv, Recv: c.Recv, Count: c.Count, Type: c.Type, Peer: (c.Rank + c.NRanks - 1) % c.NRanks},
+		}, ops)
+
+		c = randomCall(rng, perf.AllToAll)
+		ops, err = ncclOpsOf(c)
+		require.NoError(t, err)
+		require.Len(t, ops, 2*c.NRanks)
+		sent, received := map[int]uintptr{}, map[int]uintptr{}
+		for _, o := range ops {
+			assert.Equal(t, c.Count, o.Count)
+			assert.Equal(t, c.Type, o.Type)
+			switch o.Kind {
+			case cuda.NCCLSend:
+				sent[o.Peer] = o.Send
+			case cuda.NCCLRecv:
+				received[o.Peer] = o.Recv
+			default:
+				t.Fatalf("alltoall made a %v", o.Kind)
+			}
+		}
+		for p := range c.NRanks {
+			block := uintptr(p * c.Count * c.Type.Size())
+			assert.Equal(t, c.Send+block, sent[p], "block for peer %d", p)
+			assert.Equal(t, c.Recv+block, received[p], "block from peer %d", p)
+		}
+	}
+	_, err := ncclOpsOf(call{Op: "gather"})
+	assert.ErrorIs(t, err, gccl.ErrInvalidArgument)
+}
+
+func TestNCCLBaselineSupports(t *testing.T) {
+	b := &ncclBaseline{version: 22805}
+	for _, op := range perf.Ops() {
+		for _, dt := range gccl.DataTypes() {
+			for _, ro := range gccl.RedOps() {
+				assert.NoError(t, b.Supports(op, dt, ro, false), "%s %v %v", op, dt, ro)
+			}
+		}
+	}
+	assert.Error(t, b.Supports(perf.AllReduce, gccl.Float32, gccl.NumBuiltinOps, false))
+	assert.NoError(t, b.Supports(perf.AllGather, gccl.Float32, gccl.NumBuiltinOps, false), "allgather has no operator")
+	assert.ErrorContains(t, b.Supports(perf.SendRecv, gccl.Float32, gccl.Sum, true), "no in-place form")
+	assert.NoError(t, b.Supports(perf.ReduceScatter, gccl.Float32, gccl.Sum, true))
+
+	old := &ncclBaseline{version: 21805}
+	err := old.Supports(perf.AllReduce, gccl.Float8E4M3, gccl.Sum, false)
+	assert.ErrorContains(t, err, "baseline nccl")
+	assert.ErrorContains(t, err, "2.18.5")
+	assert.NoError(t, old.Supports(perf.AllReduce, gccl.BFloat16, gccl.Avg, false))
+}
+
+func TestNCCLBaselineRegistrations(t *testing.T) {
+	b := &ncclBaseline{regs: map[uintptr]uintptr{0x1000: 0xab}}
+	assert.ErrorIs(t, b.Register(0x1000, 64), gccl.ErrInvalidUsage)
+	assert.ErrorIs(t, b.Deregister(0x2000), gccl.ErrInvalidArgument)
+	assert.Len(t, b.regs, 1)
+	assert.NoError(t, (*eventTimer)(nil).Close())
+}
+
+func TestShareNCCLID(t *testing.T) {
+	comms, err := comm.InitAllN(3)
+	require.NoError(t, err)
+	defer func() {
+		for _, c := range comms {
+			c.Close()
+		}
+	}()
+	var id cuda.NCCLUniqueID
+	for i := range id {
+		id[i] = byte(rand.Uint32())
+	}
+	share := func(made error) ([]cuda.NCCLUniqueID, []error) {
+		ids, errs := make([]cuda.NCCLUniqueID, len(comms)), make([]error, len(comms))
+		var wg sync.WaitGroup
+		for r, c := range comms {
+			wg.Go(func() {
+				mine, why := cuda.NCCLUniqueID{}, error(nil)
+				if r == 0 {
+					mine, why = id, made
+				}
+				ids[r], errs[r] = shareNCCLID(c, mine, why, 10*time.Second)
+			})
+		}
+		wg.Wait()
+		return ids, errs
+	}
+	ids, errs := share(nil)
+	for r := range comms {
+		require.NoError(t, errs[r])
+		assert.Equal(t, id, ids[r], "rank %d", r)
+	}
+	_, errs = share(errors.New("no network"))
+	assert.ErrorContains(t, errs[0], "no network")
+	for r := 1; r < len(comms); r++ {
+		assert.ErrorIs(t, errs[r], gccl.ErrRemote, "rank %d must learn of rank 0's failure", r)
+	}
+}
