@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"math/bits"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -43,6 +45,19 @@ func (e *Engine) useStaged() bool {
 type gpuStaged struct {
 	dev *device.CUDADevice
 	drv cuda.Driver
+
+	mu     sync.Mutex
+	pool   []pinned // blocks whose launch finished, for reuse
+	all    []pinned // every block, freed by close
+	closed bool
+}
+
+// pinned is one host-mapped staging block. Blocks are reused rather than
+// freed per launch: cuMemFreeHost may wait for the device, and the device
+// may be waiting (cuStreamWaitValue32) for a later launch's host side.
+type pinned struct {
+	ptr  uintptr
+	size int
 }
 
 // The words at the start of a launch's pinned block.
@@ -62,21 +77,22 @@ type stagedOp struct {
 func (g *gpuStaged) Submit(e *Engine, l *launch) error {
 	s := cuda.Stream(l.stream)
 	ops, size := g.plan(e, l.ops)
-	var block, flags uintptr
+	var block pinned
+	var flags uintptr
 	err := g.dev.Do(func() error {
 		if st, err := g.drv.StreamIsCapturing(s); err != nil || st != cuda.CaptureNone {
 			return firstErr(err, gccl.Errorf(gccl.InvalidUsage, "stream", "host-staged operations (GCCL_P2P_DISABLE or peers on other hosts) cannot be captured in a CUDA graph"))
 		}
 		var err error
-		if block, err = g.drv.MemHostAlloc(size, cuda.HostAllocDeviceMap|cuda.HostAllocPortable); err != nil {
+		if block, err = g.get(size); err != nil {
 			return err
 		}
-		clear(device.HostBytes(block, stagedHeader))
-		if flags, err = g.drv.MemHostGetDevicePointer(block); err == nil {
-			err = g.enqueue(ops, block, flags, s)
+		clear(device.HostBytes(block.ptr, stagedHeader))
+		if flags, err = g.drv.MemHostGetDevicePointer(block.ptr); err == nil {
+			err = g.enqueue(ops, block.ptr, flags, s)
 		}
 		if err != nil {
-			_ = g.drv.MemFreeHost(block)
+			g.put(block)
 		}
 		return err
 	})
@@ -85,6 +101,57 @@ func (g *gpuStaged) Submit(e *Engine, l *launch) error {
 	}
 	go g.serve(e, l.ticket, ops, block)
 	return nil
+}
+
+// get returns a free block of at least size bytes, allocating one (with
+// the current context set) when none is free.
+func (g *gpuStaged) get(size int) (pinned, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return pinned{}, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator is closed")
+	}
+	for i, b := range g.pool {
+		if b.size >= size {
+			g.pool = append(g.pool[:i], g.pool[i+1:]...)
+			return b, nil
+		}
+	}
+	size = max(4096, 1<<bits.Len(uint(size-1)))
+	p, err := g.drv.MemHostAlloc(size, cuda.HostAllocDeviceMap|cuda.HostAllocPortable)
+	if err != nil {
+		return pinned{}, gccl.Errorf(gccl.Code(err), "comm", "allocating %d bytes of pinned staging memory: %w", size, err)
+	}
+	b := pinned{p, size}
+	g.all = append(g.all, b)
+	return b, nil
+}
+
+func (g *gpuStaged) put(b pinned) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pool = append(g.pool, b)
+}
+
+// close waits for the device (the host sides are bounded by the engine's
+// timeout, so the streams cannot wait forever) and frees the blocks.
+func (g *gpuStaged) close(abort bool) error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	all := g.all
+	g.all, g.pool = nil, nil
+	g.mu.Unlock()
+	return g.dev.Do(func() error {
+		err := g.drv.CtxSynchronize()
+		for _, b := range all {
+			err = firstErr(err, g.drv.MemFreeHost(b.ptr))
+		}
+		return err
+	})
 }
 
 // plan gives every op host buffers inside one pinned block and returns its size.
@@ -147,16 +214,15 @@ func (g *gpuStaged) enqueue(ops []stagedOp, block, flags uintptr, s cuda.Stream)
 }
 
 // serve runs the launch on the host in the engine's issue order once the
-// stream staged the inputs, releases the stream, and frees the block after
-// the results were copied back. A failure becomes the engine's async error;
+// stream staged the inputs, releases the stream and the next launch, and
+// returns the block to the pool after the results were copied back. A failure becomes the engine's async error;
 // the stream is released anyway so it never hangs.
-func (g *gpuStaged) serve(e *Engine, ticket uint64, ops []stagedOp, block uintptr) {
-	defer e.order.release()
+func (g *gpuStaged) serve(e *Engine, ticket uint64, ops []stagedOp, block pinned) {
 	ctx, cancel := e.waitCtx(context.Background())
 	defer cancel()
 	err := e.order.wait(ctx, ticket, e.AsyncError)
 	if err == nil {
-		err = waitWord(ctx, block+stagedReady, "waiting for the stream to stage the inputs")
+		err = waitWord(ctx, block.ptr+stagedReady, "waiting for the stream to stage the inputs")
 	}
 	if err == nil {
 		host := make([]Op, len(ops))
@@ -168,11 +234,11 @@ func (g *gpuStaged) serve(e *Engine, ticket uint64, ops []stagedOp, block uintpt
 	if err != nil {
 		e.setAsyncError(err)
 	}
-	storeWord(block+stagedDone, 1)
-	if waitWord(ctx, block+stagedFinished, "waiting for the results to be copied back") != nil {
-		return // the stream is stuck or gone: leak the block rather than free it under a copy
+	storeWord(block.ptr+stagedDone, 1)
+	e.order.release()
+	if waitWord(ctx, block.ptr+stagedFinished, "waiting for the results to be copied back") == nil {
+		g.put(block) // else the stream is stuck or gone: never reuse a block a copy may still touch
 	}
-	_ = g.dev.Do(func() error { return g.drv.MemFreeHost(block) })
 }
 
 func word(p uintptr) *uint32 {

@@ -163,6 +163,9 @@ func (c collCase) run(t *testing.T, cm *comm.Comm, s gccl.Stream) error {
 	if err == nil {
 		err = mpiboot.Wait(cm.Device(), s, 0)
 	}
+	if err == nil {
+		err = cm.AsyncError() // a failure a kernel or the host side reported
+	}
 	if err != nil {
 		return fmt.Errorf("%v: %w", c, err)
 	}
