@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -32,6 +33,9 @@ type ncclBaseline struct {
 }
 
 func newNCCLBaseline(e baselineEnv) (baseline, error) {
+	if err := keepNCCLOffNVLS(); err != nil {
+		return nil, err
+	}
 	lib, err := openNCCL()
 	if errors.Is(err, cuda.ErrNoNCCL) {
 		return nil, gccl.Errorf(gccl.SystemError, "baseline nccl",
@@ -69,6 +73,21 @@ func newNCCLBaseline(e baselineEnv) (baseline, error) {
 		return nil, fmt.Errorf("baseline nccl: %w", err)
 	}
 	return b, nil
+}
+
+// keepNCCLOffNVLS sets NCCL_NVLS_ENABLE=0 for the NCCL in this process
+// unless the user enabled NVLS explicitly (GCCL_NVLS_ENABLE or
+// NCCL_NVLS_ENABLE exactly 1): NCCL would otherwise create NVLink
+// multicast objects on NVSwitch machines, which gccl never does unasked.
+// NCCL reads the variable when it initialises, after this.
+func keepNCCLOffNVLS() error {
+	if env.Get().NVLSEnable {
+		return nil
+	}
+	if err := os.Setenv("NCCL_NVLS_ENABLE", "0"); err != nil {
+		return gccl.Errorf(gccl.SystemError, "baseline nccl", "setting NCCL_NVLS_ENABLE=0: %w", err)
+	}
+	return nil
 }
 
 // shareNCCLID gives every rank rank 0's NCCL unique ID over the gccl

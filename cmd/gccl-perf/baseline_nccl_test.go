@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -182,4 +184,19 @@ func TestShareNCCLID(t *testing.T) {
 	for r := 1; r < len(comms); r++ {
 		assert.ErrorIs(t, errs[r], gccl.ErrRemote, "rank %d must learn of rank 0's failure", r)
 	}
+}
+
+func TestNCCLBaselineKeepsNVLSOff(t *testing.T) {
+	t.Setenv("GCCL_NVLS_ENABLE", "")
+	t.Setenv("NCCL_NVLS_ENABLE", "")
+	env.Reload()
+	defer env.Reload()
+	require.NoError(t, keepNCCLOffNVLS())
+	assert.Equal(t, "0", os.Getenv("NCCL_NVLS_ENABLE"), "NCCL must not build multicast objects unasked")
+
+	t.Setenv("GCCL_NVLS_ENABLE", "1")
+	t.Setenv("NCCL_NVLS_ENABLE", "1")
+	env.Reload()
+	require.NoError(t, keepNCCLOffNVLS())
+	assert.Equal(t, "1", os.Getenv("NCCL_NVLS_ENABLE"), "an explicit 1 is the user's choice")
 }
