@@ -34,6 +34,7 @@ type config struct {
 	progress bool
 	seed     uint64
 	timeout  time.Duration // 0: GCCL_TIMEOUT
+	cpuprof  string        // CPU profile file (under mpirun: one per rank, FILE.RANK)
 }
 
 // typeAliases are nccl-tests' names for the data types, accepted beside gccl's.
@@ -73,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.progress, "progress", false, "show progress on stderr")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the random inputs")
 	fs.DurationVar(&c.timeout, "timeout", 0, "deadline of every wait (0: GCCL_TIMEOUT, default 5m)")
+	fs.StringVar(&c.cpuprof, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file; under mpirun FILE.RANK")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

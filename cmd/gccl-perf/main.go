@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"sync"
 
 	"github.com/gccl/gccl/comm"
@@ -44,9 +45,31 @@ func run(cfg config, stdout, stderr io.Writer, h hooks) int {
 		cfg.timeout = env.Get().Timeout
 	}
 	if cfg.np > 0 {
+		stop, err := profile(cfg.cpuprof)
+		if err != nil {
+			fmt.Fprintln(stderr, "gccl-perf:", err)
+			return exitError
+		}
+		defer stop()
 		return runLocal(cfg, stdout, stderr, h)
 	}
 	return runMPI(cfg, stdout, stderr, h)
+}
+
+// profile starts a CPU profile into name ("" for none) and returns its stop.
+func profile(name string) (func(), error) {
+	if name == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // runMPI runs one rank in this process of an MPI job (or an MPI singleton).
@@ -61,6 +84,14 @@ func runMPI(cfg config, stdout, stderr io.Writer, h hooks) int {
 		return exitError
 	}
 	rank, size := mpiboot.World()
+	if cfg.cpuprof != "" {
+		stop, err := profile(fmt.Sprintf("%s.%d", cfg.cpuprof, rank))
+		if err != nil {
+			fmt.Fprintln(stderr, "gccl-perf:", err)
+			return exitError
+		}
+		defer stop()
+	}
 	c, err := mpiboot.NewComm(&comm.Config{Timeout: cfg.timeout, Name: "gccl-perf"})
 	if err != nil {
 		fmt.Fprintf(stderr, "gccl-perf: rank %d: creating the communicator: %v\n", rank, err)
