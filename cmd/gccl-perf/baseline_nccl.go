@@ -37,9 +37,9 @@ func newNCCLBaseline(e baselineEnv) (baseline, error) {
 		return nil, err
 	}
 	lib, err := openNCCL()
-	if errors.Is(err, cuda.ErrNoNCCL) {
+	if missing := (*cuda.NCCLNotFound)(nil); errors.As(err, &missing) {
 		return nil, gccl.Errorf(gccl.SystemError, "baseline nccl",
-			"libnccl.so.2 not found; install NCCL 2.x or add its directory to LD_LIBRARY_PATH, or drop -baseline nccl: %w", err)
+			"%w; install NCCL 2.x or add its directory to LD_LIBRARY_PATH, or drop -baseline nccl", missing)
 	}
 	if err != nil {
 		return nil, gccl.Errorf(gccl.SystemError, "baseline nccl", "loading libnccl.so.2: %w", err)

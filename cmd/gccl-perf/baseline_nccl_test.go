@@ -47,11 +47,13 @@ func TestNCCLBaselineLoadFailures(t *testing.T) {
 	require.NoError(t, err)
 
 	openNCCL = func() (*cuda.NCCL, error) {
-		return nil, gccl.Errorf(gccl.SystemError, "libnccl.so.2", "libnccl.so.2 not found (no such file): %w", cuda.ErrNoNCCL)
+		return nil, gccl.Errorf(gccl.SystemError, "libnccl.so.2", "%w; install it",
+			&cuda.NCCLNotFound{Name: "libnccl.so.2", Reason: "no such file"})
 	}
 	_, err = newNCCLBaseline(baselineEnv{device: host})
 	assert.ErrorIs(t, err, cuda.ErrNoNCCL)
-	assert.Contains(t, err.Error(), "baseline nccl: libnccl.so.2 not found")
+	assert.Equal(t, "gccl: system error: baseline nccl: libnccl.so.2 not found (no such file); install NCCL 2.x or "+
+		"add its directory to LD_LIBRARY_PATH, or drop -baseline nccl", err.Error())
 
 	openNCCL = func() (*cuda.NCCL, error) {
 		return nil, gccl.Errorf(gccl.SystemError, "libnccl.so.2", "libnccl.so.2 does not export ncclSend")

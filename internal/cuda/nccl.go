@@ -42,7 +42,8 @@ func loadNCCL(name string) (*NCCL, error) {
 	case 0:
 		return newNCCL(ncclShim{})
 	case 1:
-		return nil, gccl.Errorf(gccl.SystemError, name, "%s not found (%s): %w", name, C.GoString(&buf[0]), ErrNoNCCL)
+		return nil, gccl.Errorf(gccl.SystemError, name, "%w; install NCCL 2.x (package libnccl2) or add its directory to LD_LIBRARY_PATH",
+			&NCCLNotFound{Name: name, Reason: C.GoString(&buf[0])})
 	}
 	return nil, gccl.Errorf(gccl.SystemError, name, "%s", C.GoString(&buf[0]))
 }

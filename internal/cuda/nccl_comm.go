@@ -93,8 +93,9 @@ func (n *NCCL) MemFree(p uintptr) error {
 // polls it ready, so that it gives up with gccl.ErrTimeout after timeout
 // (aborting the half-made communicator) instead of waiting forever for a
 // rank that never comes; libraries before NCCL 2.14 block in
-// ncclCommInitRank instead. The communicator's later calls wait at most
-// timeout for the same reason.
+// ncclCommInitRank instead, as NCCL does when NCCL_COMM_BLOCKING=1 overrides
+// the config. The communicator's later calls wait at most timeout for the
+// same reason.
 func (n *NCCL) InitRank(nranks int, id NCCLUniqueID, rank int, timeout time.Duration) (*NCCLComm, error) {
 	switch {
 	case nranks < 1:

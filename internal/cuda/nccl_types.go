@@ -61,14 +61,26 @@ func (r NCCLResult) code() gccl.Result {
 	return gccl.InternalError
 }
 
-// ErrNoNCCL is the cause of the error LoadNCCL returns when libnccl.so.2
-// cannot be opened: errors.Is(err, cuda.ErrNoNCCL) and
-// errors.Is(err, gccl.ErrSystem) both hold.
+// ErrNoNCCL matches the error LoadNCCL returns when libnccl.so.2 cannot be
+// opened: errors.Is(err, cuda.ErrNoNCCL) and errors.Is(err, gccl.ErrSystem)
+// both hold.
 var ErrNoNCCL error = &gccl.Error{
 	Code: gccl.SystemError,
 	Arg:  "libnccl.so.2",
 	Msg:  "libnccl.so.2 not found; install NCCL 2.x (package libnccl2) or add its directory to LD_LIBRARY_PATH",
 }
+
+// NCCLNotFound is the cause inside LoadNCCL's error when the library cannot
+// be opened: its name and the dynamic loader's reason. It matches ErrNoNCCL.
+type NCCLNotFound struct {
+	Name   string
+	Reason string // dlerror's text
+}
+
+func (e *NCCLNotFound) Error() string { return e.Name + " not found (" + e.Reason + ")" }
+
+// Is makes errors.Is(err, ErrNoNCCL) hold.
+func (e *NCCLNotFound) Is(target error) bool { return target == ErrNoNCCL }
 
 // NCCLUniqueIDBytes is NCCL_UNIQUE_ID_BYTES.
 const NCCLUniqueIDBytes = 128
