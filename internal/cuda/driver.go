@@ -42,6 +42,8 @@ type Driver interface {
 
 	MemsetD8Async(p uintptr, v uint8, n int, s Stream) error
 	MemsetD32Async(p uintptr, v uint32, n int, s Stream) error
+	// The synchronous copies return when the bytes are at the destination
+	// (the driver's may return earlier; gccl waits for the legacy stream).
 	MemcpyHtoD(dst uintptr, src []byte) error
 	MemcpyDtoH(dst []byte, src uintptr) error
 	MemcpyDtoD(dst, src uintptr, n int) error

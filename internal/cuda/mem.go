@@ -95,8 +95,14 @@ func (d driver) MemcpyHtoD(dst uintptr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return d.check("cuMemcpyHtoD",
-		C.gccl_cuMemcpyHtoD(C.CUdeviceptr(dst), unsafe.Pointer(&src[0]), C.size_t(len(src))))
+	if err := d.check("cuMemcpyHtoD",
+		C.gccl_cuMemcpyHtoD(C.CUdeviceptr(dst), unsafe.Pointer(&src[0]), C.size_t(len(src)))); err != nil {
+		return err
+	}
+	// From pageable memory cuMemcpyHtoD returns once the bytes are staged,
+	// before the DMA lands; work on a non-blocking stream could read the
+	// old contents. Wait for the legacy stream that carries the DMA.
+	return d.StreamSynchronize(0)
 }
 
 func (d driver) MemcpyDtoH(dst []byte, src uintptr) error {
@@ -111,7 +117,10 @@ func (d driver) MemcpyDtoD(dst, src uintptr, n int) error {
 	if err := checkSize("n", n); err != nil || n == 0 {
 		return err
 	}
-	return d.check("cuMemcpyDtoD", C.gccl_cuMemcpyDtoD(C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(n)))
+	if err := d.check("cuMemcpyDtoD", C.gccl_cuMemcpyDtoD(C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(n))); err != nil {
+		return err
+	}
+	return d.StreamSynchronize(0) // cuMemcpyDtoD may return before the copy is done
 }
 
 func (d driver) MemcpyHtoDAsync(dst, src uintptr, n int, s Stream) error {
