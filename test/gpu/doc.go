@@ -11,12 +11,20 @@
 //
 // Every test calls cudatest.RequireGPU: without a GPU they skip, and with
 // GCCL_REQUIRE_GPU=1 they fail instead, so a GPU job cannot pass by skipping.
-// scripts/gpu-bundle.sh builds this package's test binary into bundle/ and
-// writes bundle/run-gpu.sh, which runs it on the GPU machine:
+// scripts/gpu-bundle.sh builds this package's test binary into
+// bundle/tests/test-gpu/pkg.test; on the GPU machine run it under mpirun,
+// one process per GPU (TestCollectives, the p2p and graph tests, and with
+// two GPUs per process TestSeveralGPUsPerProcess), and once without mpirun
+// (TestInitAll drives every GPU from one process):
 //
-//	mpirun -np 2 bundle/gpu.test -test.v -gccl.fatbin-dir kernels/fatbin
+//	mpirun --allow-run-as-root --oversubscribe -np 4 pkg.test -gccl.large=false
+//	pkg.test -test.run TestInitAll
 //
-// -gccl.fatbin-dir loads a fatbin built by kernels/build.sh on that machine
-// (for binaries built before the fatbin was committed); -gccl.full runs the
-// largest count (64 MiB) for every type and operator instead of a subset.
+// Flags: -gccl.counts (the counts of the full matrix, default
+// 0,1,7,1000003), -gccl.large (also 64 MiB; a subset of types and
+// operators unless -gccl.full), -gccl.timeout, -gccl.device N (every rank
+// on GPU N: several processes share one GPU, for one-GPU machines), and
+// -gccl.fatbin-dir (load a fatbin kernels/build.sh just wrote instead of
+// the embedded one). GCCL_P2P_DISABLE=1 runs the same suite through the
+// host-staged fallback.
 package gpu
