@@ -25,8 +25,8 @@ func (p *Params) validate() error {
 	switch {
 	case !p.Kind.Valid():
 		return fmt.Errorf("unknown collective %d", int(p.Kind))
-	case p.Algo <= Auto || p.Algo >= numAlgorithms:
-		return fmt.Errorf("algorithm %v cannot be built; pick ring, tree or direct", p.Algo)
+	case p.Algo <= Auto || p.Algo >= ZeroCopy:
+		return fmt.Errorf("algorithm %v has no step schedule; pick ring, tree or direct", p.Algo)
 	case p.NRanks < 1:
 		return fmt.Errorf("nranks %d < 1", p.NRanks)
 	case p.Rank < 0 || p.Rank >= p.NRanks:

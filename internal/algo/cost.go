@@ -25,7 +25,7 @@ var (
 type Allowed uint8
 
 // AllAlgorithms allows every algorithm.
-const AllAlgorithms Allowed = 1<<Ring | 1<<Tree | 1<<Direct
+const AllAlgorithms Allowed = 1<<Ring | 1<<Tree | 1<<Direct | 1<<ZeroCopy
 
 // Has reports whether a is in the set.
 func (s Allowed) Has(a Algorithm) bool { return s&(1<<a) != 0 }
@@ -52,7 +52,7 @@ func ParseAllowed(s string) (Allowed, error) {
 		}
 		a, err := ParseAlgorithm(name)
 		if err != nil || a == Auto {
-			return 0, fmt.Errorf("algorithm list %q: unknown algorithm %q (want ring, tree, direct)", s, name)
+			return 0, fmt.Errorf("algorithm list %q: unknown algorithm %q (want ring, tree, direct, zerocopy)", s, name)
 		}
 		set |= 1 << a
 	}
@@ -62,8 +62,10 @@ func ParseAllowed(s string) (Allowed, error) {
 	return set, nil
 }
 
-// Supports reports whether algorithm a has its own schedule for kind
-// (Tree falls back to Ring for AllGather and ReduceScatter).
+// Supports reports whether algorithm a has its own step schedule for kind
+// (Tree falls back to Ring for AllGather and ReduceScatter). ZeroCopy has
+// none: it is not message passing, and Choose never picks it; the engine
+// tries it first where the ranks can map each other's buffers.
 func Supports(kind Kind, a Algorithm) bool {
 	return a == Ring || a == Direct || a == Tree && kind != AllGather && kind != ReduceScatter
 }

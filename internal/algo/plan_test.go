@@ -101,9 +101,11 @@ func TestParseAllowed(t *testing.T) {
 		"":             AllAlgorithms,
 		"ring":         1 << Ring,
 		"Ring,Tree":    1<<Ring | 1<<Tree,
-		"^tree":        1<<Ring | 1<<Direct,
+		"^tree":        1<<Ring | 1<<Direct | 1<<ZeroCopy,
+		"^zerocopy":    1<<Ring | 1<<Tree | 1<<Direct,
+		"ZeroCopy":     1 << ZeroCopy,
 		"DIRECT, nvls": 1 << Direct,
-		"^ring,direct": 1 << Tree,
+		"^ring,direct": 1<<Tree | 1<<ZeroCopy,
 		"collnet,ring": 1 << Ring,
 	} {
 		got, err := ParseAllowed(in)

@@ -45,10 +45,11 @@ const (
 	Ring
 	Tree
 	Direct
+	ZeroCopy // ranks on one host read and write each other's mapped buffers; see Slices
 	numAlgorithms
 )
 
-var algoNames = [numAlgorithms]string{"auto", "ring", "tree", "direct"}
+var algoNames = [numAlgorithms]string{"auto", "ring", "tree", "direct", "zerocopy"}
 
 func (a Algorithm) String() string {
 	if a >= 0 && a < numAlgorithms {
@@ -64,7 +65,7 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown algorithm %q (want ring, tree or direct)", s)
+	return 0, fmt.Errorf("unknown algorithm %q (want ring, tree, direct or zerocopy)", s)
 }
 
 // StepOp is what one step does.

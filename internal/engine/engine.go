@@ -70,7 +70,8 @@ type Engine struct {
 	conns  []*peerConn // per peer, nil until connected
 
 	order    ticketLock
-	scratch  []byte // grown on demand; used under the ticket lock only
+	scratch  []byte    // grown on demand; used under the ticket lock only
+	zc       *zeroCopy // nil where the ranks cannot map each other's memory
 	redops   redopTable
 	asyncErr atomic.Pointer[error]
 	closed   atomic.Bool
@@ -125,6 +126,10 @@ func New(cfg Config) (*Engine, error) {
 			e.Abort()
 			return nil, err
 		}
+	}
+	if e.zc, err = e.setupZeroCopy(ctx); err != nil {
+		e.Abort()
+		return nil, err
 	}
 	return e, nil
 }
@@ -238,7 +243,7 @@ func (e *Engine) Close() error {
 	err := e.order.drain(ctx)
 	cancel()
 	e.cancel()
-	return firstErr(err, e.closeBackend(false), e.ep.Close())
+	return firstErr(err, e.closeBackend(false), e.zc.close(), e.ep.Close())
 }
 
 // Abort cancels everything in flight at once and closes the connections;
@@ -259,7 +264,7 @@ func (e *Engine) AbortWith(cause error) error {
 	if e.cancel != nil {
 		e.cancel()
 	}
-	return firstErr(e.closeBackend(true), e.ep.Close())
+	return firstErr(e.closeBackend(true), e.zc.close(), e.ep.Close())
 }
 
 // abortCause replaces the error of an operation cut short by Abort (a

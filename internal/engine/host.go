@@ -68,6 +68,17 @@ func (e *Engine) runCollective(ctx context.Context, o *Op) error {
 	if kind.Reduces() && e.red == nil {
 		return gccl.Errorf(gccl.InternalError, "reducer", "the host backend has no reducer; set engine.Config.Reducer or engine.DefaultReducer")
 	}
+	var combine combineFunc
+	var post func([]byte) error
+	var err error
+	if kind.Reduces() {
+		if combine, post, err = e.arith(e.red, o); err != nil {
+			return err
+		}
+	}
+	if ran, err := e.tryZeroCopy(ctx, o, combine, post); ran || err != nil {
+		return err
+	}
 	es := o.Type.Size()
 	plan, err := algo.Build(algo.Params{Kind: kind, Algo: e.choose(kind, o.Count*es), NRanks: e.nranks,
 		Rank: e.rank, Root: o.Root, Count: o.Count, ElemSize: es, ChunkBytes: e.chunk})
@@ -78,13 +89,6 @@ func (e *Engine) runCollective(ctx context.Context, o *Op) error {
 	sendTo, recvFrom := plan.Peers()
 	if err := e.connect(ctx, append(sendTo, recvFrom...)); err != nil {
 		return err
-	}
-	var combine combineFunc
-	var post func([]byte) error
-	if kind.Reduces() {
-		if combine, post, err = e.arith(e.red, o); err != nil {
-			return err
-		}
 	}
 	if len(e.scratch) < plan.ScratchBytes {
 		e.scratch = make([]byte, plan.ScratchBytes)

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"github.com/gccl/gccl/internal/algo"
+)
+
+// run moves this rank's share of the data. Every rank works on its own
+// slice (or its own output), so no two ranks write the same bytes and the
+// work is spread evenly:
+//
+//   - AllReduce: rank r reduces slice r of every rank's input, block by
+//     block in a private accumulator, and stores the result into slice r of
+//     every rank's output.
+//   - Reduce: the same, storing into the root's output only.
+//   - ReduceScatter: rank r reduces block r of every rank's input into its
+//     own output.
+//   - AllGather: rank r copies every rank's input into its own output.
+//   - Broadcast: rank r copies the root's input into its own output.
+//
+// Inputs are folded in rank order, so a result does not depend on which
+// rank computed it. The accumulator makes in-place operation safe: a block
+// is read from every input before it is stored anywhere.
+func (zo *zcOp) run() error {
+	n, r, es := zo.n, zo.r, zo.es
+	cnt := zo.count * es
+	switch zo.kind {
+	case algo.AllReduce, algo.Reduce:
+		s := algo.Slices(zo.count, n, es)[r]
+		outs := zo.recv
+		if zo.kind == algo.Reduce {
+			outs = zo.recv[zo.root : zo.root+1]
+		}
+		return zo.reduceSpan(s, func(j, off int) []byte { return zo.send[j][off:] }, outs)
+	case algo.ReduceScatter:
+		in := func(j, off int) []byte { return zo.send[j][r*cnt+off:] }
+		return zo.reduceSpan(algo.Span{Len: zo.count}, in, zo.recv[r:r+1])
+	case algo.AllGather:
+		for j := range n {
+			copyIfMoved(zo.recv[r][j*cnt:(j+1)*cnt], zo.send[j])
+		}
+	case algo.Broadcast:
+		copyIfMoved(zo.recv[r], zo.send[zo.root])
+	}
+	return nil
+}
+
+// reduceSpan reduces the elements of span s over every rank's input
+// (in(j, byteOff) is rank j's input from that byte offset) and stores the
+// result at the same byte offset in each of outs.
+func (zo *zcOp) reduceSpan(s algo.Span, in func(j, off int) []byte, outs [][]byte) error {
+	es := zo.es
+	for _, b := range algo.Blocks(s, es, len(zo.tmp)) {
+		off, k := b.Off*es, b.Len*es
+		acc := zo.tmp[:k]
+		if zo.n == 1 {
+			copy(acc, in(0, off)[:k])
+		} else if err := zo.combine(acc, in(0, off)[:k], in(1, off)[:k]); err != nil {
+			return err
+		}
+		for j := 2; j < zo.n; j++ {
+			if err := zo.combine(acc, acc, in(j, off)[:k]); err != nil {
+				return err
+			}
+		}
+		if zo.post != nil {
+			if err := zo.post(acc); err != nil {
+				return err
+			}
+		}
+		for _, out := range outs {
+			copy(out[off:off+k], acc)
+		}
+	}
+	return nil
+}
+
+// copyIfMoved copies src to dst unless they are the same bytes (in place).
+func copyIfMoved(dst, src []byte) {
+	if len(dst) > 0 && addr(dst) != addr(src) {
+		copy(dst, src)
+	}
+}

@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
+)
+
+// zcOp is one zero-copy collective as this rank sees it: every rank's
+// buffers, mapped into this process (nil where a rank does not use one).
+type zcOp struct {
+	kind    algo.Kind
+	n, r    int
+	root    int
+	count   int
+	es      int
+	send    [][]byte
+	recv    [][]byte
+	combine combineFunc
+	post    func([]byte) error
+	tmp     []byte
+}
+
+// tryZeroCopy runs o with the zero-copy algorithm when it is allowed and
+// every rank's buffers are shareable; ran false means the caller must run
+// a step schedule instead (every rank reaches the same answer).
+func (e *Engine) tryZeroCopy(ctx context.Context, o *Op, combine combineFunc, post func([]byte) error) (ran bool, err error) {
+	z := e.zc
+	if z == nil || !e.allowed.Has(algo.ZeroCopy) {
+		return false, nil
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.closed {
+		return false, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator is closed")
+	}
+	defer func() {
+		if err != nil {
+			atomic.StoreUint32(z.ctl[e.rank].u32(offFailed), 1)
+		}
+	}()
+	sendSz, recvSz := o.sizes(e.nranks)
+	parity := z.seq + 1
+	own := z.ctl[e.rank]
+	own.putDesc(parity, 0, describe(o.Send, sendSz))
+	own.putDesc(parity, 1, describe(o.Recv, recvSz))
+	if err := e.zcBarrier(ctx); err != nil {
+		return false, err
+	}
+	zo := &zcOp{kind: o.Kind.collective(), n: e.nranks, r: e.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
+		send: make([][]byte, e.nranks), recv: make([][]byte, e.nranks), combine: combine, post: post, tmp: z.tmp}
+	descs := make([][2]bufDesc, e.nranks)
+	for r := range descs {
+		descs[r] = [2]bufDesc{z.ctl[r].getDesc(parity, 0), z.ctl[r].getDesc(parity, 1)}
+	}
+	if !zo.shareable(descs) {
+		return false, nil
+	}
+	zo.send[e.rank], zo.recv[e.rank] = hostBytes(o.Send, sendSz), hostBytes(o.Recv, recvSz)
+	if err := e.zcResolve(zo, descs, sendSz, recvSz); err != nil {
+		return false, err
+	}
+	if err := zo.run(); err != nil {
+		return false, err
+	}
+	return true, e.zcBarrier(ctx)
+}
+
+// shareable reports whether every buffer the kind reads or writes remotely
+// is mapped shared memory (the same answer on every rank: it reads only
+// what every rank published).
+func (zo *zcOp) shareable(d [][2]bufDesc) bool {
+	for r := range d {
+		needSend, needRecv := zo.needs(r)
+		if needSend && !d[r][0].ok || needRecv && !d[r][1].ok {
+			return false
+		}
+	}
+	return true
+}
+
+// needs says which of rank r's buffers the zero-copy schedule of the kind
+// touches (its own or a peer's); buffers only their owner touches are
+// viewed directly and need not be shared.
+func (zo *zcOp) needs(r int) (send, recv bool) {
+	switch zo.kind {
+	case algo.AllReduce:
+		return true, true
+	case algo.Reduce:
+		return true, r == zo.root
+	case algo.Broadcast:
+		return r == zo.root, false
+	}
+	return true, false // AllGather, ReduceScatter: each rank pulls into its own recv
+}
+
+// zcResolve maps the peers' buffers the schedule needs and views them as
+// slices.
+func (e *Engine) zcResolve(zo *zcOp, d [][2]bufDesc, sendSz, recvSz int) error {
+	for r := range d {
+		if r == e.rank {
+			continue
+		}
+		needSend, needRecv := zo.needs(r)
+		for i, need := range [2]bool{needSend, needRecv} {
+			size := [2]int{sendSz, recvSz}[i]
+			if !need || size == 0 {
+				continue
+			}
+			p, err := e.zc.maps[r].resolve(d[r][i])
+			if err != nil {
+				return wrapPeer(err, r, "mapping the buffer of")
+			}
+			if i == 0 {
+				zo.send[r] = hostBytes(p, size)
+			} else {
+				zo.recv[r] = hostBytes(p, size)
+			}
+		}
+	}
+	return nil
+}
+
+// zcBarrier arrives at the next barrier and waits for every peer to arrive.
+func (e *Engine) zcBarrier(ctx context.Context) error {
+	z := e.zc
+	z.seq++
+	z.ctl[e.rank].seq().advance(z.seq)
+	deadline, _ := ctx.Deadline()
+	for r := range z.ctl {
+		if r == e.rank {
+			continue
+		}
+		if err := z.ctl[r].seq().await(z.seq, e.zcCheck(ctx, r, deadline)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// zcCheck returns the check of a wait for peer r: the context, the
+// deadline, the peer's failure flag and (every few milliseconds) whether
+// its process still runs.
+func (e *Engine) zcCheck(ctx context.Context, r int, deadline time.Time) func() error {
+	var lastLive time.Time
+	return func() error {
+		c := e.zc.ctl[r]
+		if c.failed() {
+			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d failed a zero-copy operation", r)
+		}
+		doing := fmt.Sprintf("waiting for rank %d at a zero-copy barrier", r)
+		if ctx.Err() != nil {
+			return ctxErr(ctx, doing)
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return gccl.Errorf(gccl.TimeoutError, "timeout", "%s: deadline expired; raise GCCL_TIMEOUT or Config.Timeout if the peers are slow", doing)
+		}
+		if now := time.Now(); now.Sub(lastLive) > 10*time.Millisecond {
+			lastLive = now
+			if pid := c.pid(); pid != 0 && syscall.Kill(int(pid), 0) == syscall.ESRCH {
+				return gccl.Errorf(gccl.RemoteError, "peer", "rank %d (process %d) is gone", r, pid)
+			}
+		}
+		return nil
+	}
+}
