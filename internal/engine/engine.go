@@ -243,7 +243,7 @@ func (e *Engine) Close() error {
 	err := e.order.drain(ctx)
 	cancel()
 	e.cancel()
-	return firstErr(err, e.closeBackend(false), e.zc.close(), e.ep.Close())
+	return firstErr(err, e.closeBackend(false), e.zc.close(false), e.ep.Close())
 }
 
 // Abort cancels everything in flight at once and closes the connections;
@@ -264,7 +264,7 @@ func (e *Engine) AbortWith(cause error) error {
 	if e.cancel != nil {
 		e.cancel()
 	}
-	return firstErr(e.closeBackend(true), e.zc.close(), e.ep.Close())
+	return firstErr(e.closeBackend(true), e.zc.close(true), e.ep.Close())
 }
 
 // abortCause replaces the error of an operation cut short by Abort (a

@@ -70,6 +70,11 @@ type world struct {
 
 func newWorld(t *testing.T, n int, algoList string) *world {
 	t.Helper()
+	return newWorldTimeout(t, n, algoList, 20*time.Second)
+}
+
+func newWorldTimeout(t *testing.T, n int, algoList string, timeout time.Duration) *world {
+	t.Helper()
 	net := enginetest.NewNet(n)
 	w := &world{engines: make([]*Engine, n), devs: make([]device.Device, n), streams: make([]gccl.Stream, n)}
 	var wg sync.WaitGroup
@@ -84,7 +89,7 @@ func newWorld(t *testing.T, n int, algoList string) *world {
 		go func() {
 			defer wg.Done()
 			w.engines[r], errs[r] = New(Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d,
-				Timeout: 20 * time.Second, Reducer: testReducer{}, Algo: algoList, ChunkBytes: 4096})
+				Timeout: timeout, Reducer: testReducer{}, Algo: algoList, ChunkBytes: 4096})
 		}()
 	}
 	wg.Wait()

@@ -110,9 +110,11 @@ type zeroCopy struct {
 	host   device.Device // allocates the control block
 	ctlPtr uintptr
 	ctl    []ctlBlock // per rank; ctl[rank] is this rank's own
+	own    ctlBlock   // this rank's, once mapped
 	unmaps []func() error
 	maps   []peerMaps // per rank
 	seq    uint32     // barriers passed
+	runs   uint64     // operations run zero-copy
 	tmp    []byte     // accumulator of one block
 }
 
@@ -135,7 +137,7 @@ func (e *Engine) setupZeroCopy(ctx context.Context) (*zeroCopy, error) {
 		err = gccl.Errorf(gccl.InternalError, "bootstrap", "all-gather returned %d entries, want %d", len(names), e.nranks)
 	}
 	if err != nil {
-		return nil, firstErr(gccl.Errorf(gccl.Code(err), "bootstrap", "exchanging zero-copy control blocks: %w", err), z.close())
+		return nil, firstErr(gccl.Errorf(gccl.Code(err), "bootstrap", "exchanging zero-copy control blocks: %w", err), z.close(false))
 	}
 	ok := []byte{0}
 	if mine != nil && z.mapPeers(e.rank, names) == nil {
@@ -143,11 +145,11 @@ func (e *Engine) setupZeroCopy(ctx context.Context) (*zeroCopy, error) {
 	}
 	oks, err := e.boot.AllGather(ctx, ok)
 	if err != nil {
-		return nil, firstErr(gccl.Errorf(gccl.Code(err), "bootstrap", "agreeing on zero-copy: %w", err), z.close())
+		return nil, firstErr(gccl.Errorf(gccl.Code(err), "bootstrap", "agreeing on zero-copy: %w", err), z.close(false))
 	}
 	for _, b := range oks {
 		if len(b) != 1 || b[0] != 1 {
-			return nil, z.close()
+			return nil, z.close(false)
 		}
 	}
 	z.tmp = make([]byte, algo.ZeroCopyBlockBytes)
@@ -186,8 +188,9 @@ func (z *zeroCopy) ctlName() string {
 func (z *zeroCopy) mapPeers(rank int, names [][]byte) error {
 	for r, name := range names {
 		if r == rank {
-			z.ctl[r] = ctlBlock{device.HostBytes(z.ctlPtr, ctlBytes)}
-			atomic.StoreUint32(z.ctl[r].u32(offPid), uint32(os.Getpid()))
+			z.own = ctlBlock{device.HostBytes(z.ctlPtr, ctlBytes)}
+			z.ctl[r] = z.own
+			atomic.StoreUint32(z.own.u32(offPid), uint32(os.Getpid()))
 			continue
 		}
 		p, unmap, err := device.MapHostRegion(string(name), ctlBytes)
@@ -199,9 +202,11 @@ func (z *zeroCopy) mapPeers(rank int, names [][]byte) error {
 	return nil
 }
 
-// close waits for a running operation, then unmaps and frees everything.
-// Safe on nil and twice.
-func (z *zeroCopy) close() error {
+// close waits for a running operation (Abort has cancelled its context, so
+// it ends within a futex nap), then unmaps and frees everything. With abort
+// it first marks this rank failed, so peers waiting at a barrier for it
+// fail with gccl.ErrRemote at once. Safe on nil and twice.
+func (z *zeroCopy) close(abort bool) error {
 	if z == nil {
 		return nil
 	}
@@ -211,6 +216,9 @@ func (z *zeroCopy) close() error {
 		return nil
 	}
 	z.closed = true
+	if abort && z.own.mem != nil {
+		atomic.StoreUint32(z.own.u32(offFailed), 1)
+	}
 	var err error
 	for i := range z.maps {
 		err = firstErr(err, z.maps[i].clear())

@@ -41,14 +41,13 @@ func (e *Engine) tryZeroCopy(ctx context.Context, o *Op, combine combineFunc, po
 	}
 	defer func() {
 		if err != nil {
-			atomic.StoreUint32(z.ctl[e.rank].u32(offFailed), 1)
+			atomic.StoreUint32(z.own.u32(offFailed), 1)
 		}
 	}()
 	sendSz, recvSz := o.sizes(e.nranks)
 	parity := z.seq + 1
-	own := z.ctl[e.rank]
-	own.putDesc(parity, 0, describe(o.Send, sendSz))
-	own.putDesc(parity, 1, describe(o.Recv, recvSz))
+	z.own.putDesc(parity, 0, describe(o.Send, sendSz))
+	z.own.putDesc(parity, 1, describe(o.Recv, recvSz))
 	if err := e.zcBarrier(ctx); err != nil {
 		return false, err
 	}
@@ -68,6 +67,7 @@ func (e *Engine) tryZeroCopy(ctx context.Context, o *Op, combine combineFunc, po
 	if err := zo.run(); err != nil {
 		return false, err
 	}
+	z.runs++
 	return true, e.zcBarrier(ctx)
 }
 
@@ -130,7 +130,7 @@ func (e *Engine) zcResolve(zo *zcOp, d [][2]bufDesc, sendSz, recvSz int) error {
 func (e *Engine) zcBarrier(ctx context.Context) error {
 	z := e.zc
 	z.seq++
-	z.ctl[e.rank].seq().advance(z.seq)
+	z.own.seq().advance(z.seq)
 	deadline, _ := ctx.Deadline()
 	for r := range z.ctl {
 		if r == e.rank {
