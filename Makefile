@@ -9,8 +9,9 @@
 #   make gpu-bundle   binaries + run script for the GPU machine, in ./bundle
 #   make kernels      rebuild the CUDA fatbin (needs nvcc)
 #   make perf         the benchmark under mpirun -np $(NP)
-#   make soak         the MPI suite repeatedly for $(SOAK_TIME) seconds
-#   make fuzz         every fuzz target for $(FUZZTIME)
+#   make fault        the fault suite: in-process faults, then kill -9 of one rank under mpirun
+#   make soak         $(OPS) random verified operations, resources counted before and after
+#   make fuzz         every fuzz target for $(FUZZTIME) (make test runs each for $(CI_FUZZTIME))
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -18,11 +19,12 @@ export GOFLAGS ?= -buildvcs=false
 
 NP ?= $(shell n=$$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$${n:-0}" -ge 1 ] && echo $$n || echo 4)
 GO_TEST_TIMEOUT ?= 20m
-SOAK_TIME ?= 600
+OPS ?= 100000
 FUZZTIME ?= 15s
+CI_FUZZTIME ?= 2s
 PERF_ARGS ?=
 
-.PHONY: run test test-mpich deps deps-mpich lint vet unit mpi-tests gpu-bundle kernels perf soak fuzz clean
+.PHONY: run test test-mpich deps deps-mpich lint vet unit mpi-tests fault-ci fuzz-ci gpu-bundle kernels perf fault soak fuzz clean
 
 deps:
 	@scripts/deps.sh openmpi
@@ -35,7 +37,7 @@ run: deps
 	go build -o out/onedevice ./examples/mpi/onedevice
 	scripts/mpirun.sh $(NP) out/onedevice
 
-test: deps vet unit mpi-tests
+test: deps vet unit mpi-tests fault-ci fuzz-ci
 
 vet:
 	go vet ./...
@@ -45,6 +47,14 @@ unit:
 
 mpi-tests:
 	MPI=openmpi test/run.sh
+
+# The kill -9 suite, a few runs of each case (make fault runs 20).
+fault-ci:
+	RUNS=3 scripts/fault.sh
+
+# Every decoder's and the plan builder's fuzz target, briefly (CI's bound).
+fuzz-ci:
+	FUZZTIME=$(CI_FUZZTIME) scripts/fuzz.sh
 
 # Only mpiboot links MPI: vet and test it and its users with the mpich tag.
 MPI_PKGS := ./mpiboot/... ./test/mpi/... ./examples/...
@@ -72,8 +82,12 @@ perf: deps
 	go build -o out/gccl-perf ./cmd/gccl-perf
 	scripts/mpirun.sh $(NP) out/gccl-perf $(PERF_ARGS)
 
+fault: deps
+	go test -race -count=1 ./test/fault
+	scripts/fault.sh
+
 soak: deps
-	SOAK_TIME=$(SOAK_TIME) scripts/soak.sh
+	OPS=$(OPS) scripts/soak.sh
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

@@ -50,7 +50,15 @@ func EngineOf(c Comm) (*engine.Engine, error) {
 		}
 	}
 	e := c.Engine()
-	if e == nil || e.Closed() {
+	if e == nil {
+		return nil, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator is closed or aborted; create a new one")
+	}
+	if e.Closed() {
+		// The communicator is open but its engine was aborted under it (a
+		// lost peer): report that cause, as every survivor's AsyncError does.
+		if err := e.AsyncError(); err != nil {
+			return nil, err
+		}
 		return nil, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator is closed or aborted; create a new one")
 	}
 	return e, nil
