@@ -21,13 +21,13 @@ func init() { baselines["nccl"] = newNCCLBaseline }
 var openNCCL = cuda.LoadNCCL
 
 // ncclBaseline runs NCCL (libnccl.so.2, loaded at run time) on the same
-// device buffers and stream as gccl. Each operation is timed by CUDA events
-// recorded on the stream around it, so its time is the GPU's.
+// device buffers and stream as gccl; the run's clock times both alike
+// (CUDA events on that stream, eagerly or through a CUDA graph).
 type ncclBaseline struct {
 	version int // NCCL_VERSION_CODE, for the type and operator checks
 	comm    *cuda.NCCLComm
 	dev     *device.CUDADevice
-	timer   *eventTimer
+	stream  cuda.Stream
 	regs    map[uintptr]uintptr // registered base -> ncclCommRegister handle
 	failed  bool                // an operation failed or timed out: Close aborts
 }
@@ -60,17 +60,13 @@ func newNCCLBaseline(e baselineEnv) (baseline, error) {
 	if id, err = shareNCCLID(e.comm, id, err, timeout); err != nil {
 		return nil, fmt.Errorf("baseline nccl: %w", err)
 	}
-	b := &ncclBaseline{version: lib.Version(), dev: dev, regs: map[uintptr]uintptr{}}
+	b := &ncclBaseline{version: lib.Version(), dev: dev, stream: cuda.Stream(e.stream), regs: map[uintptr]uintptr{}}
 	err = dev.Do(func() (err error) {
 		b.comm, err = lib.InitRank(e.comm.Count(), id, e.comm.Rank(), timeout)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("baseline nccl: NCCL %s on GPU %d: %w", cuda.NCCLVersion(b.version), dev.Ordinal(), err)
-	}
-	if b.timer, err = newEventTimer(dev, e.stream, timeout); err != nil {
-		_ = dev.Do(b.comm.Abort)
-		return nil, fmt.Errorf("baseline nccl: %w", err)
 	}
 	return b, nil
 }
@@ -137,19 +133,18 @@ func (b *ncclBaseline) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, i
 	return nil
 }
 
-// Run launches c on the stream between two events and returns the time
-// between them.
-func (b *ncclBaseline) Run(c call) (time.Duration, error) {
+// Launch enqueues c on the stream (the device's context is current: the
+// clocks call it inside CUDADevice.Do).
+func (b *ncclBaseline) Launch(c call) error {
 	ops, err := ncclOpsOf(c)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	d, err := b.timer.time(func() error { return b.comm.Launch(b.timer.stream, ops...) })
-	if err != nil {
+	if err := b.comm.Launch(b.stream, ops...); err != nil {
 		b.failed = true
-		return 0, fmt.Errorf("nccl %s: %w", c.Op, err)
+		return fmt.Errorf("nccl %s: %w", c.Op, err)
 	}
-	return d, nil
+	return nil
 }
 
 // ncclOpsOf turns a gccl-perf call into NCCL operations: one collective,
@@ -222,99 +217,23 @@ func (b *ncclBaseline) Deregister(p uintptr) error {
 	return b.dev.Do(func() error { return b.comm.Deregister(h) })
 }
 
-// Close deregisters what is left, destroys the events and the communicator
-// (aborting it after a failure, so that no rank waits for a dead peer).
+// Close deregisters what is left and destroys the communicator (aborting
+// it after a failure, so that no rank waits for a dead peer).
 func (b *ncclBaseline) Close() error {
-	var errs []error
-	for p := range b.regs {
-		errs = append(errs, b.Deregister(p))
-	}
-	errs = append(errs, b.timer.Close())
 	shut := b.comm.Close
 	if b.failed {
 		shut = b.comm.Abort
 	}
-	errs = append(errs, b.dev.Do(shut))
-	return errors.Join(errs...)
+	return b.shutdown(shut)
 }
 
-// eventTimer times work on a GPU stream with two CUDA events recorded around
-// it: the time is the GPU's, free of the host's polling. (gccl's own GPU
-// runs can use it too, so that both libraries are timed alike.)
-type eventTimer struct {
-	dev        *device.CUDADevice
-	drv        cuda.Driver
-	stream     cuda.Stream
-	start, end cuda.Event
-	timeout    time.Duration
-}
+// Abort deregisters what is left and aborts the communicator.
+func (b *ncclBaseline) Abort() error { return b.shutdown(b.comm.Abort) }
 
-func newEventTimer(dev *device.CUDADevice, s gccl.Stream, timeout time.Duration) (*eventTimer, error) {
-	t := &eventTimer{dev: dev, drv: dev.Driver(), stream: cuda.Stream(s), timeout: timeout}
-	err := dev.Do(func() (err error) {
-		if t.start, err = t.drv.EventCreate(cuda.EventDefault); err != nil {
-			return err
-		}
-		if t.end, err = t.drv.EventCreate(cuda.EventDefault); err != nil {
-			_ = t.drv.EventDestroy(t.start)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the timing events: %w", err)
+func (b *ncclBaseline) shutdown(shut func() error) error {
+	var errs []error
+	for p := range b.regs {
+		errs = append(errs, b.Deregister(p))
 	}
-	return t, nil
-}
-
-// time records the start event, calls launch (which enqueues work on the
-// stream), records the end event, waits for it (at most the timeout) and
-// returns the time between the events.
-func (t *eventTimer) time(launch func() error) (time.Duration, error) {
-	var ms float32
-	err := t.dev.Do(func() (err error) {
-		if err = t.drv.EventRecord(t.start, t.stream); err != nil {
-			return err
-		}
-		if err = launch(); err != nil {
-			return err
-		}
-		if err = t.drv.EventRecord(t.end, t.stream); err != nil {
-			return err
-		}
-		if err = t.wait(); err != nil {
-			return err
-		}
-		ms, err = t.drv.EventElapsedTime(t.start, t.end)
-		return err
-	})
-	return time.Duration(float64(ms) * float64(time.Millisecond)), err
-}
-
-// wait polls the end event: a short spin, then sleeps from 1µs to 1ms.
-func (t *eventTimer) wait() error {
-	deadline := time.Now().Add(t.timeout)
-	for i, sleep := 0, time.Microsecond; ; i++ {
-		done, err := t.drv.EventQuery(t.end)
-		if err != nil || done {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return gccl.Errorf(gccl.TimeoutError, "stream", "GPU %d: the operation is not done after %v; "+
-				"a rank may have failed (raise -timeout or GCCL_TIMEOUT if it is just long)", t.dev.Ordinal(), t.timeout)
-		}
-		if i >= 1000 {
-			time.Sleep(sleep)
-			sleep = min(2*sleep, time.Millisecond)
-		}
-	}
-}
-
-// Close destroys the events; it is safe on nil.
-func (t *eventTimer) Close() error {
-	if t == nil {
-		return nil
-	}
-	return t.dev.Do(func() error {
-		return errors.Join(t.drv.EventDestroy(t.start), t.drv.EventDestroy(t.end))
-	})
+	return errors.Join(append(errs, b.dev.Do(shut))...)
 }

@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"time"
+	"strings"
 
-	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 )
@@ -18,8 +18,10 @@ type ranker struct {
 	rank   int
 	nranks int
 	dev    device.Device
+	comm   bufreg.Comm // gccl's communicator, for -register
 	gccl   library
 	base   baseline // nil without one
+	clk    clock    // times every library alike
 	x      exchanger
 	out    io.Writer // the table (rank 0), else io.Discard
 	prog   io.Writer // progress (rank 0 with -progress), else nil
@@ -57,15 +59,15 @@ func (r *ranker) sweep(op perf.Op) (opResult, error) {
 			libs, res.baseName = append(libs, r.base), r.base.Name()
 		}
 	}
-	mem, err := r.alloc(op, sizes)
+	mem, err := r.alloc(op, sizes, res.baseName != "")
 	if err != nil {
 		return res, err
 	}
-	defer r.dev.Free(mem)
+	defer mem.free()
 	tab := perf.Table{W: r.out, Baseline: res.baseName}
-	tab.Header(r.title(op))
+	tab.Header(r.title(op, mem))
 	for i, size := range sizes {
-		row, err := r.measureSize(op, size, mem, libs, i, len(sizes))
+		row, err := r.measureSize(op, size, mem.base, libs, i, len(sizes))
 		if err != nil {
 			return res, fmt.Errorf("%s at %d bytes: %w", op, size, err)
 		}
@@ -79,19 +81,6 @@ func (r *ranker) sweep(op perf.Op) (opResult, error) {
 	r.clearProgress()
 	r.summary(res)
 	return res, nil
-}
-
-// alloc allocates memory for the largest layout of the sweep.
-func (r *ranker) alloc(op perf.Op, sizes []int64) (uintptr, error) {
-	most := 0
-	for _, s := range sizes {
-		l, err := newLayout(op, s, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace)
-		if err != nil {
-			return 0, err
-		}
-		most = max(most, l.memElems)
-	}
-	return r.dev.Alloc(most * r.cfg.dtype.Size())
 }
 
 // measureSize measures every library at one size and returns the row.
@@ -135,7 +124,7 @@ func (r *ranker) measure(lib library, l layout, c call, mem uintptr, in inputs) 
 	if localErr != nil {
 		mine.failed = true
 	}
-	all, err := agree(r.x, mine, r.cfg.iters)
+	all, err := agree(r.x, mine, r.clk.samples())
 	if localErr != nil {
 		return perf.Measure{}, localErr
 	}
@@ -145,44 +134,52 @@ func (r *ranker) measure(lib library, l layout, c call, mem uintptr, in inputs) 
 	return perf.NewMeasure(c.Op, l.sizeBytes(c.Type, c.NRanks), c.NRanks, all.times, all.wrong), nil
 }
 
-// runLocal is this rank's part of measure.
+// runLocal is this rank's part of measure. With -graph, out of place, the
+// result of the timed graph launches is checked again (the inputs are
+// unchanged, so each replay must rewrite the same result); the wrong count
+// is the worse of the two checks.
 func (r *ranker) runLocal(lib library, l layout, c call, mem uintptr, in inputs) (report, error) {
 	rep := report{wrong: -1}
+	var st staged
 	if r.cfg.check {
-		st, err := stage(r.dev, mem, l, in, c)
-		if err != nil {
+		var err error
+		if st, err = stage(r.dev, mem, l, in, c); err != nil {
 			return rep, err
 		}
-		if _, err := lib.Run(c); err != nil {
+		if err := r.clk.once(lib, c); err != nil {
 			return rep, err
 		}
 		if rep.wrong, err = verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check); err != nil {
 			return rep, err
 		}
 	}
-	for range r.cfg.warmup {
-		if _, err := lib.Run(c); err != nil {
-			return rep, err
-		}
+	times, err := r.clk.times(lib, c, l.sizeBytes(c.Type, c.NRanks))
+	if err != nil {
+		return rep, err
 	}
-	rep.times = make([]time.Duration, 0, r.cfg.iters)
-	for range r.cfg.iters {
-		d, err := lib.Run(c)
+	rep.times = times
+	if r.cfg.check && r.cfg.graph && !r.cfg.inplace {
+		again, err := verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check)
 		if err != nil {
 			return rep, err
 		}
-		rep.times = append(rep.times, d)
+		rep.wrong = max(rep.wrong, again)
 	}
 	return rep, nil
 }
 
-func (r *ranker) title(op perf.Op) string {
+func (r *ranker) title(op perf.Op, mem *arena) string {
 	place := "out-of-place"
 	if r.cfg.inplace {
 		place = "in-place"
 	}
-	return fmt.Sprintf("gccl-perf %s: %d ranks, device %v, %v %v, %s, iters %d, warmup %d, check %v",
-		op, r.nranks, r.dev.Kind(), r.cfg.dtype, r.cfg.redop, place, r.cfg.iters, r.cfg.warmup, r.cfg.check)
+	regs := "buffers not registered"
+	if len(mem.registeredWith) > 0 {
+		regs = "buffers registered with " + strings.Join(mem.registeredWith, " and ")
+	}
+	return fmt.Sprintf("gccl-perf %s: %d ranks, device %v, %v %v, %s, iters %d, warmup %d, check %v, %s, %s",
+		op, r.nranks, r.dev.Kind(), r.cfg.dtype, r.cfg.redop, place, r.cfg.iters, r.cfg.warmup, r.cfg.check,
+		r.clk.describe(), regs)
 }
 
 func addWrong(total, w int64) int64 {
@@ -190,12 +187,4 @@ func addWrong(total, w int64) int64 {
 		return -1
 	}
 	return total + w
-}
-
-// graphError says why -graph cannot run on this device.
-func graphError(k device.Kind) error {
-	if k == device.Host {
-		return gccl.Errorf(gccl.InvalidUsage, "-graph", "CUDA graph launch is not supported on host (this run's device is %v); drop -graph", k)
-	}
-	return gccl.Errorf(gccl.InvalidUsage, "-graph", "gccl-perf cannot capture CUDA graphs yet on %v; drop -graph", k)
 }

@@ -25,6 +25,9 @@ type config struct {
 	warmup   int
 	inplace  bool
 	graph    bool
+	launches int  // -graph: timed launches of the captured graph
+	batch    int  // CUDA eager: operations between one pair of events (0: automatic)
+	register bool // allocate with bufreg.MemAlloc and register with gccl (and the baseline)
 	check    bool
 	baseline string // "none", "mpi" or "nccl"
 	np       int    // > 0: that many goroutine ranks in one process; 0: one rank per MPI process
@@ -64,7 +67,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.iters, "n", 20, "timed iterations per size")
 	fs.IntVar(&c.warmup, "w", 5, "warm-up iterations per size")
 	fs.BoolVar(&c.inplace, "inplace", false, "run in place (recvbuff overlaps sendbuff as NCCL defines it)")
-	fs.BoolVar(&c.graph, "graph", false, "launch through a CUDA graph (GPU only)")
+	fs.BoolVar(&c.graph, "graph", false, "capture -n operations into a CUDA graph and time its launches (GPU only)")
+	fs.IntVar(&c.launches, "launches", 5, "-graph: timed launches of the graph (the time is the median launch / -n)")
+	fs.IntVar(&c.batch, "batch", 0, "GPU: operations timed back to back between two events (0: ceil(1M/size), at most 32)")
+	fs.BoolVar(&c.register, "register", false, "allocate buffers with bufreg.MemAlloc and register them with gccl and the baseline")
 	fs.BoolVar(&c.check, "check", true, "check every result element against a reference (random inputs, poisoned outputs)")
 	fs.StringVar(&c.baseline, "baseline", "none", "library to compare with in the same run: none, mpi or nccl")
 	fs.IntVar(&c.np, "np", 0, "run N ranks as goroutines in this process instead of one rank per MPI process")
@@ -112,6 +118,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("-f %v must be above 1 (or set a step with -i)", c.factor)
 	case c.iters < 1:
 		return fmt.Errorf("-n %d: need at least one timed iteration", c.iters)
+	case c.launches < 1:
+		return fmt.Errorf("-launches %d: need at least one timed graph launch", c.launches)
+	case c.batch < 0:
+		return fmt.Errorf("-batch %d is negative (0 chooses the batch from the size)", c.batch)
 	case c.warmup < 0:
 		return fmt.Errorf("-w %d is negative", c.warmup)
 	case c.root < 0:

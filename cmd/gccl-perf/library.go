@@ -14,14 +14,14 @@ import (
 )
 
 // library is what gccl-perf measures on one rank: gccl itself or a
-// baseline. Run performs one operation to completion and returns how long
-// it took on this rank.
+// baseline. A library also implements hostRunner (it runs on the host
+// backend), streamLauncher (it runs on GPU streams) or both; the run's
+// clock times it.
 type library interface {
 	Name() string
 	// Supports returns nil when the library can run op with these settings,
 	// else an error saying why not (the sweep then skips the library).
 	Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, inplace bool) error
-	Run(c call) (time.Duration, error)
 }
 
 // baseline is a library gccl is compared with in the same run (-baseline).
@@ -30,6 +30,12 @@ type library interface {
 type baseline interface {
 	library
 	Close() error
+}
+
+// aborter is a baseline that can tear its communicator down without
+// waiting for peers, after a failure.
+type aborter interface {
+	Abort() error
 }
 
 // baselineEnv is what a baseline may use to set itself up on one rank.
@@ -57,7 +63,7 @@ func openBaseline(name string, env baselineEnv) (baseline, error) {
 }
 
 // gcclLib runs operations through gccl's public API on one communicator
-// and waits for each on its stream.
+// and stream.
 type gcclLib struct {
 	comm   *comm.Comm
 	device device.Device
@@ -70,9 +76,10 @@ func (g *gcclLib) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, inplac
 	return nil // every type and operator; in-place support is the layout's to refuse
 }
 
+// Run launches c and waits for it on the stream (the host backend's timing).
 func (g *gcclLib) Run(c call) (time.Duration, error) {
 	start := time.Now()
-	if err := g.launch(c); err != nil {
+	if err := g.Launch(c); err != nil {
 		return 0, err
 	}
 	if err := g.device.Synchronize(g.stream); err != nil {
@@ -81,7 +88,8 @@ func (g *gcclLib) Run(c call) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-func (g *gcclLib) launch(c call) error {
+// Launch enqueues c on the stream through gccl's public API.
+func (g *gcclLib) Launch(c call) error {
 	s := g.stream
 	switch c.Op {
 	case perf.AllReduce:

@@ -127,24 +127,26 @@ func runLocal(cfg config, stdout, stderr io.Writer, h hooks) int {
 	return worst(status)
 }
 
-// runRank is one rank's whole run: stream, libraries, every operation's
-// sweep; rank 0 prints and writes the files.
-func runRank(cfg config, c *comm.Comm, rank, nranks int, x exchanger, stdout, stderr io.Writer, h hooks) int {
+// runRank is one rank's whole run: stream, clock, libraries, every
+// operation's sweep; rank 0 prints the tables, the summary and the files.
+func runRank(cfg config, c *comm.Comm, rank, nranks int, x exchanger, stdout, stderr io.Writer, h hooks) (status int) {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", rank, err)
 		return exitError
 	}
 	d := c.Device()
-	if cfg.graph {
-		return fail(graphError(d.Kind()))
-	}
 	s, err := d.NewStream()
 	if err != nil {
 		return fail(err)
 	}
 	defer d.DestroyStream(s)
-	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check,
-		gccl: &gcclLib{comm: c, device: d, stream: s}}
+	clk, err := newClock(cfg, d, s)
+	if err != nil {
+		return fail(err)
+	}
+	defer clk.Close()
+	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, comm: c,
+		gccl: &gcclLib{comm: c, device: d, stream: s}, clk: clk}
 	if rank == 0 {
 		r.out = stdout
 		if cfg.progress {
@@ -155,26 +157,45 @@ func runRank(cfg config, c *comm.Comm, rank, nranks int, x exchanger, stdout, st
 		return fail(err)
 	}
 	if r.base != nil {
-		defer r.base.Close()
+		defer func() { closeBaseline(r.base, status == exitError) }()
 	}
+	results, status := r.sweepAll(stderr)
+	if status == exitError || rank != 0 {
+		return status
+	}
+	writeSummary(r.out, results)
+	if err := writeFiles(cfg, results); err != nil {
+		return fail(err)
+	}
+	return status
+}
+
+// sweepAll runs every operation's sweep; a failure stops the run.
+func (r *ranker) sweepAll(stderr io.Writer) ([]opResult, int) {
 	var results []opResult
 	status := exitOK
-	for _, op := range cfg.ops {
+	for _, op := range r.cfg.ops {
 		res, err := r.sweep(op)
 		if err != nil {
-			return fail(err)
+			fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", r.rank, err)
+			return results, exitError
 		}
 		if res.gcclWrong > 0 {
 			status = exitWrong
 		}
 		results = append(results, res)
 	}
-	if rank == 0 {
-		if err := writeFiles(cfg, results); err != nil {
-			return fail(err)
-		}
+	return results, status
+}
+
+// closeBaseline closes the baseline, or aborts it after a failure when it
+// can, so that no rank waits for a peer that gave up.
+func closeBaseline(b baseline, failed bool) {
+	if a, ok := b.(aborter); ok && failed {
+		_ = a.Abort()
+		return
 	}
-	return status
+	_ = b.Close()
 }
 
 // worst is the most severe of the ranks' statuses.

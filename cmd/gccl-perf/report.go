@@ -46,6 +46,24 @@ func (r *ranker) summary(res opResult) {
 	fmt.Fprintln(w)
 }
 
+// writeSummary prints, after every table of a run with a baseline, the
+// per-operation summary: banded geometric-mean time ratios and peak bus
+// bandwidths (perf.Summarize). Operations the baseline did not run are left out.
+func writeSummary(w io.Writer, results []opResult) {
+	var sums []perf.Summary
+	name := ""
+	for _, res := range results {
+		if res.baseName == "" || len(res.rows) == 0 {
+			continue
+		}
+		name = res.baseName
+		sums = append(sums, perf.Summarize(res.op, res.rows))
+	}
+	if len(sums) > 0 {
+		perf.WriteSummary(w, name, sums)
+	}
+}
+
 func fmtRatio(r float64) string {
 	if math.IsNaN(r) {
 		return "n/a"
@@ -90,7 +108,7 @@ func writeFiles(cfg config, results []opResult) error {
 			continue
 		}
 		if cfg.csv != "" {
-			if err := writeFile(perOp(cfg.csv, res.op, len(results)), func(w io.Writer) error {
+			if err := writeFile(perOp(cfg.csv, res.op, len(cfg.ops)), func(w io.Writer) error {
 				return perf.WriteCSV(w, res.op, res.baseName, res.rows)
 			}); err != nil {
 				return err
@@ -98,7 +116,7 @@ func writeFiles(cfg config, results []opResult) error {
 		}
 		if cfg.png != "" {
 			title := fmt.Sprintf("%s %v", res.op, cfg.dtype)
-			if err := writeFile(perOp(cfg.png, res.op, len(results)), func(w io.Writer) error {
+			if err := writeFile(perOp(cfg.png, res.op, len(cfg.ops)), func(w io.Writer) error {
 				return perf.PlotRows(w, title, res.baseName, res.rows)
 			}); err != nil {
 				return err
