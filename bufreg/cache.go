@@ -28,7 +28,8 @@ type cache struct {
 var registry = struct {
 	sync.Mutex
 	comms map[Comm]*cache
-}{comms: map[Comm]*cache{}}
+	nets  map[Net]*netState // collective registration per bootstrap network
+}{comms: map[Comm]*cache{}, nets: map[Net]*netState{}}
 
 // Handle is what Register returns: one reference to a registration.
 type Handle struct {
@@ -54,11 +55,18 @@ func (h *Handle) Registration() *Registration {
 // allocation of the communicator's device. Registering the same range
 // again returns a new Handle to the same registration.
 //
+// On a communicator with a bootstrap network (*comm.Comm) Register is
+// collective, as in NCCL: every rank calls it with its own buffer, in
+// the same order, and the ranks map each other's buffers (RegisterOn).
+//
 // With GCCL_LOCAL_REGISTER=0 (NCCL_LOCAL_REGISTER=0) Register checks its
 // arguments and returns a Handle that registers nothing.
 func Register(c Comm, ptr uintptr, size int) (*Handle, error) {
 	if err := checkComm(c); err != nil {
 		return nil, err
+	}
+	if net := netOf(c); net != nil {
+		return RegisterOn(c, net, ptr, size) // collective: every rank takes part, even with bad arguments
 	}
 	if ptr == 0 {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "ptr", "nil buffer; pass memory from MemAlloc or Device.Alloc")

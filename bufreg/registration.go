@@ -42,6 +42,15 @@ type Registration struct {
 	Size  int     // the registered length
 	Graph bool    // registered for a captured graph's lifetime (ForGraph), not by Register
 
+	// Collective registrations (RegisterOn): Seq numbers them in call
+	// order, the same on every rank; Peers[r] is rank r's registered buffer
+	// as this rank's device addresses it, nil when the peers cannot be
+	// mapped (the engine then stages).
+	Seq    uint64
+	Peers  []Peer
+	net    Net
+	mapped []*Mapped // peers' buffers this registration mapped
+
 	// The allocation that holds the buffer: its start and size, as a peer
 	// maps it.
 	AllocBase uintptr
@@ -114,11 +123,12 @@ func (r *Registration) Uses() int {
 // release frees the driver resources of r, once.
 func (r *Registration) release() error {
 	r.once.Do(func() {
+		r.err = r.unmapPeers()
 		if !r.ownsMem {
 			return
 		}
 		g := r.comm.Device().(gpu)
-		r.err = g.Do(func() error { return g.Driver().MemRelease(r.mem) })
+		r.err = firstErr(r.err, g.Do(func() error { return g.Driver().MemRelease(r.mem) }))
 	})
 	return r.err
 }

@@ -1,0 +1,330 @@
+package bufreg
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/bootstrap"
+	"github.com/gccl/gccl/internal/env"
+)
+
+// Net is a communicator's all-gather of small messages among its ranks
+// (internal/bootstrap.Net). Registration through a Net is collective, and
+// the engine that runs on the same Net finds the registrations with
+// LookupNet.
+type Net interface {
+	AllGather(ctx context.Context, b []byte) ([][]byte, error)
+}
+
+// booted is a communicator with a bootstrap network, as *comm.Comm is.
+type booted interface {
+	Bootstrap() *bootstrap.Net
+}
+
+// netOf returns c's bootstrap network, or nil when c has none.
+func netOf(c Comm) Net {
+	b, ok := c.(booted)
+	if !ok {
+		return nil
+	}
+	if n := b.Bootstrap(); n != nil {
+		return n
+	}
+	return nil
+}
+
+// Peer is one rank's buffer of a collective registration as this rank
+// addresses it.
+type Peer struct {
+	Ptr uintptr // the rank's registered buffer mapped on this rank's device (own: Base)
+	Len int     // its registered length
+}
+
+// netState is what the registry keeps per collective network.
+type netState struct {
+	comm Comm
+	seq  uint64 // collective Register calls made so far
+}
+
+// RegisterOn is Register on communicator c whose ranks all-gather through
+// net: every rank of c calls it, with its own pointer and size, in the same
+// order relative to the other collective calls of c. The ranks exchange
+// what their buffers are (CUDA IPC handles, cuMem file descriptors within
+// one process, host region names) and each maps every peer's buffer once,
+// so that operations on registered sub-buffers read and write peers'
+// memory directly. Each call makes a new registration (Registration.Seq
+// numbers them the same on every rank). When a rank's buffer cannot be
+// registered every rank gets an error; when a peer's buffer cannot be
+// mapped here (cuMem memory of another process), the registration is kept
+// but Peers is nil on every rank, and operations stage through the
+// communication buffers.
+//
+// Register calls RegisterOn with the communicator's bootstrap network when
+// it has one (*comm.Comm does).
+func RegisterOn(c Comm, net Net, ptr uintptr, size int) (*Handle, error) {
+	if err := checkComm(c); err != nil {
+		return nil, err
+	}
+	if net == nil {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "net", "nil bootstrap network")
+	}
+	seq := nextSeq(c, net)
+	var r *Registration
+	var err error
+	switch {
+	case ptr == 0:
+		err = gccl.Errorf(gccl.InvalidArgument, "ptr", "nil buffer; pass memory from MemAlloc or Device.Alloc")
+	case size <= 0 || ptr+uintptr(size) < ptr:
+		err = gccl.Errorf(gccl.InvalidArgument, "size", "cannot register %d bytes at %#x", size, ptr)
+	case !env.Get().LocalRegister:
+	default:
+		if r, err = resolve(c, ptr, size); err == nil {
+			r.handles = 1 // its own until inserted, so Export's hold does not release it
+		}
+	}
+	h, err := registerOn(c, net, r, seq, err)
+	if err != nil && r != nil {
+		_ = r.release()
+	}
+	return h, err
+}
+
+// registerOn is RegisterOn after resolving: r is this rank's registration
+// (nil when it failed with failed, or when registration is disabled).
+func registerOn(c Comm, net Net, r *Registration, seq uint64, failed error) (*Handle, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), env.Get().Timeout)
+	defer cancel()
+	mine, exp := describe(r, seq, failed)
+	defer exp.Close()
+	all, err := exchange(ctx, net, mine, c)
+	if err != nil {
+		return nil, err
+	}
+	if failed != nil {
+		return nil, failed
+	}
+	if bad := firstFailed(all); bad >= 0 {
+		return nil, gccl.Errorf(gccl.InvalidUsage, fmt.Sprintf("rank %d", bad),
+			"rank %d could not register its buffer (%s); every rank's Register of this call fails", bad, all[bad].Msg)
+	}
+	if !all[c.Rank()].Registered {
+		return &Handle{comm: c}, nil // GCCL_LOCAL_REGISTER=0 (on this rank; see agreeDisabled)
+	}
+	if dis := firstDisabled(all); dis >= 0 {
+		return nil, gccl.Errorf(gccl.InvalidUsage, fmt.Sprintf("rank %d", dis),
+			"rank %d has local registration disabled (GCCL_LOCAL_REGISTER=0) but this rank has not; set it alike on every rank", dis)
+	}
+	r.Seq, r.net = seq, net
+	if err := mapPeers(ctx, net, c, r, all); err != nil {
+		return nil, err
+	}
+	insert(r)
+	return &Handle{comm: c, reg: r}, nil
+}
+
+// nextSeq counts a collective Register call on net.
+func nextSeq(c Comm, net Net) uint64 {
+	registry.Lock()
+	defer registry.Unlock()
+	st := registry.nets[net]
+	if st == nil {
+		st = &netState{comm: c}
+		registry.nets[net] = st
+	}
+	st.seq++
+	return st.seq
+}
+
+// exchange all-gathers the ranks' entries and decodes them.
+func exchange(ctx context.Context, net Net, mine entry, c Comm) ([]entry, error) {
+	raw, err := net.AllGather(ctx, mine.marshal())
+	if err != nil {
+		return nil, gccl.Errorf(gccl.Code(err), "comm", "exchanging buffer registrations: %w", err)
+	}
+	if len(raw) != c.Count() {
+		return nil, gccl.Errorf(gccl.InternalError, "comm", "registration all-gather returned %d entries for %d ranks", len(raw), c.Count())
+	}
+	all := make([]entry, len(raw))
+	for i, b := range raw {
+		if err := all[i].unmarshal(b); err != nil {
+			return nil, gccl.Errorf(gccl.RemoteError, fmt.Sprintf("rank %d", i), "registration entry: %w", err)
+		}
+		if all[i].Seq != mine.Seq {
+			return nil, gccl.Errorf(gccl.InvalidUsage, fmt.Sprintf("rank %d", i),
+				"rank %d is at its registration %d but this rank at %d; every rank must call Register the same number of times, in the same order", i, all[i].Seq, mine.Seq)
+		}
+	}
+	return all, nil
+}
+
+// describe makes this rank's entry; exp holds a cuMem file descriptor the
+// entry names until the peers have mapped it.
+func describe(r *Registration, seq uint64, failed error) (entry, *Export) {
+	e := entry{Seq: seq, PID: int64(os.Getpid())}
+	if failed != nil {
+		e.Msg = failed.Error()
+		return e, nil
+	}
+	if r == nil {
+		return e, nil // registration disabled on this rank
+	}
+	x, err := r.Export()
+	if err != nil {
+		e.Msg = err.Error()
+		return e, nil
+	}
+	e.Registered, e.Kind, e.Base, e.Size, e.Offset, e.Len = true, x.Kind, r.Base, x.Size, x.Offset, x.Len
+	e.IPC, e.Region, e.FD = x.IPC, x.Region, int32(x.FD)
+	if g, ok := r.comm.Device().(gpu); ok {
+		e.Ordinal = int32(g.Ordinal())
+	}
+	return e, &x
+}
+
+func firstFailed(all []entry) int {
+	for i, e := range all {
+		if e.Msg != "" {
+			return i
+		}
+	}
+	return -1
+}
+
+func firstDisabled(all []entry) int {
+	for i, e := range all {
+		if !e.Registered {
+			return i
+		}
+	}
+	return -1
+}
+
+// mapPeers maps every peer's buffer when every pair of ranks can, and
+// agrees with the peers on the outcome so that Peers is set on every rank
+// or on none.
+func mapPeers(ctx context.Context, net Net, c Comm, r *Registration, all []entry) error {
+	me := c.Rank()
+	g, isGPU := c.Device().(gpu)
+	if !isGPU || !mappable(all) {
+		return nil // host memory (the host engine maps it itself) or no way to map: stage
+	}
+	peers := make([]Peer, len(all))
+	var mapErr error
+	for p, e := range all {
+		if p == me {
+			peers[p] = Peer{Ptr: r.Base, Len: r.Size}
+			continue
+		}
+		m, err := mapPeer(g, me, all, p)
+		if err != nil {
+			mapErr = gccl.Errorf(gccl.Code(err), fmt.Sprintf("rank %d", p), "mapping rank %d's registered buffer: %w", p, err)
+			break
+		}
+		if m.unmap != nil {
+			r.mapped = append(r.mapped, m)
+		}
+		peers[p] = Peer{Ptr: m.Ptr, Len: e.Len}
+	}
+	mine := entry{Seq: r.Seq, PID: all[me].PID} // the verdict: Msg empty when every peer is mapped
+	if mapErr != nil {
+		mine.Msg = mapErr.Error()
+	}
+	agreed, err := exchange(ctx, net, mine, c)
+	if err == nil && mapErr == nil {
+		if bad := firstFailed(agreed); bad >= 0 {
+			err = gccl.Errorf(gccl.InvalidUsage, fmt.Sprintf("rank %d", bad), "rank %d could not map the peers' registered buffers: %s", bad, agreed[bad].Msg)
+		}
+	}
+	if err = firstErr(mapErr, err); err != nil {
+		r.unmapPeers()
+		return err
+	}
+	r.Peers = peers
+	return nil
+}
+
+// mappable reports whether every rank can map every other rank's buffer:
+// cuMem memory is shared as a file descriptor, which gccl passes only
+// between ranks of one process.
+func mappable(all []entry) bool {
+	for _, e := range all {
+		if e.Kind == VMM && e.PID != all[0].PID {
+			return false
+		}
+		if e.Kind == Host {
+			return false
+		}
+	}
+	return len(all) > 0
+}
+
+// mapPeer maps rank p's buffer on g by importing its export. A peer in
+// this process whose CUDA IPC handle cannot be opened here (the driver
+// refuses a process its own handles) is addressed by its pointer, which
+// the engine's peer access makes valid on this device.
+func mapPeer(g gpu, me int, all []entry, p int) (*Mapped, error) {
+	e := all[p]
+	m, err := Import(g, Export{Kind: e.Kind, Size: e.Size, Offset: e.Offset, Len: e.Len, IPC: e.IPC, Region: e.Region, FD: int(e.FD)})
+	if err != nil && e.PID == all[me].PID && e.Kind == Legacy {
+		return &Mapped{Ptr: e.Base, Len: e.Len}, nil
+	}
+	return m, err
+}
+
+// unmapPeers closes r's peer mappings.
+func (r *Registration) unmapPeers() error {
+	var first error
+	for _, m := range r.mapped {
+		first = firstErr(first, m.Close())
+	}
+	r.mapped = nil
+	return first
+}
+
+func firstErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// LookupNet is Lookup for the communicator whose collective registrations
+// were made through net (the engine knows its communicator by its
+// bootstrap network).
+func LookupNet(net Net, ptr uintptr, n int) (*Registration, int, bool) {
+	registry.Lock()
+	st := registry.nets[net]
+	registry.Unlock()
+	if st == nil {
+		return nil, 0, false
+	}
+	return Lookup(st.comm, ptr, n)
+}
+
+// Collective reports how many collective Register calls were made through
+// net: the same number on every rank between two operations, since
+// Register is collective.
+func Collective(net Net) uint64 {
+	registry.Lock()
+	defer registry.Unlock()
+	if st := registry.nets[net]; st != nil {
+		return st.seq
+	}
+	return 0
+}
+
+// DeregisterNet releases every registration of the communicator that
+// registers through net (DeregisterAll) and forgets net; the engine calls
+// it when the communicator is destroyed.
+func DeregisterNet(net Net) error {
+	registry.Lock()
+	st := registry.nets[net]
+	delete(registry.nets, net)
+	registry.Unlock()
+	if st == nil {
+		return nil
+	}
+	return DeregisterAll(st.comm)
+}

@@ -1,0 +1,204 @@
+package bufreg
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gatherNet is an in-process all-gather among n ranks; rankNet is one
+// rank's view of it (the Net a rank registers through).
+type gatherNet struct {
+	mu     sync.Mutex
+	n      int
+	rounds map[int]*gatherRound
+}
+
+type gatherRound struct {
+	slots [][]byte
+	left  int
+	done  chan struct{}
+}
+
+type rankNet struct {
+	net   *gatherNet
+	rank  int
+	round int
+}
+
+func newGatherNet(n int) []*rankNet {
+	g := &gatherNet{n: n, rounds: map[int]*gatherRound{}}
+	rs := make([]*rankNet, n)
+	for r := range rs {
+		rs[r] = &rankNet{net: g, rank: r}
+	}
+	return rs
+}
+
+func (r *rankNet) AllGather(ctx context.Context, b []byte) ([][]byte, error) {
+	g := r.net
+	g.mu.Lock()
+	rd := g.rounds[r.round]
+	if rd == nil {
+		rd = &gatherRound{slots: make([][]byte, g.n), left: g.n, done: make(chan struct{})}
+		g.rounds[r.round] = rd
+	}
+	r.round++
+	rd.slots[r.rank] = append([]byte(nil), b...)
+	if rd.left--; rd.left == 0 {
+		close(rd.done)
+	}
+	g.mu.Unlock()
+	select {
+	case <-rd.done:
+		return rd.slots, nil
+	case <-ctx.Done():
+		return nil, gccl.Errorf(gccl.TimeoutError, "net", "all-gather: %v", ctx.Err())
+	}
+}
+
+// fakeRanks makes n communicators, each on GPU 0 of its own fake machine
+// (so peers' pointers are not addressable without mapping).
+func fakeRanks(t *testing.T, n int) []*testComm {
+	cs := make([]*testComm, n)
+	for r := range cs {
+		cs[r] = gpuComm(t, cudafake.New(cudafake.Config{MemBytes: 256 << 20}), 0)
+		cs[r].rank, cs[r].count = r, n
+	}
+	return cs
+}
+
+// onRanks runs fn on every rank concurrently and returns their results.
+func onRanks[T any](n int, fn func(r int) (T, error)) ([]T, []error) {
+	out, errs := make([]T, n), make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() { out[r], errs[r] = fn(r) })
+	}
+	wg.Wait()
+	return out, errs
+}
+
+// TestRegisterOnMapsPeers registers cudaMalloc and MemAlloc buffers of
+// different sizes and offsets on three ranks and checks that every rank
+// reads and writes every peer's buffer through Peers, with no copy.
+func TestRegisterOnMapsPeers(t *testing.T) {
+	const n = 3
+	cs, nets := fakeRanks(t, n), newGatherNet(n)
+	rng := rand.New(rand.NewPCG(41, 42))
+	for round, vmm := range []bool{false, true, false} {
+		ptrs, lens := make([]uintptr, n), make([]int, n)
+		for r, c := range cs {
+			var base uintptr
+			var err error
+			if vmm {
+				base, err = MemAlloc(c.dev, 1<<20)
+			} else {
+				base, err = c.dev.Alloc(1 << 20)
+			}
+			require.NoError(t, err)
+			ptrs[r], lens[r] = base+uintptr(16*rng.IntN(1000)), 1000+rng.IntN(50000)
+		}
+		hs, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], ptrs[r], lens[r]) })
+		for r := range n {
+			require.NoError(t, errs[r], "rank %d", r)
+			reg := hs[r].Registration()
+			assert.Equal(t, uint64(round+1), reg.Seq)
+			require.Len(t, reg.Peers, n)
+			assert.Equal(t, uint64(round+1), Collective(nets[r]))
+			got, off, ok := LookupNet(nets[r], ptrs[r]+8, 8)
+			require.True(t, ok)
+			assert.Equal(t, reg, got)
+			assert.Equal(t, 8, off)
+		}
+		for r := range n {
+			for p := range n {
+				reg := hs[r].Registration()
+				require.Equal(t, lens[p], reg.Peers[p].Len)
+				data := randBytes(rng, lens[p])
+				require.NoError(t, cs[p].dev.CopyIn(ptrs[p], data))
+				got := make([]byte, lens[p])
+				require.NoError(t, cs[r].dev.CopyOut(got, reg.Peers[p].Ptr))
+				require.True(t, bytes.Equal(data, got), "rank %d reads rank %d (vmm %v)", r, p, vmm)
+				back := randBytes(rng, lens[p])
+				require.NoError(t, cs[r].dev.CopyIn(reg.Peers[p].Ptr, back))
+				require.NoError(t, cs[p].dev.CopyOut(got, ptrs[p]))
+				require.True(t, bytes.Equal(back, got), "rank %d writes rank %d", r, p)
+			}
+		}
+		for r := range n {
+			require.NoError(t, Deregister(hs[r]))
+			requireCode(t, Deregister(hs[r]), gccl.InvalidUsage)
+			assert.Empty(t, hs[r].Registration().mapped, "peers unmapped")
+		}
+	}
+	for r := range n {
+		require.NoError(t, DeregisterNet(nets[r]))
+		assert.Zero(t, Collective(nets[r]))
+	}
+}
+
+// TestRegisterOnFailsTogether: one rank's bad buffer fails the call on
+// every rank (none hangs), and the next call still lines up.
+func TestRegisterOnFailsTogether(t *testing.T) {
+	const n = 3
+	cs, nets := fakeRanks(t, n), newGatherNet(n)
+	ptrs := make([]uintptr, n)
+	for r, c := range cs {
+		p, err := c.dev.Alloc(4096)
+		require.NoError(t, err)
+		ptrs[r] = p
+	}
+	bad := []uintptr{ptrs[0], 0, ptrs[2]}
+	_, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], bad[r], 4096) })
+	requireCode(t, errs[1], gccl.InvalidArgument)
+	requireCode(t, errs[0], gccl.InvalidUsage)
+	requireCode(t, errs[2], gccl.InvalidUsage)
+	assert.Contains(t, errs[0].Error(), "rank 1")
+
+	past := []int{4096, 4096, 8192} // rank 2 runs past its allocation
+	_, errs = onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], ptrs[r], past[r]) })
+	for r := range n {
+		require.Error(t, errs[r], "rank %d", r)
+	}
+	hs, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], ptrs[r], 4096) })
+	for r := range n {
+		require.NoError(t, errs[r])
+		assert.Equal(t, uint64(3), hs[r].Registration().Seq, "failed calls count too")
+		require.NoError(t, Deregister(hs[r]))
+		require.NoError(t, DeregisterNet(nets[r]))
+	}
+}
+
+func TestEntryRoundTripAndBounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 50 {
+		e := entry{Seq: rng.Uint64(), PID: int64(rng.Uint32()), Registered: true, Kind: Kind(1 + rng.IntN(3)),
+			Ordinal: int32(rng.IntN(8)), Base: uintptr(rng.Uint64()), Size: 1 << 20, Offset: rng.IntN(1 << 19), Len: 1 + rng.IntN(1<<19),
+			FD: int32(rng.IntN(100)), Region: string(randBytes(rng, rng.IntN(40))), Msg: string(randBytes(rng, rng.IntN(40)))}
+		copy(e.IPC[:], randBytes(rng, 64))
+		var d entry
+		require.NoError(t, d.unmarshal(e.marshal()))
+		assert.Equal(t, e, d)
+	}
+	good := entry{Registered: true, Kind: Legacy, Size: 100, Offset: 10, Len: 90}.marshal()
+	for i := range len(good) {
+		var d entry
+		require.Error(t, d.unmarshal(good[:i]), "truncated to %d", i)
+	}
+	for _, e := range []entry{
+		{Registered: true, Kind: Legacy, Size: 100, Offset: 10, Len: 91},
+		{Registered: true, Kind: Kind(9), Size: 100, Len: 1},
+		{Registered: true, Kind: VMM, Size: 100, Len: 0},
+	} {
+		var d entry
+		requireCode(t, d.unmarshal(e.marshal()), gccl.RemoteError)
+	}
+}
