@@ -6,6 +6,7 @@ import (
 	"io"
 	gonet "net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -44,6 +45,10 @@ func (l *Listener) dialOne(ctx context.Context, addr string, h hello) (gonet.Con
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, gccl.Errorf(gccl.TimeoutError, addr, "dialling the peer: %w", err)
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+			// The address came from the peer itself at init: its listener is gone.
+			return nil, gccl.Errorf(gccl.RemoteError, addr, "dialling the peer: it refused or reset the connection (it exited, aborted or crashed): %w", err)
 		}
 		return nil, gccl.Errorf(gccl.SystemError, addr, "dialling the peer (is it running, and is GCCL_SOCKET_IFNAME right?): %w", err)
 	}
