@@ -90,7 +90,7 @@ __device__ __forceinline__ void reduceBroadcast(const gcclComm &c, char *const *
 // allreduce_twoshot: c.in[r] and c.out[r] are every rank's input and output
 // (registered user buffers or staged copies), all mapped here.
 template <typename T, int OP> __device__ __forceinline__ void allreduce_twoshot(const gcclComm &c, size_t count, double scalar) {
-	if (!collBarrier(c)) return;
+	if (!collStart(c)) return;
 	size_t b, e, pb, pe;
 	channelSlice<T>(count, b, e);
 	part<T>(b, e, c.rank, c.nranks, pb, pe);
@@ -120,7 +120,7 @@ template <typename T, int OP> __device__ __forceinline__ void allreduce_pipeline
 		const size_t se = smin(e, sb + segElems);
 		char *mine = scr[me];
 		copyBytes(c.in[me] + sb * sizeof(T), &mine, 1, (se - sb) * sizeof(T));
-		if (!collBarrier(c)) return;
+		if (!(sb == b ? collStart(c) : collBarrier(c))) return;
 		size_t pb, pe;
 		part<T>(0, se - sb, me, n, pb, pe);
 		reduceBroadcast<T, OP>(c, scr, scr, pb, pe, red);

@@ -10,7 +10,7 @@
 // reducescatter: c.in[r] holds nranks*count elements on every rank r;
 // rank i's block i (count elements) is reduced into c.out[rank].
 template <typename T, int OP> __device__ __forceinline__ void reducescatter(const gcclComm &c, size_t count, double scalar) {
-	if (!collBarrier(c)) return;
+	if (!collStart(c)) return;
 	size_t b, e;
 	channelSlice<T>(count, b, e);
 	char *s[GCCL_MAX_RANKS];
@@ -24,7 +24,7 @@ template <typename T, int OP> __device__ __forceinline__ void reducescatter(cons
 // reduce: every rank reduces its part of each slice from all c.in[r] into
 // the root's output c.out[root] (mapped here), so all GPUs share the work.
 template <typename T, int OP> __device__ __forceinline__ void reduce(const gcclComm &c, size_t count, double scalar) {
-	if (!collBarrier(c)) return;
+	if (!collStart(c)) return;
 	size_t b, e, pb, pe;
 	channelSlice<T>(count, b, e);
 	part<T>(b, e, c.rank, c.nranks, pb, pe);
@@ -41,7 +41,7 @@ GCCL_INSTANTIATE_RED(reduce)
 // gccl_allgather: rank i stores its nbytes input c.in[rank] at offset
 // i*nbytes of every rank's output c.out[r].
 extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_allgather(const gcclComm c, unsigned long long nbytes) {
-	if (!collBarrier(c)) return;
+	if (!collStart(c)) return;
 	size_t b, e;
 	byteSlice(nbytes, b, e);
 	char *d[GCCL_MAX_RANKS];
@@ -54,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_allgather(const 
 // c.out[r]; each rank pulls its part of each slice from the root and
 // stores it to all ranks, so the root's links carry the data once.
 extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_broadcast(const gcclComm c, unsigned long long nbytes) {
-	if (!collBarrier(c)) return;
+	if (!collStart(c)) return;
 	size_t b, e, pb, pe;
 	byteSlice(nbytes, b, e);
 	part<unsigned char>(b, e, c.rank, c.nranks, pb, pe);

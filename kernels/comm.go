@@ -15,6 +15,9 @@ type Comm struct {
 	ScratchBytes     uint64            // size of each rank's scratch buffer
 	NRanks, Rank     int32
 	Root             int32 // broadcast/reduce root, or the peer of a p2p copy
+	// RegKey identifies the registered buffers of the operation (0: staged);
+	// a collective kernel fails with StatusBadUsage when a peer's differs.
+	RegKey uint32
 }
 
 // CommBytes is sizeof(gcclComm) and CommAlign its alignment.
@@ -36,8 +39,8 @@ func (c *Comm) Encode() []byte {
 	for _, v := range []uint64{uint64(c.Counters), uint64(c.AbortFlag), uint64(c.Status), c.TimeoutNs, c.ScratchBytes} {
 		b = le.AppendUint64(b, v)
 	}
-	for _, v := range []int32{c.NRanks, c.Rank, c.Root, 0} {
-		b = le.AppendUint32(b, uint32(v))
+	for _, v := range []uint32{uint32(c.NRanks), uint32(c.Rank), uint32(c.Root), c.RegKey} {
+		b = le.AppendUint32(b, v)
 	}
 	return b
 }

@@ -17,8 +17,9 @@
 
 // Flag array of one rank (GCCL_FLAGS_WORDS uint32, zeroed, mapped by peers):
 // [0, R*C): collective barriers, slot src*C + channel;
-// [R*C, 2*R*C): point-to-point barriers, same layout.
-#define GCCL_FLAGS_WORDS (2 * GCCL_MAX_RANKS * GCCL_MAX_CHANNELS)
+// [R*C, 2*R*C): point-to-point barriers, same layout;
+// [2*R*C, 3*R*C): registration keys of collectives, same layout.
+#define GCCL_FLAGS_WORDS (3 * GCCL_MAX_RANKS * GCCL_MAX_CHANNELS)
 // Counter array of one rank (GCCL_COUNTER_WORDS uint32, zeroed, local):
 // rows 0..R-1: p2p barrier counts per peer; row R: collective barrier
 // counts per channel; row R+1: word 0 the LL epoch, word 1 the count of
@@ -30,6 +31,7 @@
 #define GCCL_STATUS_TIMEOUT 1
 #define GCCL_STATUS_ABORTED 2
 #define GCCL_STATUS_BADARGS 3
+#define GCCL_STATUS_BADUSAGE 4 // ranks launched with different regKey values
 
 struct gcclComm {
 	char *in[GCCL_MAX_RANKS];       // per rank: its input (or staging) buffer, mapped here
@@ -44,7 +46,7 @@ struct gcclComm {
 	int nranks;
 	int rank;
 	int root; // broadcast/reduce root, or the peer of a point-to-point copy
-	int pad;
+	unsigned int regKey; // the op's registered buffers (0: staged); peers must agree
 };
 
 // ---- operators ----------------------------------------------------------

@@ -9,8 +9,10 @@ const (
 	Threads     = 512 // GCCL_THREADS: block size every kernel is built for
 
 	// FlagsWords is the size in uint32 of each rank's flag array (zeroed,
-	// mapped by every peer): collective flags then point-to-point flags.
-	FlagsWords = 2 * MaxRanks * MaxChannels
+	// mapped by every peer): collective flags, point-to-point flags, then
+	// the registration key slots the first barrier of a collective kernel
+	// compares (one per source rank and channel).
+	FlagsWords = 3 * MaxRanks * MaxChannels
 	// CounterWords is the size in uint32 of each rank's counter array
 	// (zeroed, local to the rank).
 	CounterWords = (MaxRanks + 2) * MaxChannels
@@ -22,6 +24,9 @@ const (
 	StatusTimeout = 1 // a wait passed Comm.TimeoutNs: a peer is gone or stuck
 	StatusAborted = 2 // the host set *Comm.AbortFlag
 	StatusBadArgs = 3 // the scratch buffer is too small for the launch
+	// StatusBadUsage: the ranks launched with different Comm.RegKey values
+	// (buffer registration differs across ranks).
+	StatusBadUsage = 4
 )
 
 // The reduction kernels; each has one entry point per data type and operator.

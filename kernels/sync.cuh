@@ -6,6 +6,7 @@
 
 #define GCCL_COLL_FLAGS 0
 #define GCCL_P2P_FLAGS (GCCL_MAX_RANKS * GCCL_MAX_CHANNELS)
+#define GCCL_KEY_SLOTS (2 * GCCL_MAX_RANKS * GCCL_MAX_CHANNELS)
 #define GCCL_COLL_ROW GCCL_MAX_RANKS
 #define GCCL_LL_ROW (GCCL_MAX_RANKS + 1)
 
@@ -67,7 +68,14 @@ struct Waiter {
 // rank; the value written is the channel's barrier count, which every rank
 // advances identically, so flags only grow and a late reader of a newer
 // value still passes.
-__device__ __forceinline__ bool barrier(const gcclComm &c, int flagBase, int row, int peer) {
+//
+// With check (the first barrier of a collective kernel) each rank also
+// stores c.regKey into its key slot on every peer before the flag, and
+// after the wait compares the peer's key with its own: ranks that disagree
+// on buffer registration fail with GCCL_STATUS_BADUSAGE before touching
+// peer buffers. A peer cannot overwrite the slot before this rank reads
+// it: its next kernel starts only after this kernel's later barrier.
+__device__ __forceinline__ bool barrier(const gcclComm &c, int flagBase, int row, int peer, bool check) {
 	__shared__ uint32_t value;
 	__shared__ int ok;
 	__syncthreads();
@@ -80,15 +88,23 @@ __device__ __forceinline__ bool barrier(const gcclComm &c, int flagBase, int row
 	__syncthreads();
 	const int t = threadIdx.x;
 	if (t < c.nranks && t != c.rank && (peer < 0 || t == peer)) {
+		if (check) *(volatile uint32_t *)(c.flags[t] + GCCL_KEY_SLOTS + c.rank * GCCL_MAX_CHANNELS + blockIdx.x) = c.regKey;
 		__threadfence_system(); // the block's stores, ordered by __syncthreads, before the flag
 		stReleaseSys(c.flags[t] + flagBase + c.rank * GCCL_MAX_CHANNELS + blockIdx.x, value);
 		const uint32_t *mine = c.flags[c.rank] + flagBase + t * GCCL_MAX_CHANNELS + blockIdx.x;
 		Waiter w(c);
+		bool arrived = true;
 		while ((int32_t)(ldAcquireSys(mine) - value) < 0) {
 			if (!w.keepGoing()) {
 				ok = 0;
+				arrived = false;
 				break;
 			}
+		}
+		if (check && arrived &&
+		    ldAcquireSys(c.flags[c.rank] + GCCL_KEY_SLOTS + t * GCCL_MAX_CHANNELS + blockIdx.x) != c.regKey) {
+			fail(c, GCCL_STATUS_BADUSAGE);
+			ok = 0;
 		}
 	}
 	__syncthreads();
@@ -96,11 +112,17 @@ __device__ __forceinline__ bool barrier(const gcclComm &c, int flagBase, int row
 }
 
 __device__ __forceinline__ bool collBarrier(const gcclComm &c) {
-	return barrier(c, GCCL_COLL_FLAGS, GCCL_COLL_ROW, -1);
+	return barrier(c, GCCL_COLL_FLAGS, GCCL_COLL_ROW, -1, false);
+}
+
+// collStart is the first barrier of a collective kernel: it also checks
+// that every rank launched with the same registration key.
+__device__ __forceinline__ bool collStart(const gcclComm &c) {
+	return barrier(c, GCCL_COLL_FLAGS, GCCL_COLL_ROW, -1, true);
 }
 
 __device__ __forceinline__ bool p2pBarrier(const gcclComm &c, int peer) {
-	return barrier(c, GCCL_P2P_FLAGS, peer, peer);
+	return barrier(c, GCCL_P2P_FLAGS, peer, peer, false);
 }
 
 // ---- LL lines: 8 bytes = 4 bytes of data + 4 bytes of flag ----------------

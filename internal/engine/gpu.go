@@ -54,6 +54,8 @@ type gpuBackend struct {
 	fnMu sync.Mutex
 	fns  map[string]cuda.Function
 
+	stats regStats // Stats: staged bytes, zero-copy ops (gpu_reg.go)
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -84,12 +86,14 @@ func (e *Engine) useGPU(ctx context.Context) error {
 	return nil
 }
 
-// closeBackend frees the backend's resources, if it holds any.
+// closeBackend frees the backend's resources, if it holds any, then the
+// communicator's collective buffer registrations (gpu_reg.go).
 func (e *Engine) closeBackend(abort bool) error {
+	var err error
 	if c, ok := e.backend.(backendCloser); ok {
-		return c.close(abort)
+		err = c.close(abort)
 	}
-	return nil
+	return firstErr(err, e.unregisterAll())
 }
 
 // gpuDevice returns the device when the engine runs on a GPU.
@@ -148,6 +152,8 @@ func (g *gpuBackend) checkStatus(e *Engine) error {
 		err = gccl.Errorf(gccl.TimeoutError, "comm", "a GPU kernel waited longer than the timeout for a peer; a peer is gone or stuck (raise GCCL_TIMEOUT if it is just slow)")
 	case kernels.StatusAborted:
 		err = gccl.Errorf(gccl.RemoteError, "comm", "a GPU kernel saw the communicator aborted")
+	case kernels.StatusBadUsage:
+		err = gccl.Errorf(gccl.InvalidUsage, "comm", "the ranks disagreed on buffer registration for an operation (registered on some ranks only, or at different offsets or registrations); pass registered buffers at the same offset on every rank, or unregistered ones on all")
 	default:
 		err = gccl.Errorf(gccl.InternalError, "comm", "a GPU kernel reported status %d (scratch too small for the launch)", st)
 	}

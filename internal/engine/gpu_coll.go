@@ -6,14 +6,19 @@ import (
 	"github.com/gccl/gccl/kernels"
 )
 
-// collective enqueues one collective on s. User buffers are not mapped by
-// the peers, so data is staged through the mapped LL and bulk areas; large
+// collective enqueues one collective on s. Registered buffers are used in
+// place (gpu_reg.go); otherwise user buffers are not mapped by the peers,
+// so data is staged through the mapped LL and bulk areas; large
 // operations go through them in chunks, one kernel per chunk (or, for the
 // pipelined all-reduce, segments inside one kernel).
 func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 	if o.Count == 0 {
 		return nil
 	}
+	if done, err := g.zeroCopy(e, o, s); done || err != nil { // registration hook
+		return err
+	}
+	g.countStaged(e, o)
 	switch o.Kind {
 	case AllReduce:
 		return g.allReduce(e, o, s)
@@ -74,7 +79,7 @@ func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream) error {
 	n, me, es := e.nranks, e.rank, o.Type.Size()
 	bytes := o.Count * es
 	kernel, c, grid := kernels.AllReducePipelined, g.comm(n, g.bulk, gpuBulkBytes), channels(bytes)
-	if bytes <= gpuOneShotMax && kernels.OneShotScratchBytes(bytes, n) <= gpuLLBytes {
+	if bytes <= gpuOneShotMax && kernels.OneShotScratchBytes(bytes, n) <= gpuLLBytes && !keyed(e) {
 		kernel, c = kernels.AllReduceOneShot, g.comm(n, g.ll, gpuLLBytes)
 		grid = min(max(1, ((bytes+7)/8+kernels.Threads-1)/kernels.Threads), gpuMaxChannels)
 	}
