@@ -39,7 +39,7 @@ type opResult struct {
 
 // sweep measures op at every size of the configuration.
 func (r *ranker) sweep(op perf.Op) (opResult, error) {
-	res := opResult{op: op}
+	res := opResult{op: op, gcclWrong: -1, baseWrong: -1}
 	if rooted(op) && r.cfg.root >= r.nranks {
 		return res, fmt.Errorf("-r %d is not a rank of this %d-rank run", r.cfg.root, r.nranks)
 	}
@@ -141,7 +141,8 @@ func (r *ranker) measure(lib library, l layout, c call, mem uintptr, in inputs) 
 func (r *ranker) runLocal(lib library, l layout, c call, mem uintptr, in inputs) (report, error) {
 	rep := report{wrong: -1}
 	var st staged
-	if r.cfg.check {
+	check := r.cfg.checks(l.sizeBytes(c.Type, c.NRanks))
+	if check {
 		var err error
 		if st, err = stage(r.dev, mem, l, in, c); err != nil {
 			return rep, err
@@ -158,7 +159,7 @@ func (r *ranker) runLocal(lib library, l layout, c call, mem uintptr, in inputs)
 		return rep, err
 	}
 	rep.times = times
-	if r.cfg.check && r.cfg.graph && !r.cfg.inplace {
+	if check && r.cfg.graph && !r.cfg.inplace {
 		again, err := verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check)
 		if err != nil {
 			return rep, err
@@ -182,9 +183,14 @@ func (r *ranker) title(op perf.Op, mem *arena) string {
 		r.clk.describe(), regs)
 }
 
+// addWrong adds one row's wrong count w to total; -1 (not checked) in
+// either is no count, so the total is -1 only when no row was checked.
 func addWrong(total, w int64) int64 {
-	if w < 0 || total < 0 {
-		return -1
+	switch {
+	case w < 0:
+		return total
+	case total < 0:
+		return w
 	}
 	return total + w
 }

@@ -29,6 +29,7 @@ type config struct {
 	batch    int  // CUDA eager: operations between one pair of events (0: automatic)
 	register bool // allocate with bufreg.MemAlloc and register with gccl (and the baseline)
 	check    bool
+	checkMax int64  // check sizes up to this many bytes (0: every size)
 	baseline string // "none", "mpi" or "nccl"
 	np       int    // > 0: that many goroutine ranks in one process; 0: one rank per MPI process
 	csv      string
@@ -72,6 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.batch, "batch", 0, "GPU: operations timed back to back between two events (0: ceil(1M/size), at most 32)")
 	fs.BoolVar(&c.register, "register", false, "allocate buffers with bufreg.MemAlloc and register them with gccl and the baseline")
 	fs.BoolVar(&c.check, "check", true, "check every result element against a reference (random inputs, poisoned outputs)")
+	checkMax := fs.String("checkmax", "0", "check only sizes up to this many bytes (0: every size); larger rows show N/A")
 	fs.StringVar(&c.baseline, "baseline", "none", "library to compare with in the same run: none, mpi or nccl")
 	fs.IntVar(&c.np, "np", 0, "run N ranks as goroutines in this process instead of one rank per MPI process")
 	fs.StringVar(&c.csv, "csv", "", "also write the results as CSV to this file")
@@ -99,6 +101,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.step, err = perf.ParseSize(*step); err != nil {
 		return c, fmt.Errorf("-i: %w", err)
+	}
+	if c.checkMax, err = perf.ParseSize(*checkMax); err != nil {
+		return c, fmt.Errorf("-checkmax: %w", err)
 	}
 	if c.dtype, err = parseType(*t); err != nil {
 		return c, fmt.Errorf("-t: %w", err)
@@ -140,6 +145,11 @@ func (c *config) validate() error {
 		return fmt.Errorf("-baseline mpi needs one rank per MPI process: launch with mpirun and drop -np")
 	}
 	return nil
+}
+
+// checks reports whether a size is checked (-check and -checkmax).
+func (c *config) checks(size int64) bool {
+	return c.check && (c.checkMax == 0 || size <= c.checkMax)
 }
 
 // sizes is the byte sizes of the sweep of op over nranks, each a whole

@@ -24,6 +24,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.True(t, c.check)
 	assert.Equal(t, "none", c.baseline)
 	assert.Equal(t, 0, c.np)
+	assert.True(t, c.checks(1<<40), "every size is checked by default")
 }
 
 func TestParseFlagsEverySetting(t *testing.T) {
@@ -47,6 +48,13 @@ func TestParseFlagsEverySetting(t *testing.T) {
 	assert.Equal(t, uint64(9), c.seed)
 	assert.Equal(t, 3*time.Second, c.timeout)
 
+	assert.Equal(t, 5, c.launches, "default")
+	assert.Zero(t, c.batch, "default: automatic")
+	assert.False(t, c.register, "default")
+	c, err = parseFlags([]string{"-graph", "-launches", "9", "-batch", "3", "-register"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, [3]int{9, 3, 1}, [3]int{c.launches, c.batch, map[bool]int{true: 1}[c.register]})
+
 	c, err = parseFlags([]string{"-op", "all", "-t", "bfloat16", "-baseline", "mpi"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, perf.Ops(), c.ops)
@@ -59,6 +67,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{"-op", "allgatherv"}, {"-b", "1X"}, {"-e", "-5"}, {"-b", "2M", "-e", "1M"}, {"-f", "1"},
 		{"-n", "0"}, {"-w", "-1"}, {"-r", "-2"}, {"-np", "-1"}, {"-t", "float128"}, {"-o", "xor"},
 		{"-baseline", "gloo"}, {"-baseline", "mpi", "-np", "2"}, {"-timeout", "-1s"}, {"extra"}, {"-nosuch"},
+		{"-launches", "0"}, {"-checkmax", "lots"}, {"-batch", "-1"}, {"-register=maybe"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		assert.Error(t, err, "%v", args)
@@ -69,6 +78,15 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 	s, err := c.sizes(perf.AllReduce, 4)
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1024, 2048, 3072, 4096}, s)
+}
+
+func TestCheckMax(t *testing.T) {
+	c, err := parseFlags([]string{"-checkmax", "64M"}, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, c.checks(64<<20))
+	assert.False(t, c.checks(64<<20+1))
+	c.check = false
+	assert.False(t, c.checks(8), "-check=false wins")
 }
 
 func TestSizesAreWholeBlocks(t *testing.T) {
@@ -106,7 +124,9 @@ func TestRatioMean(t *testing.T) {
 	assert.Equal(t, "0 OK", wrongVerdict(0))
 	assert.Equal(t, "not checked", wrongVerdict(-1))
 	assert.Equal(t, "5 FAILED", wrongVerdict(5))
-	assert.Equal(t, int64(-1), addWrong(3, -1))
+	assert.Equal(t, int64(3), addWrong(3, -1), "an unchecked row adds nothing")
+	assert.Equal(t, int64(2), addWrong(-1, 2), "the first checked row starts the count")
+	assert.Equal(t, int64(-1), addWrong(-1, -1), "nothing checked yet")
 	assert.Equal(t, int64(5), addWrong(3, 2))
 	assert.Equal(t, exitError, worst([]int{exitOK, exitWrong, exitError, exitOK}))
 	assert.Equal(t, exitWrong, worst([]int{exitOK, exitWrong, exitOK}))

@@ -29,7 +29,7 @@ func (r *ranker) clearProgress() {
 // bandwidth, and against a baseline the geometric mean of the time ratios.
 func (r *ranker) summary(res opResult) {
 	w := r.out
-	fmt.Fprintf(w, "# Out of bounds values : %s\n", wrongVerdict(res.gcclWrong))
+	fmt.Fprintf(w, "# Out of bounds values : %s%s\n", wrongVerdict(res.gcclWrong), r.uncheckedNote())
 	var bw float64
 	for _, row := range res.rows {
 		bw += row.Gccl.BusBW
@@ -62,6 +62,14 @@ func writeSummary(w io.Writer, results []opResult) {
 	if len(sums) > 0 {
 		perf.WriteSummary(w, name, sums)
 	}
+}
+
+// uncheckedNote says which sizes -checkmax left unchecked.
+func (r *ranker) uncheckedNote() string {
+	if !r.cfg.check || r.cfg.checkMax == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (sizes above %s not checked)", perf.FormatSize(r.cfg.checkMax))
 }
 
 func fmtRatio(r float64) string {

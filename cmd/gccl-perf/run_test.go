@@ -121,7 +121,17 @@ func TestEndToEndCountsCorruptedResults(t *testing.T) {
 	}
 	assert.Contains(t, out.String(), "6 FAILED")
 
-	cfg.check = false
+	// -checkmax: sizes above it are not checked, and the wrong ones below
+	// it still fail the run.
+	cfg.checkMax = 2048
+	out.Reset()
+	require.Equal(t, exitWrong, run(cfg, &out, io.Discard, hooks{check: corrupt}))
+	rows = tables(t, out.String())["allreduce"]
+	require.Len(t, rows, 3)
+	assert.Equal(t, []string{"2", "2", "N/A"}, []string{rows[0].wrong, rows[1].wrong, rows[2].wrong})
+	assert.Contains(t, out.String(), "4 FAILED (sizes above 2K not checked)")
+
+	cfg.check, cfg.checkMax = false, 0
 	out.Reset()
 	require.Equal(t, exitOK, run(cfg, &out, io.Discard, hooks{check: corrupt}))
 	for _, r := range tables(t, out.String())["allreduce"] {
@@ -146,4 +156,48 @@ func TestGraphOnHostIsRefused(t *testing.T) {
 	errs.Reset()
 	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
 	assert.Contains(t, errs.String(), "baseline nccl") // not built in, or no libnccl/GPU here
+}
+
+// -register on the host backend: bufreg.MemAlloc memory registered with
+// gccl, results still right, the header says so, and every registration
+// is undone before MemFree (which refuses registered memory, failing the run).
+func TestEndToEndRegisteredHost(t *testing.T) {
+	cfg := mustParse(t, "-np", "3", "-op", "all", "-b", "96", "-e", "6K", "-f", "8", "-n", "2", "-w", "1",
+		"-t", "int32", "-register", "-timeout", "30s")
+	var out, errs bytes.Buffer
+	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: countWrong}), "stderr: %s", errs.String())
+	got := tables(t, out.String())
+	for _, op := range cfg.ops {
+		require.Len(t, got[string(op)], 3, "%s:\n%s", op, out.String())
+		for _, r := range got[string(op)] {
+			assert.Equal(t, "0", r.wrong, "%s size %d", op, r.size)
+		}
+	}
+	assert.Equal(t, len(cfg.ops), strings.Count(out.String(), "buffers registered with gccl,")+
+		strings.Count(out.String(), "buffers registered with gccl\n"), out.String())
+	assert.Contains(t, out.String(), "host-timed")
+}
+
+// -op all writes one CSV and one PNG per operation, named after it.
+func TestOpAllFilesPerOperation(t *testing.T) {
+	dir := t.TempDir()
+	cfg := mustParse(t, "-np", "2", "-op", "all", "-b", "64", "-e", "256", "-n", "1", "-w", "0", "-timeout", "30s",
+		"-csv", filepath.Join(dir, "r.csv"), "-png", filepath.Join(dir, "r.png"))
+	require.Equal(t, exitOK, run(cfg, io.Discard, io.Discard, hooks{check: countWrong}))
+	for _, op := range cfg.ops {
+		f, err := os.Open(filepath.Join(dir, "r-"+string(op)+".csv"))
+		require.NoError(t, err, op)
+		recs, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		require.NoError(t, err)
+		require.Len(t, recs, 1+3, op) // 64, 128, 256
+		for _, rec := range recs[1:] {
+			assert.Equal(t, string(op), rec[0])
+		}
+		st, err := os.Stat(filepath.Join(dir, "r-"+string(op)+".png"))
+		require.NoError(t, err, op)
+		assert.Positive(t, st.Size())
+	}
+	_, err := os.Stat(filepath.Join(dir, "r.csv"))
+	assert.True(t, os.IsNotExist(err), "no unsuffixed file with -op all")
 }

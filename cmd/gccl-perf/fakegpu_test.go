@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/perf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// oneRank is a bufreg.Comm of one rank on a device.
+type oneRank struct{ d device.Device }
+
+func (o oneRank) Device() device.Device { return o.d }
+func (o oneRank) Rank() int             { return 0 }
+func (o oneRank) Count() int            { return 1 }
+
+// fakeRanker is one rank's ranker on a fake GPU measuring lib as "gccl"
+// (and base as the baseline when not nil), with the real checker.
+func fakeRanker(t *testing.T, args []string, lib *fakeLib, base *fakeLib) (*ranker, *bytes.Buffer) {
+	t.Helper()
+	cfg := mustParse(t, append([]string{"-timeout", "10s"}, args...)...)
+	var out bytes.Buffer
+	d := lib.dev
+	clk, err := newClock(cfg, d, lib.gstream)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, clk.Close()) })
+	r := &ranker{cfg: cfg, nranks: 1, dev: d, comm: oneRank{d}, gccl: lib, clk: clk, out: &out, check: countWrong,
+		x: newLocalExchanger(1, 10*time.Second).rank(0)}
+	if base != nil {
+		r.base = base
+	}
+	return r, &out
+}
+
+func fakePair(t *testing.T, delay time.Duration) (*fakeLib, *fakeLib) {
+	d, s := fakeGPU(t)
+	lib, base := newFakeLib(d, s, delay), newFakeLib(d, s, delay)
+	base.name = "fakebase"
+	return lib, base
+}
+
+// A sweep on the fake GPU, eager and through graphs, with and without
+// registration: the one-rank broadcast is checked element by element, the
+// times are the stream's, and registrations are undone.
+func TestSweepOnFakeGPU(t *testing.T) {
+	for _, mode := range [][]string{{}, {"-graph", "-launches", "2"}, {"-register"}, {"-graph", "-register", "-inplace"}} {
+		t.Run(strings.Join(mode, " "), func(t *testing.T) {
+			lib, base := fakePair(t, 200*time.Microsecond)
+			args := append([]string{"-op", "broadcast", "-b", "1K", "-e", "16K", "-f", "4", "-n", "3", "-w", "1"}, mode...)
+			r, out := fakeRanker(t, args, lib, base)
+			res, err := r.sweep(perf.Broadcast)
+			require.NoError(t, err)
+			require.Len(t, res.rows, 3, out.String())
+			for _, row := range res.rows {
+				assert.Zero(t, row.Gccl.Wrong, "size %d", row.Size)
+				require.NotNil(t, row.Base)
+				assert.Zero(t, row.Base.Wrong, "size %d", row.Size)
+				assert.GreaterOrEqual(t, row.Gccl.Time, 200*time.Microsecond, "size %d", row.Size)
+			}
+			head := strings.SplitN(out.String(), "\n", 2)[0]
+			if r.cfg.register {
+				assert.Contains(t, head, "buffers registered with gccl and fakebase")
+			} else {
+				assert.Contains(t, head, "buffers not registered")
+			}
+			if r.cfg.graph {
+				assert.Contains(t, head, "graph of 3 ops")
+			} else {
+				assert.Contains(t, head, "eager")
+			}
+			assert.Empty(t, base.regs, "the baseline's registration is undone at the sweep's end")
+		})
+	}
+}
+
+// A library that leaves the last element unwritten is caught, eagerly and
+// in a graph (where the result after the timed launches is checked again).
+func TestSweepOnFakeGPUCountsWrong(t *testing.T) {
+	for _, mode := range []string{"-graph=false", "-graph=true"} {
+		lib, _ := fakePair(t, 0)
+		lib.short = true
+		r, out := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "256", "-n", "2", "-w", "0", mode}, lib, nil)
+		res, err := r.sweep(perf.Broadcast)
+		require.NoError(t, err)
+		require.Len(t, res.rows, 3)
+		for _, row := range res.rows {
+			assert.EqualValues(t, 1, row.Gccl.Wrong, "%s size %d", mode, row.Size)
+		}
+		assert.Contains(t, out.String(), "3 FAILED")
+	}
+}
+
+// A failing library fails the sweep with its error, every rank agreeing.
+func TestSweepOnFakeGPUFailure(t *testing.T) {
+	lib, _ := fakePair(t, 0)
+	lib.fail = io.ErrUnexpectedEOF
+	r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "64", "-graph"}, lib, nil)
+	_, err := r.sweep(perf.Broadcast)
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+}
+
+// The summary covers the operations the baseline ran, after every table.
+func TestWriteSummaryOfRun(t *testing.T) {
+	lib, base := fakePair(t, 100*time.Microsecond)
+	r, out := fakeRanker(t, []string{"-op", "all", "-b", "8", "-e", "64", "-f", "8", "-n", "2", "-w", "0"}, lib, base)
+	r.cfg.ops = []perf.Op{perf.Broadcast, perf.SendRecv}
+	results, status := r.sweepAll(io.Discard)
+	require.Equal(t, exitOK, status)
+	writeSummary(out, results)
+	i := strings.Index(out.String(), "# Summary: time ratio gccl/fakebase")
+	require.Positive(t, i, out.String())
+	summary := out.String()[i:]
+	assert.Contains(t, summary, " broadcast ")
+	assert.Contains(t, summary, " sendrecv ")
+	assert.Contains(t, summary, "(2)", "two sizes in the small band")
+
+	var none bytes.Buffer
+	writeSummary(&none, []opResult{{op: perf.AllReduce, rows: results[0].rows}})
+	assert.Empty(t, none.String(), "no summary without a baseline")
+}
