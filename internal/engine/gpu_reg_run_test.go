@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/bufreg"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const chunkBytes = 1 << 20
+
+// chunks allocates and registers one large chunk per rank.
+func chunks(t *testing.T, rs []*regRank) ([]uintptr, []*bufreg.Handle) {
+	ptrs := make([]uintptr, len(rs))
+	for r, x := range rs {
+		p, err := x.d.Alloc(chunkBytes)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = x.d.Free(p) })
+		ptrs[r] = p
+	}
+	return ptrs, register(t, rs, ptrs, chunkBytes)
+}
+
+// launchAll launches op(r) on every rank and waits for the streams.
+func launchAll(t *testing.T, rs []*regRank, op func(r int) Op) {
+	for r, x := range rs {
+		o := op(r)
+		o.Stream = x.s
+		require.NoError(t, x.e.Launch([]Op{o}), "rank %d", r)
+	}
+	for r, x := range rs {
+		require.NoError(t, x.d.Synchronize(x.s), "rank %d", r)
+		require.NoError(t, x.e.AsyncError(), "rank %d", r)
+	}
+}
+
+func (x *regRank) put(t *testing.T, p uintptr, b []byte) { require.NoError(t, x.d.CopyIn(p, b)) }
+func (x *regRank) get(t *testing.T, p uintptr, n int) []byte {
+	b := make([]byte, n)
+	require.NoError(t, x.d.CopyOut(b, p))
+	return b
+}
+
+// TestZeroCopyCollectives runs every zero-copy kind, in and out of place,
+// on sub-buffers of one registered chunk per rank at a random offset (the
+// same on every rank), checks every element of every rank's output, and
+// that nothing was staged.
+func TestZeroCopyCollectives(t *testing.T) {
+	const n, count = 3, 1001
+	rs := regWorld(t, n)
+	base, _ := chunks(t, rs)
+	rng := rand.New(rand.NewPCG(7, 8))
+	off := uintptr(16 * rng.IntN(1000))
+	send := func(r int) uintptr { return base[r] + off }
+	recv := func(r int) uintptr { return base[r] + off + 64<<10 }
+	poison := bytes.Repeat([]byte{0xA5}, 4*n*count)
+	in := make([][]byte, n)
+	want := make([]int32, n*count)
+	for r, x := range rs {
+		var v []int32
+		in[r], v = randInt32s(rng, n*count)
+		for i := range v {
+			want[i] += v[i]
+		}
+		x.put(t, send(r), in[r])
+		x.put(t, recv(r), poison)
+	}
+	wantBytes := func(lo, k int) []byte {
+		b := make([]byte, 4*k)
+		for i := range k {
+			binary.LittleEndian.PutUint32(b[4*i:], uint32(want[lo+i]))
+		}
+		return b
+	}
+	launchAll(t, rs, func(r int) Op {
+		return Op{Kind: AllReduce, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
+	})
+	for r, x := range rs {
+		assert.Equal(t, wantBytes(0, count), x.get(t, recv(r), 4*count), "all-reduce rank %d", r)
+	}
+	launchAll(t, rs, func(r int) Op {
+		return Op{Kind: ReduceScatter, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
+	})
+	for r, x := range rs {
+		assert.Equal(t, wantBytes(r*count, count), x.get(t, recv(r), 4*count), "reduce-scatter rank %d", r)
+		x.put(t, recv(r), poison)
+	}
+	launchAll(t, rs, func(r int) Op {
+		return Op{Kind: AllGather, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32}
+	})
+	for r, x := range rs {
+		got := x.get(t, recv(r), 4*n*count)
+		for p := range n {
+			assert.Equal(t, in[p][:4*count], got[4*p*count:4*(p+1)*count], "all-gather rank %d block %d", r, p)
+		}
+	}
+	for root := range n {
+		for r, x := range rs {
+			x.put(t, recv(r), poison)
+		}
+		launchAll(t, rs, func(r int) Op {
+			return Op{Kind: Broadcast, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32, Root: root}
+		})
+		for r, x := range rs {
+			assert.Equal(t, in[root][:4*count], x.get(t, recv(r), 4*count), "broadcast root %d rank %d", root, r)
+		}
+	}
+	// In place: the all-reduce result lands in the send buffers.
+	launchAll(t, rs, func(r int) Op {
+		return Op{Kind: AllReduce, Send: send(r), Recv: send(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
+	})
+	for r, x := range rs {
+		assert.Equal(t, wantBytes(0, count), x.get(t, send(r), 4*count), "in-place all-reduce rank %d", r)
+		st := x.e.Stats()
+		assert.Zero(t, st.StagedBytes, "rank %d staged", r)
+		assert.Equal(t, uint64(4+n), st.ZeroCopyOps, "rank %d", r)
+	}
+}
+
+// TestZeroCopyKeysAndBounds: ranks that pass the same registration and
+// offset compute one key; another offset or registration changes it; an
+// op past a peer's smaller registration is gccl.ErrInvalidUsage.
+func TestZeroCopyKeysAndBounds(t *testing.T) {
+	const n = 2
+	rs := regWorld(t, n)
+	base, _ := chunks(t, rs)
+	key := func(r int, off uintptr) uint32 {
+		g := rs[r].e.backend.(*gpuBackend)
+		o := Op{Kind: AllGather, Send: base[r], Recv: base[r] + off, Count: 100, Type: gccl.Int32}
+		bufs, ok, err := g.lookupRegs(rs[r].e, &o)
+		require.NoError(t, err)
+		require.True(t, ok)
+		return regKey(o.Kind, bufs)
+	}
+	assert.Equal(t, key(0, 4096), key(1, 4096))
+	assert.NotEqual(t, key(0, 4096), key(1, 8192))
+	assert.NotZero(t, key(0, 0))
+	// Unregistered memory is staged (no zero-copy path).
+	g := rs[0].e.backend.(*gpuBackend)
+	p, err := rs[0].d.Alloc(4096)
+	require.NoError(t, err)
+	_, ok, err := g.lookupRegs(rs[0].e, &Op{Kind: AllReduce, Send: p, Recv: p, Count: 10, Type: gccl.Int32})
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	// A second registration: rank 1's is smaller than rank 0's.
+	small := []uintptr{base[0] + chunkBytes/2, base[1] + chunkBytes/2}
+	hs := registerSizes(t, rs, small, []int{8192, 4096})
+	_, _, err = g.lookupRegs(rs[0].e, &Op{Kind: AllReduce, Send: small[0], Recv: small[0], Count: 2048, Type: gccl.Int32})
+	require.Error(t, err)
+	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err))
+	for _, h := range hs {
+		require.NoError(t, bufreg.Deregister(h))
+	}
+}
+
+func registerSizes(t *testing.T, rs []*regRank, ptrs []uintptr, sizes []int) []*bufreg.Handle {
+	hs, errs := make([]*bufreg.Handle, len(rs)), make([]error, len(rs))
+	done := make(chan int)
+	for r, x := range rs {
+		go func() { hs[r], errs[r] = bufreg.RegisterOn(x, x.boot, ptrs[r], sizes[r]); done <- r }()
+	}
+	for range rs {
+		<-done
+	}
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	return hs
+}
+
+// TestZeroCopyHoldsRegistration: deregistering while an op that uses the
+// buffer has not passed its stream is gccl.ErrInvalidUsage; once the
+// stream passed it, it succeeds; closing the engine releases the rest.
+func TestZeroCopyHoldsRegistration(t *testing.T) {
+	const n = 2
+	rs := regWorld(t, n)
+	base, hs := chunks(t, rs)
+	var gate uintptr
+	require.NoError(t, rs[0].d.Do(func() (err error) {
+		gate, err = rs[0].f.MemHostAlloc(64, cuda.HostAllocDeviceMap)
+		return err
+	}))
+	require.NoError(t, rs[0].f.StreamWaitValue32(cuda.Stream(rs[0].s), gate, 1, cuda.WaitValueGEQ))
+	for r, x := range rs {
+		require.NoError(t, x.e.Launch([]Op{{Kind: AllGather, Send: base[r], Recv: base[r] + 4096, Count: 16, Type: gccl.Int32, Stream: x.s}}))
+	}
+	err := bufreg.Deregister(hs[0])
+	require.Error(t, err)
+	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err), "%v", err)
+	storeWord(gate, 1)
+	require.NoError(t, rs[0].d.Synchronize(rs[0].s))
+	require.Eventually(t, func() bool { return bufreg.Deregister(hs[0]) == nil }, 5e9, 1e6)
+	require.NoError(t, rs[1].d.Synchronize(rs[1].s))
+	require.NoError(t, rs[1].e.Close())
+	err = bufreg.Deregister(hs[1])
+	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err), "released with its engine: %v", err)
+}

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/bufreg"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/internal/engine/enginetest"
+	"github.com/gccl/gccl/kernels"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// regRank is one rank of a zero-copy test world: an engine on its own fake
+// GPU whose kernels are Go stand-ins, and the bufreg.Comm it registers with.
+type regRank struct {
+	e    *Engine
+	f    *cudafake.Fake
+	d    *device.CUDADevice
+	s    gccl.Stream
+	boot *enginetest.Boot
+	n    int
+}
+
+func (r *regRank) Device() device.Device { return r.d }
+func (r *regRank) Rank() int             { return r.e.rank }
+func (r *regRank) Count() int            { return r.n }
+
+// regWorld builds n GPU-backend engines on fake GPUs without the fatbin:
+// the backend is made by hand with stand-in kernels (no cross-rank
+// barriers: every test writes its inputs before any rank launches).
+func regWorld(t *testing.T, n int) []*regRank {
+	net := enginetest.NewNet(n)
+	rs := make([]*regRank, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		f := cudafake.New(cudafake.Config{MemBytes: 512 << 20})
+		standIns(f)
+		d, err := device.OpenCUDA(f, 0, 10*time.Second)
+		require.NoError(t, err)
+		s, err := d.NewStream()
+		require.NoError(t, err)
+		g := &gpuBackend{dev: d, drv: d.Driver(), fns: map[string]cuda.Function{}}
+		require.NoError(t, d.Do(func() error { return g.allocate([]byte("stand-in kernels")) }))
+		g.base = kernels.Comm{Counters: g.ctrs, Status: g.ctrs + kernels.CounterWords*4, NRanks: int32(n), Rank: int32(r)}
+		rs[r] = &regRank{f: f, d: d, s: s, boot: net.Rank(r), n: n}
+		wg.Go(func() {
+			rs[r].e, errs[r] = New(Config{Rank: r, NRanks: n, Boot: rs[r].boot, Device: d, Timeout: 10 * time.Second,
+				Reducer: testReducer{}, Backend: g})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		for _, r := range rs {
+			assert.NoError(t, r.e.Close())
+			assert.NoError(t, r.d.Close())
+		}
+	})
+	return rs
+}
+
+// decodeComm reads kernels.Comm back from a launch's first argument.
+func decodeComm(b []byte) kernels.Comm {
+	le := binary.LittleEndian
+	var c kernels.Comm
+	for i := range kernels.MaxRanks {
+		c.In[i] = uintptr(le.Uint64(b[8*i:]))
+		c.Out[i] = uintptr(le.Uint64(b[8*(kernels.MaxRanks+i):]))
+	}
+	tail := b[4*kernels.MaxRanks*8+5*8:]
+	c.NRanks, c.Rank, c.Root, c.RegKey = int32(le.Uint32(tail)), int32(le.Uint32(tail[4:])), int32(le.Uint32(tail[8:])), le.Uint32(tail[12:])
+	return c
+}
+
+func mem(f *cudafake.Fake, p uintptr, n int) []byte {
+	b, err := f.Bytes(p, n)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// standIns registers Go versions of the zero-copy kernels (int32 sums).
+func standIns(f *cudafake.Fake) {
+	sum := func(f *cudafake.Fake, c kernels.Comm, src []uintptr, at, count int, dst []uintptr) {
+		for i := range count {
+			var v int32
+			for _, p := range src {
+				v += int32(binary.LittleEndian.Uint32(mem(f, p+uintptr(4*(at+i)), 4)))
+			}
+			for _, p := range dst {
+				binary.LittleEndian.PutUint32(mem(f, p+uintptr(4*i), 4), uint32(v))
+			}
+		}
+	}
+	f.RegisterKernel("gccl_allreduce_twoshot_i32_sum", func(f *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
+		c, count := decodeComm(a.Arg(0)), int(a.Uint64(1))
+		per := (count + int(c.NRanks) - 1) / int(c.NRanks)
+		b, e := min(count, per*int(c.Rank)), min(count, per*int(c.Rank+1))
+		dst := make([]uintptr, c.NRanks)
+		for r := range dst {
+			dst[r] = c.Out[r] + uintptr(4*b)
+		}
+		sum(f, c, c.In[:c.NRanks], b, e-b, dst)
+		return nil
+	})
+	f.RegisterKernel("gccl_reducescatter_i32_sum", func(f *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
+		c, count := decodeComm(a.Arg(0)), int(a.Uint64(1))
+		sum(f, c, c.In[:c.NRanks], int(c.Rank)*count, count, []uintptr{c.Out[c.Rank]})
+		return nil
+	})
+	f.RegisterKernel(kernels.AllGather, func(f *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
+		c, nb := decodeComm(a.Arg(0)), int(a.Uint64(1))
+		for r := range c.NRanks {
+			copy(mem(f, c.Out[r]+uintptr(int(c.Rank)*nb), nb), mem(f, c.In[c.Rank], nb))
+		}
+		return nil
+	})
+	f.RegisterKernel(kernels.Broadcast, func(f *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
+		c, nb := decodeComm(a.Arg(0)), int(a.Uint64(1))
+		for r := range c.NRanks {
+			if r != c.Root {
+				copy(mem(f, c.Out[r], nb), mem(f, c.In[c.Root], nb))
+			}
+		}
+		return nil
+	})
+}
+
+// register registers one buffer per rank collectively.
+func register(t *testing.T, rs []*regRank, ptrs []uintptr, size int) []*bufreg.Handle {
+	hs, errs := make([]*bufreg.Handle, len(rs)), make([]error, len(rs))
+	var wg sync.WaitGroup
+	for r, x := range rs {
+		wg.Go(func() { hs[r], errs[r] = bufreg.RegisterOn(x, x.boot, ptrs[r], size) })
+	}
+	wg.Wait()
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+		require.Len(t, hs[r].Registration().Peers, len(rs))
+	}
+	return hs
+}
+
+func randInt32s(rng *rand.Rand, n int) ([]byte, []int32) {
+	b, v := make([]byte, 4*n), make([]int32, n)
+	for i := range v {
+		v[i] = int32(rng.Uint32() >> 3)
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(v[i]))
+	}
+	return b, v
+}
