@@ -155,8 +155,11 @@ func (g *gpuBackend) hold(bufs []regBuf, s cuda.Stream) (func(ok bool) error, er
 			}
 			return err
 		}
-		// The host function must not call the driver: release on a goroutine.
-		if err := g.drv.LaunchHostFunc(s, func() { go all() }); err != nil {
+		// Released synchronously, so a caller that saw the stream finish may
+		// deregister at once. It never calls the driver (a host function
+		// must not): a collective registration keeps a handle while used,
+		// so dropping a use never releases its resources.
+		if err := g.drv.LaunchHostFunc(s, all); err != nil {
 			all()
 			return err
 		}
