@@ -16,7 +16,15 @@
 // # Local registration
 //
 // Register(comm, ptr, size) and Deregister(handle) play ncclCommRegister
-// and ncclCommDeregister. A registration records what the memory is (host
+// and ncclCommDeregister. On a communicator with a bootstrap network
+// Register is collective (RegisterOn): every rank calls it with its own
+// buffer, in the same order, and each maps every peer's buffer once
+// (Registration.Peers), so the GPU engine can let kernels load and store
+// peers' registered buffers with no staging copy; LookupNet finds them by
+// the communicator's bootstrap. cuMem (MemAlloc) memory is shared as a file
+// descriptor, which gccl passes only between ranks of one process: across
+// processes such a registration has no Peers and its operations stage.
+// A registration records what the memory is (host
 // shared memory, a cuMem allocation, or cudaMalloc memory shared through
 // a CUDA IPC handle) so that the engine can Export it to peers, which map
 // it and read or write it directly: registered buffers skip the staging
