@@ -14,7 +14,7 @@
 // global sequence of phases and each phase's messages form an acyclic graph,
 // so the schedules cannot deadlock.
 //
-// Three algorithms are provided:
+// Three message-passing algorithms are provided, and a fourth without steps:
 //
 //   - Ring: reduce-scatter then all-gather around the ring for AllReduce,
 //     the two halves alone for ReduceScatter and AllGather, and a pipelined
@@ -25,6 +25,11 @@
 //     binary tree rooted at the root for Broadcast and Reduce.
 //   - Direct: every rank exchanges with every other rank in one step: lowest
 //     latency for small counts, and the shape of all-to-all patterns.
+//   - ZeroCopy: ranks on one host map each other's buffers and each rank
+//     reduces or copies its own slice (Slices) directly, in cache-sized
+//     Blocks. It has no step schedule (Build rejects it) and Choose never
+//     picks it; the engine tries it first where it can and falls back to
+//     Choose's pick. GCCL_ALGO=^zerocopy turns it off.
 //
 // Choose picks an algorithm from an alpha-beta cost model per transport,
 // restricted by the GCCL_ALGO / NCCL_ALGO allow list (see ParseAllowed).

@@ -24,6 +24,27 @@
 // records the engine's async error (AsyncError) and the stream's Synchronize
 // returns it. Every wait is bounded by Config.Timeout and cut short by Abort.
 //
+// Zero-copy: when every rank is on one host (all peers reached through
+// SHM) New also sets up a control block per rank (one page of host shared
+// memory that every peer maps) and the collectives first try the ZeroCopy
+// algorithm (GCCL_ALGO can exclude it: "^zerocopy"). Each rank publishes
+// where its buffers lie (region name, inode, offset) and arrives at a
+// barrier; if every buffer the kind needs is in memory from a host device's
+// Alloc, every rank maps its peers' regions (cached per peer, at most 16,
+// keyed by name and inode so a reused name is remapped) and works on its own
+// slice: AllReduce and Reduce reduce slice r of every input, block by block
+// in a private accumulator, and store it into every output (or the root's);
+// ReduceScatter reduces block r into the rank's own output; AllGather and
+// Broadcast copy the peers' inputs into the rank's own output. A second
+// barrier ends the operation. Otherwise every rank reaches the same verdict
+// from the same published descriptors and runs the step schedule instead.
+// The barriers are sequence words in the control blocks: a waiter spins
+// briefly, yields, then sleeps on a futex that the last arrival wakes; every
+// wait checks the deadline, Abort, the peer's failure flag and whether the
+// peer's process still runs. Descriptors alternate between two sets by
+// barrier parity, so a rank that runs ahead never overwrites what a slower
+// peer still reads.
+//
 // Avg reduces as Sum then divides by the rank count; operators made by
 // CreatePreMulSum reduce as Sum then scale by their scalar. The arithmetic
 // is DefaultReducer (package internal/reduce: every data type and operator)

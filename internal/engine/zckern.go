@@ -18,15 +18,17 @@ import (
 //   - Broadcast: rank r copies the root's input into its own output.
 //
 // Inputs are folded in rank order, so a result does not depend on which
-// rank computed it. The accumulator makes in-place operation safe: a block
-// is read from every input before it is stored anywhere.
+// rank computed it. The private accumulator makes in-place operation safe:
+// a block is read from every input before it is stored anywhere but at the
+// index being read.
 func (zo *zcOp) run() error {
 	n, r, es := zo.n, zo.r, zo.es
 	cnt := zo.count * es
 	switch zo.kind {
 	case algo.AllReduce, algo.Reduce:
 		s := algo.Slices(zo.count, n, es)[r]
-		outs := zo.recv
+		outs := append([][]byte{zo.recv[r]}, zo.recv[:r]...) // its own first: local stores
+		outs = append(outs, zo.recv[r+1:]...)
 		if zo.kind == algo.Reduce {
 			outs = zo.recv[zo.root : zo.root+1]
 		}
@@ -46,32 +48,45 @@ func (zo *zcOp) run() error {
 
 // reduceSpan reduces the elements of span s over every rank's input
 // (in(j, byteOff) is rank j's input from that byte offset) and stores the
-// result at the same byte offset in each of outs.
+// result at the same byte offset in each of outs. The inputs but the last
+// are folded into the accumulator; the last fold writes outs[0] directly
+// (an input it aliases in place was either folded already or is read at the
+// very index being written), and the other outputs are copied from it.
 func (zo *zcOp) reduceSpan(s algo.Span, in func(j, off int) []byte, outs [][]byte) error {
 	es := zo.es
 	for _, b := range algo.Blocks(s, es, len(zo.tmp)) {
 		off, k := b.Off*es, b.Len*es
-		acc := zo.tmp[:k]
-		if zo.n == 1 {
-			copy(acc, in(0, off)[:k])
-		} else if err := zo.combine(acc, in(0, off)[:k], in(1, off)[:k]); err != nil {
+		first := outs[0][off : off+k]
+		if err := zo.fold(first, in, off, k); err != nil {
 			return err
 		}
-		for j := 2; j < zo.n; j++ {
-			if err := zo.combine(acc, acc, in(j, off)[:k]); err != nil {
-				return err
-			}
-		}
 		if zo.post != nil {
-			if err := zo.post(acc); err != nil {
+			if err := zo.post(first); err != nil {
 				return err
 			}
 		}
-		for _, out := range outs {
-			copy(out[off:off+k], acc)
+		for _, out := range outs[1:] {
+			copy(out[off:off+k], first)
 		}
 	}
 	return nil
+}
+
+// fold sets dst to the reduction of the k bytes at off of every input.
+func (zo *zcOp) fold(dst []byte, in func(j, off int) []byte, off, k int) error {
+	n := zo.n
+	if n == 1 {
+		copyIfMoved(dst, in(0, off)[:k])
+		return nil
+	}
+	acc := in(0, off)[:k]
+	for j := 1; j < n-1; j++ {
+		if err := zo.combine(zo.tmp[:k], acc, in(j, off)[:k]); err != nil {
+			return err
+		}
+		acc = zo.tmp[:k]
+	}
+	return zo.combine(dst, acc, in(n-1, off)[:k])
 }
 
 // copyIfMoved copies src to dst unless they are the same bytes (in place).
