@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/env"
 )
 
 // The fatbin directory always holds README.md, so the embed compiles
@@ -32,6 +33,12 @@ const (
 func Fatbin() ([]byte, error) {
 	if img := overridden(); img != nil {
 		return img, nil
+	}
+	if dir := env.Get().FatbinDir; dir != "" {
+		if err := UseBuilt(dir); err != nil {
+			return nil, fmt.Errorf("GCCL_FATBIN_DIR: %w", err)
+		}
+		return overridden(), nil
 	}
 	img, err := built.ReadFile(fatbinPath)
 	if err != nil {

@@ -33,6 +33,7 @@ type Settings struct {
 	SocketNThreads  int
 	NSocksPerThread int
 	ChunkSize       int
+	FatbinDir       string // a kernels/build.sh output to load instead of the embedded fatbin
 
 	// Warnings lists the variables whose values could not be parsed; their
 	// defaults were used instead.
@@ -168,6 +169,7 @@ func load(lookup func(string) (string, bool)) *Settings {
 		NSocksPerThread: l.integer("GCCL_NSOCKS_PERTHREAD", 0),
 		ChunkSize:       l.integer("GCCL_CHUNKSIZE", 0),
 	}
+	s.FatbinDir = l.str("GCCL_FATBIN_DIR", "")
 	s.Device = strings.ToLower(l.str("GCCL_DEVICE", "auto"))
 	switch s.Device {
 	case "auto", "host", "cuda":

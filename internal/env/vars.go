@@ -25,6 +25,7 @@ var Vars = []Var{
 	{"GCCL_COMM_BLOCKING", "NCCL_COMM_BLOCKING", "1", "0 makes communicators nonblocking by default (Config.Blocking overrides)"},
 	{"GCCL_TIMEOUT", "", "5m", "deadline of every wait, as a Go duration (30s, 2m); Config.Timeout overrides"},
 	{"GCCL_DEVICE", "", "auto", "backend: auto (GPU if a driver is present), host or cuda"},
+	{"GCCL_FATBIN_DIR", "", "(empty)", "directory where kernels/build.sh just wrote gccl.fatbin and sources.sha256: load that instead of the embedded fatbin (its sources must match this binary's)"},
 	{"GCCL_NTHREADS", "NCCL_NTHREADS", "0", "threads per CTA on the GPU (0 = chosen per operation)"},
 	{"GCCL_SOCKET_NTHREADS", "NCCL_SOCKET_NTHREADS", "0", "helper goroutines per socket connection (0 = automatic)"},
 	{"GCCL_NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD", "0", "sockets per helper goroutine (0 = automatic)"},
