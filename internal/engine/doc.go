@@ -36,7 +36,11 @@
 // in a private accumulator, and store it into every output (or the root's);
 // ReduceScatter reduces block r into the rank's own output; AllGather and
 // Broadcast copy the peers' inputs into the rank's own output. A second
-// barrier ends the operation. Otherwise every rank reaches the same verdict
+// barrier ends the operation. Operations whose input is at most 64 KiB are
+// staged instead: each rank copies its input into its control block's
+// staging area, one barrier, and each rank computes its own output from
+// every area (any host memory works; nothing of the user's is mapped).
+// Otherwise every rank reaches the same verdict
 // from the same published descriptors and runs the step schedule instead.
 // The barriers are sequence words in the control blocks: a waiter spins
 // briefly, yields, then sleeps on a futex that the last arrival wakes; every

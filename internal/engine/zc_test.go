@@ -170,7 +170,7 @@ func TestZeroCopyMapped(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	w := newWorld(t, 3, "")
 	for _, kind := range zcKinds {
-		w.runZC(t, zcCase{kind: kind, count: 5000 + rng.IntN(5000), root: rng.IntN(3), op: gccl.Sum, inPlace: rng.IntN(2) == 0}, rng, -1)
+		w.runZC(t, zcCase{kind: kind, count: stageBytes/4 + rng.IntN(5000), root: rng.IntN(3), op: gccl.Sum, inPlace: rng.IntN(2) == 0}, rng, -1)
 	}
 	for r, e := range w.engines {
 		for p := range e.zc.maps {
@@ -182,7 +182,7 @@ func TestZeroCopyMapped(t *testing.T) {
 	}
 	// More regions than the cache holds: entries are evicted, results stay right.
 	for range maxMapsPerPeer + 3 {
-		w.runZC(t, zcCase{kind: AllReduce, count: 257, op: gccl.Sum}, rng, -1)
+		w.runZC(t, zcCase{kind: AllReduce, count: stageBytes/4 + 257, op: gccl.Sum}, rng, -1)
 	}
 	for _, e := range w.engines {
 		for p := range e.zc.maps {
@@ -197,13 +197,19 @@ func TestZeroCopyFallback(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	w := newWorld(t, 4, "")
 	for _, kind := range zcKinds {
-		c := zcCase{kind: kind, count: 3001, root: 1, op: gccl.Sum}
+		c := zcCase{kind: kind, count: stageBytes/4 + 3001, root: 1, op: gccl.Sum}
 		w.runZC(t, c, rng, 1)
 		require.Zero(t, w.zcRuns(), "%v: a heap buffer on rank 1 must force the fallback", kind)
 	}
 	// Rank 3's heap buffers are only its own business in a Broadcast from 0.
-	w.runZC(t, zcCase{kind: Broadcast, count: 999, root: 0}, rng, 3)
+	w.runZC(t, zcCase{kind: Broadcast, count: stageBytes / 2, root: 0}, rng, 3)
 	require.Equal(t, uint64(4), w.zcRuns())
+	// Small operations are staged: heap buffers anywhere are fine.
+	for _, kind := range zcKinds {
+		w.runZC(t, zcCase{kind: kind, count: 999, root: 1, op: gccl.Max, inPlace: kind == AllGather}, rng, 1)
+	}
+	require.Equal(t, uint64(4+4*len(zcKinds)), w.zcRuns())
+	require.Equal(t, uint64(len(zcKinds)), w.engines[0].zc.staged)
 	// With zerocopy excluded, nothing takes it.
 	w2 := newWorld(t, 2, "^zerocopy")
 	w2.runZC(t, zcCase{kind: AllReduce, count: 100, op: gccl.Sum}, rng, -1)

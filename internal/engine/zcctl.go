@@ -14,13 +14,17 @@ import (
 	"github.com/gccl/gccl/internal/algo"
 )
 
-// Layout of a rank's control block, one page of host shared memory that the
-// rank writes and its peers map and read. Words written at different times
-// sit on different cache lines. Two descriptor sets alternate by barrier
-// parity, so a rank that ran ahead never overwrites descriptors a slower
-// peer has still to read.
+// Layout of a rank's control block, host shared memory that the rank
+// writes and its peers map and read: a header page, then two staging areas
+// for small operations. Words written at different times sit on different
+// cache lines. Descriptor sets and staging areas alternate by barrier
+// parity, so a rank that runs ahead never overwrites what a slower peer has
+// still to read: it writes parity p again only after the next barrier,
+// which every peer reaches after its reads.
 const (
-	ctlBytes   = 4096
+	ctlHeader  = 4096
+	stageBytes = 64 << 10 // per staging area: the largest input staged
+	ctlBytes   = ctlHeader + 2*stageBytes
 	offSeq     = 0   // uint32: barriers this rank has arrived at
 	offWaiters = 64  // uint32: peers sleeping on offSeq
 	offFailed  = 128 // uint32: set once this rank failed an operation
@@ -66,6 +70,12 @@ func (c ctlBlock) seq() counter { return counter{seq: c.u32(offSeq), waiters: c.
 func (c ctlBlock) failed() bool { return atomic.LoadUint32(c.u32(offFailed)) != 0 }
 
 func (c ctlBlock) pid() uint32 { return atomic.LoadUint32(c.u32(offPid)) }
+
+// stage is the staging area of the barrier parity.
+func (c ctlBlock) stage(parity uint32) []byte {
+	off := ctlHeader + int(parity&1)*stageBytes
+	return c.mem[off : off+stageBytes]
+}
 
 func (c ctlBlock) desc(parity uint32, i int) []byte {
 	off := offDescs + (int(parity&1)*2+i)*descBytes
@@ -114,7 +124,8 @@ type zeroCopy struct {
 	unmaps []func() error
 	maps   []peerMaps // per rank
 	seq    uint32     // barriers passed
-	runs   uint64     // operations run zero-copy
+	runs   uint64     // operations run zero-copy (staged ones included)
+	staged uint64     // operations run through the staging areas
 	tmp    []byte     // accumulator of one block
 }
 

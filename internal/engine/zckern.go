@@ -17,6 +17,10 @@ import (
 //   - AllGather: rank r copies every rank's input into its own output.
 //   - Broadcast: rank r copies the root's input into its own output.
 //
+// Staged (small) operations read the ranks' staging areas instead, and
+// every rank computes its whole output alone: AllReduce and the root of a
+// Reduce reduce every element.
+//
 // Inputs are folded in rank order, so a result does not depend on which
 // rank computed it. The private accumulator makes in-place operation safe:
 // a block is read from every input before it is stored anywhere but at the
@@ -26,6 +30,12 @@ func (zo *zcOp) run() error {
 	cnt := zo.count * es
 	switch zo.kind {
 	case algo.AllReduce, algo.Reduce:
+		if zo.staged { // every rank (the root of a Reduce) reduces everything into its own output
+			if zo.kind == algo.Reduce && r != zo.root {
+				return nil
+			}
+			return zo.reduceSpan(algo.Span{Len: zo.count}, func(j, off int) []byte { return zo.send[j][off:] }, zo.recv[r:r+1])
+		}
 		s := algo.Slices(zo.count, n, es)[r]
 		outs := append([][]byte{zo.recv[r]}, zo.recv[:r]...) // its own first: local stores
 		outs = append(outs, zo.recv[r+1:]...)

@@ -15,6 +15,7 @@ import (
 // buffers, mapped into this process (nil where a rank does not use one).
 type zcOp struct {
 	kind    algo.Kind
+	staged  bool // inputs are the ranks' staging areas; each rank computes only its own output
 	n, r    int
 	root    int
 	count   int
@@ -45,6 +46,9 @@ func (e *Engine) tryZeroCopy(ctx context.Context, o *Op, combine combineFunc, po
 		}
 	}()
 	sendSz, recvSz := o.sizes(e.nranks)
+	if sendSz <= stageBytes {
+		return true, e.zcStaged(ctx, o, combine, post)
+	}
 	parity := z.seq + 1
 	z.own.putDesc(parity, 0, describe(o.Send, sendSz))
 	z.own.putDesc(parity, 1, describe(o.Recv, recvSz))
@@ -69,6 +73,37 @@ func (e *Engine) tryZeroCopy(ctx context.Context, o *Op, combine combineFunc, po
 	}
 	z.runs++
 	return true, e.zcBarrier(ctx)
+}
+
+// zcStaged runs a small operation through the staging areas: each rank
+// copies its input into its own area, all meet at one barrier, and each
+// rank computes its own output from every area. One barrier suffices: an
+// area is written again two operations later, after a barrier every peer
+// reaches only once done reading it. Any host memory works: nothing of the
+// user's is mapped.
+func (e *Engine) zcStaged(ctx context.Context, o *Op, combine combineFunc, post func([]byte) error) error {
+	z := e.zc
+	sendSz, recvSz := o.sizes(e.nranks)
+	parity := z.seq + 1
+	kind := o.Kind.collective()
+	if kind != algo.Broadcast || e.rank == o.Root {
+		copy(z.own.stage(parity), hostBytes(o.Send, sendSz))
+	}
+	if err := e.zcBarrier(ctx); err != nil {
+		return err
+	}
+	zo := &zcOp{kind: kind, staged: true, n: e.nranks, r: e.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
+		send: make([][]byte, e.nranks), recv: make([][]byte, e.nranks), combine: combine, post: post, tmp: z.tmp}
+	for r := range zo.send {
+		zo.send[r] = z.ctl[r].stage(parity)[:sendSz]
+	}
+	zo.recv[e.rank] = hostBytes(o.Recv, recvSz)
+	if err := zo.run(); err != nil {
+		return err
+	}
+	z.runs++
+	z.staged++
+	return nil
 }
 
 // shareable reports whether every buffer the kind reads or writes remotely
