@@ -9,6 +9,15 @@
 #   run-gpu.sh             runs all of it there: bundle/run-gpu.sh
 # The binaries link the system's libmpi.so.40 (Open MPI 4.x) and dlopen
 # libcuda.so.1; build against Open MPI (the default), not MPICH.
+#
+# Every binary embeds the 10 MB kernel fatbin, so DIR is ~250 MB even
+# stripped and trimmed. To carry it, the script also writes one xz archive
+# with a dictionary large enough to share the repeated fatbin and runtime
+# between the binaries (~12 MB), at $BUNDLE_ARCHIVE (default
+# out/gpu-bundle.tar.xz; "none" skips it), and fails if that is over
+# $BUNDLE_LIMIT_MIB (default 50). On the GPU machine:
+#   tar -xJf out/gpu-bundle.tar.xz -C /tmp && /tmp/bundle/run-gpu.sh
+# (without xz: python3 -c 'import tarfile; tarfile.open("out/gpu-bundle.tar.xz").extractall("/tmp")').
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-bundle}
@@ -47,3 +56,17 @@ fi
 cp scripts/run-gpu.sh scripts/mpirun.sh "$dir/"
 git rev-parse HEAD >"$dir/COMMIT" 2>/dev/null || true
 echo "bundle ready: $dir ($(du -sh "$dir" | cut -f1)); on the GPU machine run $dir/run-gpu.sh"
+
+archive=${BUNDLE_ARCHIVE:-out/gpu-bundle.tar.xz}
+[ "$archive" != none ] || exit 0
+mkdir -p "$(dirname "$archive")"
+# One xz stream (-T1): blocks of a multi-threaded run could not share the fatbin.
+tar -C "$(dirname "$dir")" -cf - "$(basename "$dir")" | xz -T1 --lzma2=preset=2,dict=256MiB >"$archive.tmp"
+mv "$archive.tmp" "$archive"
+mib=$(($(stat -c %s "$archive") / 1048576))
+limit=${BUNDLE_LIMIT_MIB:-50}
+echo "archive: $archive (${mib} MiB); unpack with: tar -xJf $archive -C /tmp && /tmp/$(basename "$dir")/run-gpu.sh"
+if [ "$mib" -gt "$limit" ]; then
+	echo "gpu-bundle.sh: $archive is ${mib} MiB, over the ${limit} MiB that can be carried to the GPU machine" >&2
+	exit 1
+fi

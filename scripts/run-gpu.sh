@@ -17,7 +17,12 @@ failed=()
 check() { # check NAME COMMAND... — run, print PASS/FAIL, remember failures
 	local name=$1
 	shift
-	if "$@"; then echo "PASS  $name"; else echo "FAIL  $name"; failed+=("$name"); fi
+	if "$@"; then echo "PASS  $name"; else echo "FAIL  $name"; failed+=("$name"); return 1; fi
+}
+to_file() { # to_file FILE COMMAND... — run with stdout and stderr into FILE
+	local file=$1
+	shift
+	"$@" >"$file" 2>&1
 }
 
 for d in tests/*/; do
@@ -28,17 +33,46 @@ for n in $(printf '%s\n' 2 "$np" | sort -un); do
 	[ "$n" -le "$np" ] || continue
 	check "mpiboot np=$n" ./mpirun.sh "$n" mpi/mpiboot.test -test.count=1
 	check "integration np=$n" ./mpirun.sh "$n" mpi/mpi.test -test.count=1 -test.timeout=280s
+	check "gpu suite np=$n" ./mpirun.sh "$n" tests/test-gpu/pkg.test -test.count=1 -gccl.large=false
 	for ex in onedevice progress gompi; do
 		check "example $ex np=$n" ./mpirun.sh "$n" "examples/$ex"
 	done
 done
+if [ "$ngpu" -ge 4 ]; then # the GPU suite with two GPUs per process
+	check "gpu suite several GPUs np=$((ngpu / 2))" ./mpirun.sh $((ngpu / 2)) tests/test-gpu/pkg.test -test.count=1 -test.run TestSeveralGPUs
+fi
 if [ "$ngpu" -ge 2 ]; then # two GPUs per process
 	check "example multidevice np=$((ngpu / 2))" ./mpirun.sh $((ngpu / 2)) examples/multidevice -ngpus 2
 fi
 check "example singleprocess ndev=$ngpu" examples/singleprocess -ndev "$ngpu"
-if [ -x bin/gccl-perf ]; then
-	# shellcheck disable=SC2086
-	check "gccl-perf np=$np" ./mpirun.sh "$np" bin/gccl-perf ${PERF_ARGS:-}
+
+# perf NAME ARGS... — one gccl-perf run against NCCL; with OUT, its table
+# goes to $OUT/perf/NAME.txt (CSV and PNG beside it) and only its verdict
+# and summary lines are printed.
+perf() {
+	local name=$1
+	shift
+	if [ -z "${OUT:-}" ]; then
+		check "gccl-perf $name np=$np" ./mpirun.sh "$np" bin/gccl-perf "$@"
+		return
+	fi
+	local base="$OUT/perf/$name"
+	check "gccl-perf $name np=$np" to_file "$base.txt" ./mpirun.sh "$np" bin/gccl-perf "$@" -csv "$base.csv" -png "$base.png" ||
+		tail -n 8 "$base.txt"
+	grep -E '^# (gccl-perf|Out of bounds|nccl out of bounds|time ratio|Summary)|^#  +op|^ +[a-z]+ .*@' "$base.txt"
+}
+if [ -x bin/gccl-perf ] && [ "${PERF:-1}" != 0 ]; then
+	[ -z "${OUT:-}" ] || mkdir -p "$OUT/perf"
+	read -r lo hi <<<"${PERF_RANGE:-8 1G}"
+	for op in ${PERF_OPS:-allreduce allgather reducescatter broadcast reduce sendrecv}; do
+		for mode in ${PERF_MODES:-eager graph}; do
+			graph=-graph=false
+			[ "$mode" = graph ] && graph=-graph
+			# shellcheck disable=SC2086
+			perf "$op-$mode" -op "$op" -b "$lo" -e "$hi" -f 2 -baseline nccl "$graph" \
+				-checkmax "${PERF_CHECKMAX:-64M}" ${PERF_ARGS:-}
+		done
+	done
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then
