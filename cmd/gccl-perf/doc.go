@@ -14,20 +14,42 @@
 // on random inputs with its output poisoned (each element set to the
 // complement of its expected value) and counts the elements that differ
 // from a reference (internal/reduce: exact for integers, a relative
-// tolerance for floats); then it runs -w warm-up and -n timed iterations,
-// each timed from launch to completion on the rank. The ranks all-gather
-// their times (MPI, or an in-process exchange): an iteration's time is the
-// slowest rank's, a size's time is the median over iterations, and the
-// bandwidths follow nccl-tests (algbw = size/time, busbw = algbw × the
-// operation's bus factor). Sizes and counts are those nccl-tests prints:
-// for all-gather, reduce-scatter and all-to-all the size is the whole
-// buffer and the count argument is size/nranks.
+// tolerance for floats); then it runs -w warm-up and the timed iterations.
+// The ranks all-gather their times (MPI, or an in-process exchange): an
+// iteration's time is the slowest rank's, a size's time is the median over
+// iterations, and the bandwidths follow nccl-tests (algbw = size/time,
+// busbw = algbw × the operation's bus factor). Sizes and counts are those
+// nccl-tests prints: for all-gather, reduce-scatter and all-to-all the
+// size is the whole buffer and the count argument is size/nranks.
+// -checkmax bounds the checked sizes (larger rows show N/A).
+//
+// Timing. On the host backend each iteration is timed on the host, from
+// launch to completion. On a GPU, gccl and the NCCL baseline are timed
+// alike, as nccl-tests times NCCL: CUDA events recorded on the stream. The
+// warm-up is -w operations launched back to back; a timed iteration is a
+// batch of operations between two events, divided by the batch (-batch, or
+// automatically ceil(1 MiB/size) up to 32, so that tiny operations are
+// not timed by the host's launch latency). With -graph, -n operations are
+// captured into one CUDA graph (after the same eager warm-up), launched
+// once untimed, then -launches times between events; an iteration is one
+// launch divided by -n. The checked run then runs as a one-operation graph,
+// and out of place the result left by the timed launches is checked again.
+//
+// -register allocates the buffers with bufreg.MemAlloc (cuMem VMM on a
+// GPU, as ncclMemAlloc) and registers them with gccl (bufreg.Register) and
+// with the NCCL baseline (ncclCommRegister); each table's title says which
+// libraries the buffers are registered with.
 //
 // Rank 0 prints one table per operation in nccl-tests' layout, with the
 // baseline's columns and the time ratio gccl/baseline per size (below 1:
 // gccl is faster), then the wrong-element totals, the average bus
-// bandwidth and the geometric mean of the ratios. -csv, -png and -json
-// write the same rows to files; -progress shows the sweep on stderr.
+// bandwidth and the geometric mean of the ratios. After the last table of
+// a run with a baseline comes a summary: per operation, the geometric mean
+// of the time ratio in the size bands of the project's goals (<= 64 KiB,
+// 256 KiB-16 MiB, >= 128 MiB; perf.Bands) and each library's peak bus
+// bandwidth. -csv, -png and -json write the rows to files (with -op all,
+// one CSV and one PNG per operation: out.csv -> out-allreduce.csv);
+// -progress shows the sweep on stderr.
 //
 // Baselines (-baseline): "mpi" runs MPI_Allreduce, MPI_Allgather,
 // MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce, MPI_Sendrecv and
@@ -35,11 +57,12 @@
 // mpirun and MPI's native types (int8..uint64, float32, float64) and
 // operators (sum, prod, max, min). "nccl" is registered by the GPU build
 // in the baselines table. A baseline is a small interface (Name, Supports,
-// Run, Close), so others plug in the same way.
+// Close, plus Run for the host backend or Launch for GPU streams; Register
+// and Deregister for -register), so others plug in the same way.
 //
 // -inplace runs the in-place forms as NCCL defines them (send/recv and
-// all-to-all have none and are skipped). -graph asks for CUDA graph launch,
-// which the host backend does not have: it stops with an error saying so.
+// all-to-all have none and are skipped). The host backend has no CUDA
+// graphs: -graph there stops with an error saying so.
 //
 // Exit status: 0 success, 1 a failure (printed on stderr by the rank that
 // saw it; under mpirun the job is aborted so no rank waits), 2 bad flags,
