@@ -38,8 +38,8 @@ type opResult struct {
 }
 
 // sweep measures op at every size of the configuration.
-func (r *ranker) sweep(op perf.Op) (opResult, error) {
-	res := opResult{op: op, gcclWrong: -1, baseWrong: -1}
+func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
+	res = opResult{op: op, gcclWrong: -1, baseWrong: -1}
 	if rooted(op) && r.cfg.root >= r.nranks {
 		return res, fmt.Errorf("-r %d is not a rank of this %d-rank run", r.cfg.root, r.nranks)
 	}
@@ -63,7 +63,11 @@ func (r *ranker) sweep(op perf.Op) (opResult, error) {
 	if err != nil {
 		return res, err
 	}
-	defer mem.free()
+	defer func() {
+		if ferr := mem.free(); ferr != nil && err == nil {
+			err = fmt.Errorf("%s: releasing the buffers: %w", op, ferr)
+		}
+	}()
 	tab := perf.Table{W: r.out, Baseline: res.baseName}
 	tab.Header(r.title(op, mem))
 	for i, size := range sizes {

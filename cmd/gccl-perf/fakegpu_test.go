@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/stretchr/testify/assert"
@@ -124,3 +126,40 @@ func TestWriteSummaryOfRun(t *testing.T) {
 	writeSummary(&none, []opResult{{op: perf.AllReduce, rows: results[0].rows}})
 	assert.Empty(t, none.String(), "no summary without a baseline")
 }
+
+// stuckReg is a registrar whose deregistration fails.
+type stuckReg struct{ *fakeLib }
+
+func (s stuckReg) Deregister(p uintptr) error { return errors.New("deregistration refused") }
+
+// A registration that cannot be undone fails the sweep instead of being
+// ignored, and an arena that failed half way undoes what it did.
+func TestArenaReleaseFailures(t *testing.T) {
+	lib, base := fakePair(t, 0)
+	r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "64", "-n", "1", "-register"}, lib, nil)
+	r.base = stuckReg{base}
+	_, err := r.sweep(perf.Broadcast)
+	assert.ErrorContains(t, err, "releasing the buffers")
+	assert.ErrorContains(t, err, "deregistration refused")
+
+	// A registrar refusing: gccl's registration and the allocation are undone.
+	var refused uintptr
+	a, err := newArena(lib.dev, 4096, true, oneRank{lib.dev}, map[string]registrar{"no": refusing{&refused}})
+	require.ErrorContains(t, err, "registration refused")
+	assert.Nil(t, a)
+	require.NotZero(t, refused)
+	_, live := bufreg.AllocSize(refused)
+	assert.False(t, live, "the bufreg.MemAlloc memory is freed")
+	_, _, found := bufreg.Lookup(oneRank{lib.dev}, refused, 1)
+	assert.False(t, found, "gccl's registration is undone")
+	assert.NoError(t, (*arena)(nil).free())
+}
+
+// refusing is a registrar that refuses, remembering the address.
+type refusing struct{ at *uintptr }
+
+func (r refusing) Register(p uintptr, size int) error {
+	*r.at = p
+	return errors.New("registration refused")
+}
+func (r refusing) Deregister(p uintptr) error { return nil }
