@@ -247,3 +247,38 @@ func TestZeroCopyPeerMissing(t *testing.T) {
 		require.Less(t, time.Since(start), 5*time.Second)
 	}
 }
+
+// TestDescriptorRoundTrip writes random descriptors and random garbage into
+// a control block: what is read back is what was written, or "not ok", and
+// never a name or offset outside its bounds.
+func TestDescriptorRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	c := ctlBlock{make([]byte, ctlBytes)}
+	for i := range 2000 {
+		parity, which := uint32(rng.IntN(4)), rng.IntN(2)
+		if i%2 == 0 {
+			name := make([]byte, rng.IntN(descBytes-descName+1))
+			for k := range name {
+				name[k] = byte('a' + rng.IntN(26))
+			}
+			d := bufDesc{ok: true, pid: rng.Uint32(), base: uintptr(rng.Uint64()), size: 1 + rng.IntN(1<<30),
+				ino: rng.Uint64(), name: string(name)}
+			d.off = rng.IntN(d.size + 1)
+			c.putDesc(parity, which, d)
+			require.Equal(t, d, c.getDesc(parity, which))
+			continue
+		}
+		b := c.desc(parity, which)
+		for k := range b {
+			b[k] = byte(rng.Uint32())
+		}
+		b[0], b[1], b[2], b[3] = 1, 0, 0, 0
+		d := c.getDesc(parity, which)
+		if d.ok {
+			require.LessOrEqual(t, len(d.name), descBytes-descName)
+			require.Positive(t, d.size)
+			require.GreaterOrEqual(t, d.off, 0)
+			require.LessOrEqual(t, d.off, d.size)
+		}
+	}
+}

@@ -147,6 +147,9 @@ func (e *Engine) zcResolve(zo *zcOp, d [][2]bufDesc, sendSz, recvSz int) error {
 			if !need || size == 0 {
 				continue
 			}
+			if size > d[r][i].size-d[r][i].off { // off <= size: no overflow
+				return gccl.Errorf(gccl.RemoteError, "peer", "rank %d published a %d-byte buffer at offset %d of a %d-byte region", r, size, d[r][i].off, d[r][i].size)
+			}
 			p, err := e.zc.maps[r].resolve(d[r][i])
 			if err != nil {
 				return wrapPeer(err, r, "mapping the buffer of")
