@@ -135,10 +135,10 @@ type zeroCopy struct {
 // not possible: ranks on several hosts, SHM disabled, or mapping failed.
 func (e *Engine) setupZeroCopy(ctx context.Context) (*zeroCopy, error) {
 	z := &zeroCopy{ctl: make([]ctlBlock, e.nranks), unmaps: make([]func() error, e.nranks), maps: make([]peerMaps, e.nranks)}
-	var mine []byte
+	mine := []byte{0} // never empty: not every bootstrap carries empty contributions; 1+name when usable
 	if e.allLocal() {
 		if err := z.alloc(); err == nil {
-			mine = []byte(z.ctlName())
+			mine = append([]byte{1}, z.ctlName()...)
 		} else {
 			e.log.Debug("gccl: zero-copy disabled: no control block", "err", err)
 		}
@@ -151,7 +151,7 @@ func (e *Engine) setupZeroCopy(ctx context.Context) (*zeroCopy, error) {
 		return nil, firstErr(gccl.Errorf(gccl.Code(err), "bootstrap", "exchanging zero-copy control blocks: %w", err), z.close(false))
 	}
 	ok := []byte{0}
-	if mine != nil && z.mapPeers(e.rank, names) == nil {
+	if mine[0] == 1 && z.mapPeers(e.rank, names) == nil {
 		ok[0] = 1
 	}
 	oks, err := e.boot.AllGather(ctx, ok)
@@ -198,6 +198,10 @@ func (z *zeroCopy) ctlName() string {
 // mapPeers maps every rank's control block; its own is used in place.
 func (z *zeroCopy) mapPeers(rank int, names [][]byte) error {
 	for r, name := range names {
+		if len(name) < 2 || name[0] != 1 {
+			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d has no zero-copy control block", r)
+		}
+		name = name[1:]
 		if r == rank {
 			z.own = ctlBlock{device.HostBytes(z.ctlPtr, ctlBytes)}
 			z.ctl[r] = z.own
