@@ -36,6 +36,9 @@ func newNCCLBaseline(e baselineEnv) (baseline, error) {
 	if err := keepNCCLOffNVLS(); err != nil {
 		return nil, err
 	}
+	if err := ncclBlocking(); err != nil {
+		return nil, err
+	}
 	lib, err := openNCCL()
 	if missing := (*cuda.NCCLNotFound)(nil); errors.As(err, &missing) {
 		return nil, gccl.Errorf(gccl.SystemError, "baseline nccl",
@@ -82,6 +85,24 @@ func keepNCCLOffNVLS() error {
 	}
 	if err := os.Setenv("NCCL_NVLS_ENABLE", "0"); err != nil {
 		return gccl.Errorf(gccl.SystemError, "baseline nccl", "setting NCCL_NVLS_ENABLE=0: %w", err)
+	}
+	return nil
+}
+
+// ncclBlocking makes the baseline a blocking NCCL communicator
+// (NCCL_COMM_BLOCKING=1, which overrides the nonblocking config InitRank
+// asks for) unless the user chose otherwise. A nonblocking communicator
+// hands every launch to a helper thread and answers ncclInProgress, and
+// polling for that costs NCCL hundreds of microseconds per operation, which
+// is not NCCL's speed: nccl-tests measures blocking communicators too. The
+// NCCL init then has no deadline of its own, but it starts only after every
+// rank has proved alive by sharing the unique ID.
+func ncclBlocking() error {
+	if _, set := os.LookupEnv("NCCL_COMM_BLOCKING"); set {
+		return nil
+	}
+	if err := os.Setenv("NCCL_COMM_BLOCKING", "1"); err != nil {
+		return gccl.Errorf(gccl.SystemError, "baseline nccl", "setting NCCL_COMM_BLOCKING=1: %w", err)
 	}
 	return nil
 }
