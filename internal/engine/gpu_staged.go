@@ -46,10 +46,11 @@ type gpuStaged struct {
 	dev *device.CUDADevice
 	drv cuda.Driver
 
-	mu     sync.Mutex
-	pool   []pinned // blocks whose launch finished, for reuse
-	all    []pinned // every block, freed by close
-	closed bool
+	mu      sync.Mutex
+	pool    []pinned // blocks whose launch finished, for reuse
+	all     []pinned // every block, freed by close
+	closed  bool
+	serving sync.WaitGroup // serve goroutines still polling a block's words
 }
 
 // pinned is one host-mapped staging block. Blocks are reused rather than
@@ -99,6 +100,7 @@ func (g *gpuStaged) Submit(e *Engine, l *launch) error {
 	if err != nil {
 		return err
 	}
+	g.serving.Add(1)
 	go g.serve(e, l.ticket, ops, block)
 	return nil
 }
@@ -147,6 +149,9 @@ func (g *gpuStaged) close(abort bool) error {
 	g.mu.Unlock()
 	return g.dev.Do(func() error {
 		err := g.drv.CtxSynchronize()
+		// The streams are done, so every serve goroutine sees its last word
+		// (or the abort) and returns: only then may the blocks go.
+		g.serving.Wait()
 		for _, b := range all {
 			err = firstErr(err, g.drv.MemFreeHost(b.ptr))
 		}
@@ -218,6 +223,7 @@ func (g *gpuStaged) enqueue(ops []stagedOp, block, flags uintptr, s cuda.Stream)
 // returns the block to the pool after the results were copied back. A failure becomes the engine's async error;
 // the stream is released anyway so it never hangs.
 func (g *gpuStaged) serve(e *Engine, ticket uint64, ops []stagedOp, block pinned) {
+	defer g.serving.Done()
 	ctx, cancel := e.waitCtx(context.Background())
 	defer cancel()
 	err := e.order.wait(ctx, ticket, e.AsyncError)
