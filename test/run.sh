@@ -60,6 +60,9 @@ for np in $nps; do
 	run example/progress "$np" "$out/progress" -rounds 4
 	if [ -x "$out/gompi" ] && [ "$mpi" = openmpi ]; then run example/gompi "$np" "$out/gompi" -count 65536; fi
 done
+echo "== sockets only (GCCL_SHM_DISABLE=1: TCP between every pair, no shared memory)"
+GCCL_SHM_DISABLE=1 run integration/sockets 4 "$out/mpi.test" "${testflags[@]}"
+GCCL_SHM_DISABLE=1 run example/onedevice/sockets 3 "$out/onedevice" -count 65536
 echo "== other thread levels"
 run mpiboot/funneled 3 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=funneled
 run mpiboot/serialized 2 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=serialized
