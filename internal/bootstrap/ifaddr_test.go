@@ -9,20 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestIfnameFilter(t *testing.T) {
-	f := parseIfname("eth,ib")
-	assert.True(t, f.match("eth0"))
-	assert.True(t, f.match("ib1"))
-	assert.False(t, f.match("lo"))
-	f = parseIfname("^docker,lo")
-	assert.False(t, f.match("docker0"))
-	assert.False(t, f.match("lo"))
-	assert.True(t, f.match("eth0"))
-	f = parseIfname("=eth0")
-	assert.True(t, f.match("eth0"))
-	assert.False(t, f.match("eth01"))
-}
-
 func TestListenIPHonoursIfname(t *testing.T) {
 	t.Setenv("GCCL_SOCKET_IFNAME", "=lo")
 	env.Reload()
