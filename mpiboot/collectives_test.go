@@ -1,3 +1,14 @@
+//go:build !mpich
+
+// These tests check the MPI baseline of gccl-perf (MPI's own collectives),
+// not gccl. They are built against Open MPI only: Debian's MPICH 4.0.2 gets
+// the baseline itself wrong, shown with plain C programs under
+// mpiexec.mpich: MPI_Allreduce of MPI_UINT32_T with MPI_MAX compares as
+// signed (max of {2379519785, 1572008551} gives 1572008551), and a
+// MPI_Reduce_scatter_block in place followed by MPI_Reduce of MPI_FLOAT with
+// MPI_MAX at rotating roots segfaults inside UCX. gccl-perf's -baseline mpi
+// is documented for Open MPI.
+
 package mpiboot
 
 import (
