@@ -14,6 +14,7 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/mpiboot"
+	"github.com/gccl/gccl/test/harness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -89,7 +90,7 @@ func TestSplitColourings(t *testing.T) {
 			require.NoError(t, err)
 			if color == comm.SplitNoColor {
 				require.Nil(t, sub)
-				agree(t, nil)
+				harness.Agree(t, nil)
 				return
 			}
 			require.NotNil(t, sub)
@@ -101,7 +102,7 @@ func TestSplitColourings(t *testing.T) {
 					col.name, sub.Rank(), sub.Count(), slices.Index(want, rank), len(want), want))
 			}
 			failures = append(failures, checkMembers(t, sub, want)...)
-			agree(t, failures)
+			harness.Agree(t, failures)
 		})
 	}
 }
@@ -109,9 +110,9 @@ func TestSplitColourings(t *testing.T) {
 // checkMembers all-reduces each member's world rank over sub and checks the sum.
 func checkMembers(t *testing.T, sub *comm.Comm, want []int) []error {
 	rank, _ := mpiboot.World()
-	bufs := newBuffers(t, sub.Device())
-	s := bufs.stream()
-	p := bufs.alloc(8, binary.LittleEndian.AppendUint64(nil, uint64(rank)))
+	bufs := harness.NewBuffers(t, sub.Device())
+	s := bufs.Stream()
+	p := bufs.Alloc(8, binary.LittleEndian.AppendUint64(nil, uint64(rank)))
 	if err := coll.AllReduce(sub, p, p, 1, gccl.Int64, gccl.Sum, s); err != nil {
 		return []error{err}
 	}
@@ -122,7 +123,7 @@ func checkMembers(t *testing.T, sub *comm.Comm, want []int) []error {
 	for _, r := range want {
 		sum += uint64(r)
 	}
-	if got := binary.LittleEndian.Uint64(bufs.read(p, 8)); got != sum {
+	if got := binary.LittleEndian.Uint64(bufs.Read(p, 8)); got != sum {
 		return []error{fmt.Errorf("sum of member ranks over the split communicator: got %d, want %d", got, sum)}
 	}
 	return nil
@@ -169,9 +170,9 @@ func TestPeerAbortReachesTheOthers(t *testing.T) {
 	if rank == size-1 {
 		require.NoError(t, c.Abort())
 	} else {
-		bufs := newBuffers(t, c.Device())
-		s := bufs.stream()
-		p := bufs.alloc(4096, input(1, rank, gccl.Float32, 1024))
+		bufs := harness.NewBuffers(t, c.Device())
+		s := bufs.Stream()
+		p := bufs.Alloc(4096, harness.Input(1, rank, gccl.Float32, 1024))
 		start := time.Now()
 		err := coll.AllReduce(c, p, p, 1024, gccl.Float32, gccl.Sum, s)
 		if err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
 	"github.com/gccl/gccl/p2p"
+	"github.com/gccl/gccl/test/harness"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,10 +36,10 @@ func TestRingExchange(t *testing.T) {
 	for shift := 1; shift <= max(n-1, 1); shift++ {
 		for _, count := range []int{0, 1, 4097} {
 			seed := uint64(1000*shift + count)
-			bufs := newBuffers(t, cm.Device())
-			s := bufs.stream()
-			send := bufs.alloc(4*count, input(seed, rank, gccl.Float32, count))
-			recv := bufs.alloc(4*count, nil)
+			bufs := harness.NewBuffers(t, cm.Device())
+			s := bufs.Stream()
+			send := bufs.Alloc(4*count, harness.Input(seed, rank, gccl.Float32, count))
+			recv := bufs.Alloc(4*count, nil)
 			to, from := (rank+shift)%n, (rank-shift+n)%n
 			g := group.New()
 			g.Send(cm, send, count, gccl.Float32, to, s)
@@ -48,12 +49,12 @@ func TestRingExchange(t *testing.T) {
 				failures = append(failures, err)
 				continue
 			}
-			if got, want := bufs.read(recv, 4*count), input(seed, from, gccl.Float32, count); !bytes.Equal(got, want) {
+			if got, want := bufs.Read(recv, 4*count), harness.Input(seed, from, gccl.Float32, count); !bytes.Equal(got, want) {
 				failures = append(failures, fmt.Errorf("%s: data from rank %d differs", what, from))
 			}
 		}
 	}
-	agree(t, failures)
+	harness.Agree(t, failures)
 }
 
 func TestAllToAll(t *testing.T) {
@@ -61,25 +62,25 @@ func TestAllToAll(t *testing.T) {
 	rank, n := cm.Rank(), cm.Count()
 	var failures []error
 	for _, count := range []int{1, 33} {
-		bufs := newBuffers(t, cm.Device())
-		s := bufs.stream()
+		bufs := harness.NewBuffers(t, cm.Device())
+		s := bufs.Stream()
 		// Rank r's block j goes to rank j.
-		send := bufs.alloc(8*count*n, input(uint64(count), rank, gccl.Int64, count*n))
-		recv := bufs.alloc(8*count*n, nil)
+		send := bufs.Alloc(8*count*n, harness.Input(uint64(count), rank, gccl.Int64, count*n))
+		recv := bufs.Alloc(8*count*n, nil)
 		what := fmt.Sprintf("alltoall count %d", count)
 		if err := wait(cm, s, what, p2p.AllToAll(cm, send, recv, count, gccl.Int64, s)); err != nil {
 			failures = append(failures, err)
 			continue
 		}
-		got := bufs.read(recv, 8*count*n)
+		got := bufs.Read(recv, 8*count*n)
 		for j := range n {
-			want := input(uint64(count), j, gccl.Int64, count*n)[8*count*rank : 8*count*(rank+1)]
+			want := harness.Input(uint64(count), j, gccl.Int64, count*n)[8*count*rank : 8*count*(rank+1)]
 			if !bytes.Equal(got[8*count*j:8*count*(j+1)], want) {
 				failures = append(failures, fmt.Errorf("%s: block from rank %d differs", what, j))
 			}
 		}
 	}
-	agree(t, failures)
+	harness.Agree(t, failures)
 }
 
 // TestGroupOfCollectives launches an AllReduce and a Broadcast as one group.
@@ -87,10 +88,10 @@ func TestGroupOfCollectives(t *testing.T) {
 	cm := world(t)
 	rank, n := cm.Rank(), cm.Count()
 	const count = 1000
-	bufs := newBuffers(t, cm.Device())
-	s := bufs.stream()
-	a := bufs.alloc(8*count, input(7, rank, gccl.Float64, count))
-	b := bufs.alloc(4*count, input(8, rank, gccl.Int32, count))
+	bufs := harness.NewBuffers(t, cm.Device())
+	s := bufs.Stream()
+	a := bufs.Alloc(8*count, harness.Input(7, rank, gccl.Float64, count))
+	b := bufs.Alloc(4*count, harness.Input(8, rank, gccl.Int32, count))
 	root := n - 1
 	g := group.New()
 	g.AllReduce(cm, a, a, count, gccl.Float64, gccl.Max, s)
@@ -99,15 +100,15 @@ func TestGroupOfCollectives(t *testing.T) {
 	if err := wait(cm, s, "group", g.End()); err != nil {
 		failures = append(failures, err)
 	} else {
-		want := reduce.Reference(inputs(7, n, gccl.Float64, count), gccl.Float64, gccl.Max, 0)
-		if err := reduce.Check(bufs.read(a, 8*count), want, gccl.Float64, n); err != nil {
+		want := reduce.Reference(harness.Inputs(7, n, gccl.Float64, count), gccl.Float64, gccl.Max, 0)
+		if err := reduce.Check(bufs.Read(a, 8*count), want, gccl.Float64, n); err != nil {
 			failures = append(failures, fmt.Errorf("grouped allreduce: %w", err))
 		}
-		if !bytes.Equal(bufs.read(b, 4*count), input(8, root, gccl.Int32, count)) {
+		if !bytes.Equal(bufs.Read(b, 4*count), harness.Input(8, root, gccl.Int32, count)) {
 			failures = append(failures, fmt.Errorf("grouped broadcast differs from root %d's data", root))
 		}
 	}
-	agree(t, failures)
+	harness.Agree(t, failures)
 }
 
 // TestSeveralDevicesPerProcess: two communicator ranks per process
@@ -116,29 +117,29 @@ func TestSeveralDevicesPerProcess(t *testing.T) {
 	const ngpus, count = 2, 513
 	comms, err := mpiboot.NewComms(ngpus, config())
 	require.NoError(t, err)
-	bufs := make([]*buffers, ngpus)
+	bufs := make([]*harness.Buffers, ngpus)
 	streams := make([]gccl.Stream, ngpus)
 	ptrs := make([]uintptr, ngpus)
 	g := group.New()
 	for i, cm := range comms {
 		t.Cleanup(func() { _ = cm.Close() })
-		bufs[i] = newBuffers(t, cm.Device())
-		streams[i] = bufs[i].stream()
-		ptrs[i] = bufs[i].alloc(4*count, input(9, cm.Rank(), gccl.Uint32, count))
+		bufs[i] = harness.NewBuffers(t, cm.Device())
+		streams[i] = bufs[i].Stream()
+		ptrs[i] = bufs[i].Alloc(4*count, harness.Input(9, cm.Rank(), gccl.Uint32, count))
 		g.AllReduce(cm, ptrs[i], ptrs[i], count, gccl.Uint32, gccl.Sum, streams[i])
 	}
 	var failures []error
 	launchErr := g.End()
 	nranks := comms[0].Count()
-	want := reduce.Reference(inputs(9, nranks, gccl.Uint32, count), gccl.Uint32, gccl.Sum, 0)
+	want := reduce.Reference(harness.Inputs(9, nranks, gccl.Uint32, count), gccl.Uint32, gccl.Sum, 0)
 	for i, cm := range comms {
 		if err := wait(cm, streams[i], fmt.Sprintf("rank %d", cm.Rank()), launchErr); err != nil {
 			failures = append(failures, err)
 			continue
 		}
-		if err := reduce.Check(bufs[i].read(ptrs[i], 4*count), want, gccl.Uint32, nranks); err != nil {
+		if err := reduce.Check(bufs[i].Read(ptrs[i], 4*count), want, gccl.Uint32, nranks); err != nil {
 			failures = append(failures, fmt.Errorf("rank %d: %w", cm.Rank(), err))
 		}
 	}
-	agree(t, failures)
+	harness.Agree(t, failures)
 }

@@ -1,0 +1,77 @@
+package harness
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/reduce"
+	"github.com/stretchr/testify/require"
+)
+
+// Poison is the byte every output buffer holds before an operation.
+const Poison = 0xA5
+
+// PoisonBytes returns n bytes of Poison.
+func PoisonBytes(n int) []byte { return bytes.Repeat([]byte{Poison}, n) }
+
+// Input is rank's input for a test case: random values of type t that
+// every process can recompute from (seed, rank).
+func Input(seed uint64, rank int, t gccl.DataType, count int) []byte {
+	b := make([]byte, count*t.Size())
+	reduce.Fill(b, t, rand.New(rand.NewPCG(seed, uint64(rank)+1)))
+	return b
+}
+
+// Inputs returns the inputs of ranks 0..nranks-1.
+func Inputs(seed uint64, nranks int, t gccl.DataType, count int) [][]byte {
+	in := make([][]byte, nranks)
+	for r := range in {
+		in[r] = Input(seed, r, t, count)
+	}
+	return in
+}
+
+// Buffers owns allocations and streams of one device and frees them after
+// the test.
+type Buffers struct {
+	t *testing.T
+	d device.Device
+}
+
+// NewBuffers returns the Buffers of device d for test t.
+func NewBuffers(t *testing.T, d device.Device) *Buffers { return &Buffers{t: t, d: d} }
+
+// Alloc returns n bytes of device memory (at least one byte) holding
+// content, or Poison where content does not reach.
+func (b *Buffers) Alloc(n int, content []byte) uintptr {
+	b.t.Helper()
+	p, err := b.d.Alloc(max(n, 1))
+	require.NoError(b.t, err)
+	b.t.Cleanup(func() { _ = b.d.Free(p) })
+	host := PoisonBytes(max(n, 1))
+	copy(host, content)
+	require.NoError(b.t, b.d.CopyIn(p, host))
+	return p
+}
+
+// Read copies n bytes from device memory at p.
+func (b *Buffers) Read(p uintptr, n int) []byte {
+	b.t.Helper()
+	out := make([]byte, n)
+	if n > 0 {
+		require.NoError(b.t, b.d.CopyOut(out, p))
+	}
+	return out
+}
+
+// Stream makes a stream destroyed after the test.
+func (b *Buffers) Stream() gccl.Stream {
+	b.t.Helper()
+	s, err := b.d.NewStream()
+	require.NoError(b.t, err)
+	b.t.Cleanup(func() { _ = b.d.DestroyStream(s) })
+	return s
+}
