@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
+	"github.com/gccl/gccl/test/harness"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,17 +47,17 @@ func TestGraphReplayMixedWithEager(t *testing.T) {
 	dev, ok := cm.Device().(*device.CUDADevice)
 	require.True(t, ok)
 	rank, n := cm.Rank(), cm.Count()
-	bufs := &buffers{t: t, d: dev}
-	s := bufs.stream()
+	bufs := harness.NewBuffers(t, dev)
+	s := bufs.Stream()
 	const small, big, eager = 1000, 700_001, 33
-	state := inputs(7, n, gccl.Int32, small)
-	a := bufs.alloc(4*small, state[rank])
-	b := bufs.alloc(4*small, nil)
-	bigIn := inputs(8, n, gccl.Float32, big)
-	bigSend, bigRecv := bufs.alloc(4*big, bigIn[rank]), bufs.alloc(4*big, nil)
+	state := harness.Inputs(7, n, gccl.Int32, small)
+	a := bufs.Alloc(4*small, state[rank])
+	b := bufs.Alloc(4*small, nil)
+	bigIn := harness.Inputs(8, n, gccl.Float32, big)
+	bigSend, bigRecv := bufs.Alloc(4*big, bigIn[rank]), bufs.Alloc(4*big, nil)
 	bigWant := reduce.Reference(bigIn, gccl.Float32, gccl.Sum, 0)
-	eagerIn := inputs(9, n, gccl.Uint8, eager)
-	eagerBuf := bufs.alloc(eager, nil)
+	eagerIn := harness.Inputs(9, n, gccl.Uint8, eager)
+	eagerBuf := bufs.Alloc(eager, nil)
 	eagerWant := reduce.Reference(eagerIn, gccl.Uint8, gccl.Max, 0)
 	exec := capture(t, dev, s, func() error {
 		return firstError(coll.AllReduce(cm, a, b, small, gccl.Int32, gccl.Sum, s),
@@ -79,17 +80,17 @@ func TestGraphReplayMixedWithEager(t *testing.T) {
 		if err == nil && i%100 == 0 {
 			err = mpiboot.Wait(dev, s, 0)
 			if err == nil {
-				err = firstError(reduce.Check(bufs.read(a, 4*small), state[rank], gccl.Int32, n),
-					reduce.Check(bufs.read(b, 4*small), s1, gccl.Int32, n),
-					reduce.Check(bufs.read(bigRecv, 4*big), bigWant, gccl.Float32, n),
-					reduce.Check(bufs.read(eagerBuf, eager), eagerWant, gccl.Uint8, n))
+				err = firstError(reduce.Check(bufs.Read(a, 4*small), state[rank], gccl.Int32, n),
+					reduce.Check(bufs.Read(b, 4*small), s1, gccl.Int32, n),
+					reduce.Check(bufs.Read(bigRecv, 4*big), bigWant, gccl.Float32, n),
+					reduce.Check(bufs.Read(eagerBuf, eager), eagerWant, gccl.Uint8, n))
 			}
 		}
 		if err != nil {
 			failures = append(failures, fmt.Errorf("replay %d: %w", i, err))
 		}
 	}
-	agree(t, failures)
+	harness.Agree(t, failures)
 }
 
 func repeat(b []byte, n int) [][]byte {

@@ -10,6 +10,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda/cudatest"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
+	"github.com/gccl/gccl/test/harness"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,25 +24,25 @@ func groupAllReduce(t *testing.T, comms []*comm.Comm) []error {
 		for _, op := range gccl.RedOps() {
 			dt := []gccl.DataType{gccl.Float32, gccl.BFloat16, gccl.Int64}[ci]
 			seed := uint64(1000 + 10*ci + int(op))
-			bufs := make([]*buffers, len(comms))
+			bufs := make([]*harness.Buffers, len(comms))
 			streams := make([]gccl.Stream, len(comms))
 			ptrs := make([]uintptr, len(comms))
 			g := group.New()
 			for i, cm := range comms {
-				bufs[i] = &buffers{t: t, d: cm.Device()}
-				streams[i] = bufs[i].stream()
-				ptrs[i] = bufs[i].alloc(count*dt.Size(), input(seed, cm.Rank(), dt, count))
+				bufs[i] = harness.NewBuffers(t, cm.Device())
+				streams[i] = bufs[i].Stream()
+				ptrs[i] = bufs[i].Alloc(count*dt.Size(), harness.Input(seed, cm.Rank(), dt, count))
 				g.AllReduce(cm, ptrs[i], ptrs[i], count, dt, op, streams[i])
 			}
 			launchErr := g.End()
-			want := reduce.Reference(inputs(seed, nranks, dt, count), dt, op, 0)
+			want := reduce.Reference(harness.Inputs(seed, nranks, dt, count), dt, op, 0)
 			for i, cm := range comms {
 				err := launchErr
 				if err == nil {
 					err = mpiboot.Wait(cm.Device(), streams[i], 0)
 				}
 				if err == nil {
-					err = reduce.Check(bufs[i].read(ptrs[i], count*dt.Size()), want, dt, nranks)
+					err = reduce.Check(bufs[i].Read(ptrs[i], count*dt.Size()), want, dt, nranks)
 				}
 				if err != nil {
 					failures = append(failures, fmt.Errorf("rank %d %v %v count %d: %w", cm.Rank(), dt, op, count, err))
@@ -61,7 +62,7 @@ func TestSeveralGPUsPerProcess(t *testing.T) {
 	for _, cm := range comms {
 		t.Cleanup(func() { _ = cm.Close() })
 	}
-	agree(t, groupAllReduce(t, comms))
+	harness.Agree(t, groupAllReduce(t, comms))
 }
 
 // TestInitAll: one process drives every GPU of the machine (comm.InitAllN);

@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl/group"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
+	"github.com/gccl/gccl/test/harness"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,18 +18,18 @@ import (
 func TestAllToAllGroups(t *testing.T) {
 	cm := world(t)
 	rank, n := cm.Rank(), cm.Count()
-	bufs := &buffers{t: t, d: cm.Device()}
-	s := bufs.stream()
+	bufs := harness.NewBuffers(t, cm.Device())
+	s := bufs.Stream()
 	for ci, count := range []int{1, 7, 1000003, 3 << 20} {
 		dt := []gccl.DataType{gccl.Float32, gccl.Int8, gccl.Float64, gccl.Uint32}[ci]
 		es := dt.Size()
-		block := func(from, to int) []byte { return input(uint64(100+ci), from*n+to, dt, count) }
+		block := func(from, to int) []byte { return harness.Input(uint64(100+ci), from*n+to, dt, count) }
 		var sendAll []byte
 		for to := range n {
 			sendAll = append(sendAll, block(rank, to)...)
 		}
-		send := bufs.alloc(len(sendAll), sendAll)
-		recv := bufs.alloc(len(sendAll), nil)
+		send := bufs.Alloc(len(sendAll), sendAll)
+		recv := bufs.Alloc(len(sendAll), nil)
 		g := group.New()
 		for p := range n {
 			peer := (rank + p) % n // a different issue order on every rank
@@ -43,14 +44,14 @@ func TestAllToAllGroups(t *testing.T) {
 		if err != nil {
 			failures = append(failures, fmt.Errorf("count %d: %w", count, err))
 		} else {
-			got := bufs.read(recv, len(sendAll))
+			got := bufs.Read(recv, len(sendAll))
 			for from := range n {
 				if err := reduce.Check(got[from*count*es:(from+1)*count*es], block(from, rank), dt, 1); err != nil {
 					failures = append(failures, fmt.Errorf("count %d from %d: %w", count, from, err))
 				}
 			}
 		}
-		require.True(t, agree(t, failures))
+		require.True(t, harness.Agree(t, failures))
 	}
 }
 
@@ -59,13 +60,13 @@ func TestAllToAllGroups(t *testing.T) {
 func TestRingShifts(t *testing.T) {
 	cm := world(t)
 	rank, n := cm.Rank(), cm.Count()
-	bufs := &buffers{t: t, d: cm.Device()}
-	s := bufs.stream()
+	bufs := harness.NewBuffers(t, cm.Device())
+	s := bufs.Stream()
 	const count = 100_003
 	for k := 1; k < n; k++ {
 		to, from := (rank+k)%n, (rank-k+n)%n
-		send := bufs.alloc(4*count, input(uint64(k), rank, gccl.Float32, count))
-		recv := bufs.alloc(4*count, nil)
+		send := bufs.Alloc(4*count, harness.Input(uint64(k), rank, gccl.Float32, count))
+		recv := bufs.Alloc(4*count, nil)
 		g := group.New()
 		g.Recv(cm, recv, count, gccl.Float32, from, s)
 		g.Send(cm, send, count, gccl.Float32, to, s)
@@ -76,9 +77,9 @@ func TestRingShifts(t *testing.T) {
 		var failures []error
 		if err != nil {
 			failures = append(failures, fmt.Errorf("shift %d: %w", k, err))
-		} else if err := reduce.Check(bufs.read(recv, 4*count), input(uint64(k), from, gccl.Float32, count), gccl.Float32, 1); err != nil {
+		} else if err := reduce.Check(bufs.Read(recv, 4*count), harness.Input(uint64(k), from, gccl.Float32, count), gccl.Float32, 1); err != nil {
 			failures = append(failures, fmt.Errorf("shift %d: %w", k, err))
 		}
-		require.True(t, agree(t, failures))
+		require.True(t, harness.Agree(t, failures))
 	}
 }

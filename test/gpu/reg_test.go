@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
+	"github.com/gccl/gccl/test/harness"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,20 +55,20 @@ func TestRegisteredCollectives(t *testing.T) {
 			if mem == "cudamalloc" {
 				require.True(t, zeroCopy, "cudaMalloc registrations are mapped by every peer")
 			}
-			s := (&buffers{t: t, d: dev}).stream()
+			s := harness.NewBuffers(t, dev).Stream()
 			var failures []error
 			for i, c := range regCases(cm.Count()) {
 				if err := runRegistered(cm, dev, s, chunk, c, uint64(i), zeroCopy); err != nil {
 					failures = append(failures, fmt.Errorf("%v: %w", c, err))
 				}
 			}
-			agree(t, failures)
+			harness.Agree(t, failures)
 		})
 	}
 }
 
-func regCases(n int) []collCase {
-	var cases []collCase
+func regCases(n int) []harness.Case {
+	var cases []harness.Case
 	for _, count := range []int{1, 7, 1000, 65537, 1000003} {
 		for _, k := range []string{"allreduce", "allgather", "broadcast", "reducescatter"} {
 			for _, ip := range []bool{false, true} {
@@ -75,10 +76,10 @@ func regCases(n int) []collCase {
 				if len(cases)%3 == 1 {
 					dt, op = gccl.Int32, gccl.Max
 				}
-				if len(cases)%3 == 2 && reduces(k) {
+				if len(cases)%3 == 2 && harness.Reduces(k) {
 					dt, op = gccl.BFloat16, gccl.Sum
 				}
-				cases = append(cases, collCase{k, dt, op, count, len(cases) % n, ip, uint64(len(cases)) + 100})
+				cases = append(cases, harness.Case{Kind: k, T: dt, Op: op, Count: count, Root: len(cases) % n, InPlace: ip, Seed: uint64(len(cases)) + 100})
 			}
 		}
 	}
@@ -86,41 +87,41 @@ func regCases(n int) []collCase {
 }
 
 // runRegistered runs one case on sub-buffers of the chunk and checks it.
-func runRegistered(cm *comm.Comm, dev device.Device, s gccl.Stream, chunk uintptr, c collCase, i uint64, zeroCopy bool) error {
-	n, me, es := cm.Count(), cm.Rank(), c.t.Size()
-	sendN, recvN := c.count, c.count
-	switch c.kind {
+func runRegistered(cm *comm.Comm, dev device.Device, s gccl.Stream, chunk uintptr, c harness.Case, i uint64, zeroCopy bool) error {
+	n, me, es := cm.Count(), cm.Rank(), c.T.Size()
+	sendN, recvN := c.Count, c.Count
+	switch c.Kind {
 	case "allgather":
-		recvN = n * c.count
+		recvN = n * c.Count
 	case "reducescatter":
-		sendN = n * c.count
+		sendN = n * c.Count
 	}
 	off := uintptr(256 * (1 + i%7)) // the same on every rank
 	send, recv := chunk+off, chunk+off+uintptr((sendN*es+255)/256*256)
-	if c.inPlace {
+	if c.InPlace {
 		send = recv
-		switch c.kind {
+		switch c.Kind {
 		case "allgather":
-			send = recv + uintptr(me*c.count*es)
+			send = recv + uintptr(me*c.Count*es)
 		case "reducescatter":
-			recv = send + uintptr(me*c.count*es)
+			recv = send + uintptr(me*c.Count*es)
 		}
 	}
-	in := inputs(c.seed, n, c.t, sendN)
-	if err := firstError(dev.CopyIn(recv, poisonBytes(recvN*es)), dev.CopyIn(send, in[me])); err != nil {
+	in := harness.Inputs(c.Seed, n, c.T, sendN)
+	if err := firstError(dev.CopyIn(recv, harness.PoisonBytes(recvN*es)), dev.CopyIn(send, in[me])); err != nil {
 		return err
 	}
 	before := cm.Engine().Stats()
 	var err error
-	switch c.kind {
+	switch c.Kind {
 	case "allreduce":
-		err = coll.AllReduce(cm, send, recv, c.count, c.t, c.op, s)
+		err = coll.AllReduce(cm, send, recv, c.Count, c.T, c.Op, s)
 	case "allgather":
-		err = coll.AllGather(cm, send, recv, c.count, c.t, s)
+		err = coll.AllGather(cm, send, recv, c.Count, c.T, s)
 	case "broadcast":
-		err = coll.Broadcast(cm, send, recv, c.count, c.t, c.root, s)
+		err = coll.Broadcast(cm, send, recv, c.Count, c.T, c.Root, s)
 	case "reducescatter":
-		err = coll.ReduceScatter(cm, send, recv, c.count, c.t, c.op, s)
+		err = coll.ReduceScatter(cm, send, recv, c.Count, c.T, c.Op, s)
 	}
 	if err = firstError(err, mpiboot.Wait(dev, s, 0), cm.AsyncError()); err != nil {
 		return err
@@ -129,7 +130,7 @@ func runRegistered(cm *comm.Comm, dev device.Device, s gccl.Stream, chunk uintpt
 	if err := dev.CopyOut(got, recv); err != nil {
 		return err
 	}
-	if err := reduce.Check(got, regWant(c, in, n, me), c.t, n); err != nil {
+	if err := reduce.Check(got, c.Expected(me, n), c.T, n); err != nil {
 		return err
 	}
 	after := cm.Engine().Stats()
@@ -141,25 +142,6 @@ func runRegistered(cm *comm.Comm, dev device.Device, s gccl.Stream, chunk uintpt
 		return fmt.Errorf("unmapped registration: staged %d bytes, %d zero-copy ops; want staging", staged, zc)
 	}
 	return nil
-}
-
-// regWant is this rank's expected output.
-func regWant(c collCase, in [][]byte, n, me int) []byte {
-	es := c.t.Size()
-	switch c.kind {
-	case "allgather":
-		var out []byte
-		for _, b := range in {
-			out = append(out, b...)
-		}
-		return out
-	case "broadcast":
-		return in[c.root]
-	case "reducescatter":
-		all := reduce.Reference(in, c.t, c.op, 0)
-		return all[me*c.count*es : (me+1)*c.count*es]
-	}
-	return reduce.Reference(in, c.t, c.op, 0)
 }
 
 // TestRegisteredMismatch: rank 0 passes its registered buffers at another
@@ -175,7 +157,7 @@ func TestRegisteredMismatch(t *testing.T) {
 	}
 	chunk, reg := regSetup(t, cm, dev.Alloc, dev.Free)
 	require.NotNil(t, reg.Peers)
-	s := (&buffers{t: t, d: dev}).stream()
+	s := harness.NewBuffers(t, dev).Stream()
 	off := uintptr(4096)
 	if cm.Rank() == 0 {
 		off = 8192
@@ -192,5 +174,5 @@ func TestRegisteredMismatch(t *testing.T) {
 	if gccl.Code(err) != gccl.InvalidUsage || gccl.Code(cm.AsyncError()) != gccl.InvalidUsage {
 		failures = append(failures, fmt.Errorf("mismatched offsets: got %v (async %v), want invalid usage", err, cm.AsyncError()))
 	}
-	agree(t, failures)
+	harness.Agree(t, failures)
 }
