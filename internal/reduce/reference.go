@@ -50,21 +50,7 @@ func refInt[T integer](out []byte, inputs [][]byte, size int, op gccl.RedOp, sca
 	for i := range len(out) / size {
 		var acc T
 		for r, in := range inputs {
-			x := T(loadBits(in, i, size))
-			switch {
-			case r == 0 && op < gccl.NumBuiltinOps:
-				acc = x
-			case op == gccl.Sum || op == gccl.Avg:
-				acc += x
-			case op == gccl.Prod:
-				acc *= x
-			case op == gccl.Max:
-				acc = max(acc, x)
-			case op == gccl.Min:
-				acc = min(acc, x)
-			default: // pre-multiplied sum
-				acc += s * x
-			}
+			acc = fold(acc, T(loadBits(in, i, size)), r, op, s)
 		}
 		if op == gccl.Avg {
 			one := []T{acc}
@@ -79,27 +65,32 @@ func refFloat(out []byte, inputs [][]byte, t gccl.DataType, op gccl.RedOp, scala
 	for i := range len(out) / t.Size() {
 		var acc float64
 		for r, in := range inputs {
-			x := loadFloat(t, in, i)
-			switch {
-			case r == 0 && op < gccl.NumBuiltinOps:
-				acc = x
-			case op == gccl.Sum || op == gccl.Avg:
-				acc += x
-			case op == gccl.Prod:
-				acc *= x
-			case op == gccl.Max:
-				acc = maxOf(acc, x)
-			case op == gccl.Min:
-				acc = minOf(acc, x)
-			default:
-				acc += scalar * x
-			}
+			acc = fold(acc, loadFloat(t, in, i), r, op, scalar)
 		}
 		if op == gccl.Avg {
 			acc /= float64(len(inputs))
 		}
 		storeFloat(t, out, i, acc)
 	}
+}
+
+// fold is rank r's step of a reference reduction: acc op x, where rank 0's
+// x starts a built-in op and a pre-multiplied sum adds scalar*x from zero.
+// Max and Min propagate NaN.
+func fold[T native](acc, x T, r int, op gccl.RedOp, scalar T) T {
+	switch {
+	case r == 0 && op < gccl.NumBuiltinOps:
+		return x
+	case op == gccl.Sum || op == gccl.Avg:
+		return acc + x
+	case op == gccl.Prod:
+		return acc * x
+	case op == gccl.Max:
+		return maxOf(acc, x)
+	case op == gccl.Min:
+		return minOf(acc, x)
+	}
+	return acc + scalar*x // pre-multiplied sum
 }
 
 // Check compares a result with Reference's: exactly for integer types; for
