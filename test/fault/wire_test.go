@@ -9,26 +9,12 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/nettest"
 	tfault "github.com/gccl/gccl/transport/fault"
 	tnet "github.com/gccl/gccl/transport/net"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// loopbackPairs returns n connected loopback TCP socket pairs.
-func loopbackPairs(t *testing.T, n int) (out, in []gonet.Conn) {
-	ln, err := gonet.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	for range n {
-		c, err := gonet.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		a, err := ln.Accept()
-		require.NoError(t, err)
-		out, in = append(out, c), append(in, a)
-	}
-	return out, in
-}
 
 // TestWireFaultsNeverDelivered sends random messages over the TCP
 // transport with faults injected below its framing (one bit flipped, a
@@ -57,7 +43,7 @@ func TestWireFaultsNeverDelivered(t *testing.T) {
 
 func faultyStream(t *testing.T, name string, cfg tfault.Config) {
 	const nsocks, chunk, msgs = 2, 4096, 64
-	out, in := loopbackPairs(t, nsocks)
+	out, in := nettest.TCPPairs(t, nsocks)
 	wrapped := make([]gonet.Conn, nsocks)
 	injectors := make([]*tfault.NetConn, nsocks)
 	for i := range out {

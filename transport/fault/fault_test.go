@@ -3,7 +3,6 @@ package fault
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	gonet "net"
@@ -11,34 +10,12 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/nettest"
 	"github.com/gccl/gccl/transport"
 	tnet "github.com/gccl/gccl/transport/net"
 	"github.com/gccl/gccl/transport/shm"
 	"github.com/stretchr/testify/require"
 )
-
-func randBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n+8)
-	for i := 0; i < n; i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
-	}
-	return b[:n]
-}
-
-// tcpPairs returns n connected loopback TCP socket pairs.
-func tcpPairs(t *testing.T, n int) (out, in []gonet.Conn) {
-	ln, err := gonet.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	for range n {
-		c, err := gonet.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		a, err := ln.Accept()
-		require.NoError(t, err)
-		out, in = append(out, c), append(in, a)
-	}
-	return out, in
-}
 
 // TestCRCDetectsCorruptionBelowFraming flips bits and drops writes on the
 // sockets under transport/net: every fault must be reported as ErrSystem or
@@ -50,7 +27,7 @@ func TestCRCDetectsCorruptionBelowFraming(t *testing.T) {
 		if seed%3 == 2 {
 			cfg = Config{Seed: seed, Drop: 0.05}
 		}
-		out, in := tcpPairs(t, 2)
+		out, in := nettest.TCPPairs(t, 2)
 		wrapped := make([]*NetConn, len(out))
 		for i, c := range out {
 			wrapped[i] = WrapNet(c, cfg)
@@ -60,7 +37,7 @@ func TestCRCDetectsCorruptionBelowFraming(t *testing.T) {
 		require.NoError(t, err)
 		r, err := tnet.NewReceiver(in, tnet.Options{ChunkSize: 512})
 		require.NoError(t, err)
-		want := randBytes(rand.New(rand.NewPCG(seed, 1)), 40000)
+		want := nettest.RandBytes(rand.New(rand.NewPCG(seed, 1)), 40000)
 		go func() { _ = s.Send(context.Background(), want) }()
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		var got []byte
@@ -88,7 +65,7 @@ func TestCRCDetectsCorruptionBelowFraming(t *testing.T) {
 
 func TestPayloadCorruptionIsSystemError(t *testing.T) {
 	// Corrupt only the payload write (the second write of each frame).
-	out, in := tcpPairs(t, 1)
+	out, in := nettest.TCPPairs(t, 1)
 	s, err := tnet.NewSender([]gonet.Conn{&flipNth{Conn: out[0], n: 2}}, tnet.Options{})
 	require.NoError(t, err)
 	r, err := tnet.NewReceiver(in, tnet.Options{})
@@ -133,7 +110,7 @@ func TestWrapFaultsAreSeededAndCounted(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 7))
 		var recv [][]byte
 		for range 50 {
-			m := randBytes(rng, 1+rng.IntN(100))
+			m := nettest.RandBytes(rng, 1+rng.IntN(100))
 			require.NoError(t, fs.Send(context.Background(), m))
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 			var got []byte

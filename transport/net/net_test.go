@@ -3,47 +3,24 @@ package net
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"math/rand/v2"
 	gonet "net"
 	"testing"
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/nettest"
 	"github.com/stretchr/testify/require"
 )
 
-// tcpPairs returns n connected loopback TCP socket pairs (dialled, accepted).
-func tcpPairs(t testing.TB, n int) (out, in []gonet.Conn) {
-	ln, err := gonet.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	for range n {
-		c, err := gonet.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		a, err := ln.Accept()
-		require.NoError(t, err)
-		out, in = append(out, c), append(in, a)
-	}
-	return out, in
-}
-
 func pair(t testing.TB, nsocks, chunk int) (*Sender, *Receiver) {
-	out, in := tcpPairs(t, nsocks)
+	out, in := nettest.TCPPairs(t, nsocks)
 	s, err := NewSender(out, Options{ChunkSize: chunk})
 	require.NoError(t, err)
 	r, err := NewReceiver(in, Options{ChunkSize: chunk})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close(); r.Close() })
 	return s, r
-}
-
-func randBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n+8)
-	for i := 0; i < n; i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
-	}
-	return b[:n]
 }
 
 func TestStreamOverSockets(t *testing.T) {
@@ -53,7 +30,7 @@ func TestStreamOverSockets(t *testing.T) {
 		var want []byte
 		var msgs [][]byte
 		for _, n := range []int{0, 1, 999, 1000, 1001, 2999, 3000, 12345, 1 << 20} {
-			m := randBytes(rng, n)
+			m := nettest.RandBytes(rng, n)
 			msgs, want = append(msgs, m), append(want, m...)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -83,7 +60,7 @@ func TestRecvDeadlineKeepsStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, r.Recv(ctx, 1, func([]byte) error { return nil }), gccl.ErrTimeout)
-	msg := randBytes(rand.New(rand.NewPCG(2, 2)), 300)
+	msg := nettest.RandBytes(rand.New(rand.NewPCG(2, 2)), 300)
 	require.NoError(t, s.Send(context.Background(), msg))
 	var got []byte
 	require.NoError(t, r.Recv(context.Background(), 300, func(p []byte) error { got = append(got, p...); return nil }))
@@ -110,7 +87,7 @@ func TestPeerCloseAndTruncation(t *testing.T) {
 	require.ErrorIs(t, r.Recv(context.Background(), 1, func([]byte) error { return nil }), gccl.ErrRemote)
 
 	// Half a frame, then close.
-	out, in := tcpPairs(t, 1)
+	out, in := nettest.TCPPairs(t, 1)
 	r2, err := NewReceiver(in, Options{})
 	require.NoError(t, err)
 	defer r2.Close()
