@@ -113,25 +113,32 @@ func run() (int, string, error) {
 		return rank, "", err
 	}
 	start := time.Now()
-	if err := w.Launch(c, b, *count); err != nil {
-		return rank, "", fmt.Errorf("fatal launch: %w", err)
+	launchErr := w.Launch(c, b, *count)
+	if launchErr != nil && (rank == v || !fault.PeerFailure(launchErr)) {
+		return rank, "", fmt.Errorf("fatal launch: %w", launchErr)
 	}
 	if rank == v {
 		time.Sleep(*delay)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // not reached
 	}
-	line, err := survive(c, b, start)
+	// A survivor slower than the victim may find the peer already gone at
+	// launch: that ErrRemote is its answer, as a failed stream would be.
+	line, err := survive(c, b, start, launchErr)
 	return rank, line, err
 }
 
-// survive checks what a survivor sees and describes it; the error says
+// survive checks what a survivor sees (launchErr: the launch already failed
+// because the victim was gone) and describes it; the error says
 // what was wrong, if anything. The operation in flight must fail with
 // ErrRemote or ErrTimeout, or (when this rank's share did not need the
 // victim) succeed; either way AsyncError must report the loss within twice
 // the timeout, and Abort must then take under a second.
-func survive(c *comm.Comm, b *fault.Bufs, start time.Time) (string, error) {
-	err := b.Dev.Synchronize(b.S)
+func survive(c *comm.Comm, b *fault.Bufs, start time.Time, launchErr error) (string, error) {
+	err := launchErr
+	if err == nil {
+		err = b.Dev.Synchronize(b.S)
+	}
 	synced := time.Since(start)
 	var async error
 	for {
