@@ -50,18 +50,15 @@ func EngineOf(c Comm) (*engine.Engine, error) {
 		}
 	}
 	e := c.Engine()
-	if e == nil {
-		return nil, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator is closed or aborted; create a new one")
+	if e != nil && !e.Closed() {
+		return e, nil
 	}
-	if e.Closed() {
-		// The communicator is open but its engine was aborted under it (a
-		// lost peer): report that cause, as every survivor's AsyncError does.
-		if err := e.AsyncError(); err != nil {
-			return nil, err
-		}
-		return nil, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator is closed or aborted; create a new one")
+	// An open communicator whose engine was aborted under it (a lost peer)
+	// reports that cause, as every survivor's AsyncError does.
+	if e != nil && e.AsyncError() != nil {
+		return nil, e.AsyncError()
 	}
-	return e, nil
+	return nil, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator is closed or aborted; create a new one")
 }
 
 func launch(c Comm, op engine.Op) error {
