@@ -304,3 +304,56 @@ func TestContextsAndPeers(t *testing.T) {
 	require.NoError(t, f.PrimaryCtxRelease(2))
 	assert.True(t, errors.Is(f.PrimaryCtxRelease(2), cuda.ErrorInvalidContext))
 }
+
+// MemGetInfo counts what this fake made, cuMemAlloc and cuMemCreate alike,
+// on the device it was made on, until the last reference goes (a mapping
+// outlives the handle); IPC-opened and imported memory is not counted again.
+func TestMemGetInfoAccounting(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, uint64(time.Now().UnixNano())))
+	f := setup(t, Config{Devices: 2, MemBytes: 64 << 20})
+	free0, total, err := f.MemGetInfo()
+	require.NoError(t, err)
+	require.Equal(t, total, free0)
+	g, err := f.MemGetAllocationGranularity(0, cuda.HandlePosixFD, false)
+	require.NoError(t, err)
+	n, k := 1+r.IntN(1<<20), 1+r.IntN(8)
+	p, err := f.MemAlloc(n)
+	require.NoError(t, err)
+	mh, err := f.MemCreate(k*g, 0, cuda.HandlePosixFD)
+	require.NoError(t, err)
+	other, err := f.MemCreate(g, 1, cuda.HandlePosixFD) // another device's
+	require.NoError(t, err)
+	free := func() int {
+		v, _, err := f.MemGetInfo()
+		require.NoError(t, err)
+		return v
+	}
+	assert.Equal(t, free0-n-k*g, free())
+
+	fd, err := f.MemExportToShareableHandle(mh)
+	require.NoError(t, err)
+	imp, err := f.MemImportFromShareableHandle(fd)
+	require.NoError(t, err)
+	syscall.Close(fd)
+	ih, err := f.IpcGetMemHandle(p)
+	require.NoError(t, err)
+	q, err := f.IpcOpenMemHandle(ih, cuda.IpcLazyEnablePeerAccess)
+	require.NoError(t, err)
+	assert.Equal(t, free0-n-k*g, free(), "imports and IPC mappings are not new memory")
+	require.NoError(t, f.MemRelease(imp))
+	require.NoError(t, f.IpcCloseMemHandle(q))
+
+	va, err := f.MemAddressReserve(k*g, 0)
+	require.NoError(t, err)
+	require.NoError(t, f.MemMap(va, k*g, 0, mh))
+	require.NoError(t, f.MemRelease(mh))
+	assert.Equal(t, free0-n-k*g, free(), "the mapping keeps the memory")
+	require.NoError(t, f.MemUnmap(va, k*g))
+	require.NoError(t, f.MemAddressFree(va, k*g))
+	assert.Equal(t, free0-n, free())
+	_, err = f.MemCreate((64<<20)/g*g, 0, cuda.HandlePosixFD)
+	assert.True(t, errors.Is(err, cuda.ErrorOutOfMemory), "cuMemCreate beyond the free memory")
+	require.NoError(t, f.MemFree(p))
+	assert.Equal(t, free0, free())
+	require.NoError(t, f.MemRelease(other))
+}

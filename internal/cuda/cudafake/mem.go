@@ -21,6 +21,10 @@ type phys struct {
 	refs   int            // handle references + mappings
 	handle cuda.MemHandle // 0 for cuMemAlloc memory
 	posix  bool           // exportable as a POSIX FD
+	// counted: made on this fake (cuMemAlloc, cuMemCreate), so it counts
+	// in its device's usage (MemGetInfo) until the last reference goes;
+	// IPC-opened and imported memory is another allocation's and does not.
+	counted bool
 }
 
 type regionKind int
@@ -78,7 +82,7 @@ func (f *Fake) unref(p *phys) {
 	if p.refs > 0 {
 		return
 	}
-	if p.handle == 0 {
+	if p.counted {
 		f.used[p.dev] -= len(p.data)
 	}
 	syscall.Munmap(p.data)
@@ -177,6 +181,7 @@ func (f *Fake) MemAlloc(size int) (uintptr, error) {
 		return 0, err
 	}
 	f.used[d] += size
+	p.counted = true
 	va := f.newVA(size)
 	f.addRegion(&region{start: va, size: size, p: p, kind: kindAlloc})
 	return va, nil

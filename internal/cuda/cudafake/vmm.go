@@ -71,16 +71,28 @@ func (f *Fake) MemCreate(size int, dev cuda.Device, handles cuda.HandleType) (cu
 	if size <= 0 || size%Granularity != 0 {
 		return 0, fail("cuMemCreate", cuda.ErrorInvalidValue)
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.used[int(dev)]+size > f.cfg.MemBytes {
+		return 0, fail("cuMemCreate", cuda.ErrorOutOfMemory)
+	}
 	p, err := newPhys(size, int(dev))
 	if err != nil {
 		return 0, err
 	}
-	return f.addHandle(p, handles&cuda.HandlePosixFD != 0), nil
+	f.used[int(dev)] += size // physical memory counts in MemGetInfo, as on the driver
+	p.counted = true
+	return f.addHandleLocked(p, handles&cuda.HandlePosixFD != 0), nil
 }
 
 func (f *Fake) addHandle(p *phys, posix bool) cuda.MemHandle {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.addHandleLocked(p, posix)
+}
+
+// addHandleLocked is addHandle for callers that hold f.mu.
+func (f *Fake) addHandleLocked(p *phys, posix bool) cuda.MemHandle {
 	p.handle, p.posix, p.refs = cuda.MemHandle(f.handle()), posix, 1
 	f.phys[p.handle] = p
 	return p.handle
