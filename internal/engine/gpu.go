@@ -3,10 +3,13 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport/p2p"
 )
@@ -26,9 +29,10 @@ const (
 	gpuOneShotMax = 64 << 10
 	// gpuChannelBytes is how many bytes one channel (block) should move
 	// before another channel is worth starting.
-	gpuChannelBytes = 64 << 10
-	// gpuMaxChannels caps the grid; every kernel's blocks must be co-resident.
-	gpuMaxChannels = 16
+	gpuChannelBytes = 32 << 10
+	// gpuMaxChannels caps the grid (GCCL_MAX_NCHANNELS lowers it); every
+	// kernel's blocks must be co-resident.
+	gpuMaxChannels = kernels.MaxChannels
 	// gpuP2PChannels is the fixed grid of point-to-point kernels (both sides
 	// of a pair must use the same one).
 	gpuP2PChannels = 8
@@ -45,14 +49,18 @@ type gpuBackend struct {
 
 	buf        uintptr // this rank's communication buffer (gpuBufBytes)
 	ctrs       uintptr // this rank's counters, then the status word (local)
-	abortHost  uintptr // host-mapped abort flag
-	abortDev   uintptr
-	statusHost uintptr // pinned copy of the status word, refreshed after each launch
+	// ctlHost is host-mapped pinned memory the kernels see at ctlDev: word
+	// 0 the abort flag the host sets, word 1 the status word the kernels
+	// report failures to, so no launch needs a copy back to learn it.
+	ctlHost uintptr
+	ctlDev  uintptr
 	peers      *p2p.Mapping
 	base       kernels.Comm // the fields every launch shares
 
 	fnMu sync.Mutex
 	fns  map[string]cuda.Function
+
+	maxCh int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS
 
 	stats regStats // Stats: staged bytes, zero-copy ops (gpu_reg.go)
 
@@ -129,10 +137,7 @@ func (g *gpuBackend) Submit(e *Engine, l *launch) error {
 				return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.ops[i].String(), err)
 			}
 		}
-		if err := g.p2p(e, l.ops[first:], s); err != nil {
-			return err
-		}
-		return g.drv.MemcpyDtoHAsync(g.statusHost, g.ctrs+kernels.CounterWords*4, 4, s)
+		return g.p2p(e, l.ops[first:], s)
 	})
 	if err != nil {
 		e.setAsyncError(err)
@@ -145,7 +150,7 @@ func (g *gpuBackend) Submit(e *Engine, l *launch) error {
 // checkStatus turns a failure a kernel reported into the engine's async error.
 func (g *gpuBackend) checkStatus(e *Engine) error {
 	var err error
-	switch st := device.HostBytes(g.statusHost, 4)[0]; st {
+	switch st := atomic.LoadUint32(g.ctlWord(gpuCtlStatus)); st {
 	case kernels.StatusOK:
 		return nil
 	case kernels.StatusTimeout:
@@ -159,6 +164,18 @@ func (g *gpuBackend) checkStatus(e *Engine) error {
 	}
 	e.setAsyncError(err)
 	return err
+}
+
+// The words of the host-mapped control block.
+const (
+	gpuCtlAbort  = 0
+	gpuCtlStatus = 1
+	gpuCtlBytes  = 8
+)
+
+// ctlWord is word i of the control block, as the host sees it.
+func (g *gpuBackend) ctlWord(i int) *uint32 {
+	return (*uint32)(unsafe.Pointer(&device.HostBytes(g.ctlHost, gpuCtlBytes)[4*i]))
 }
 
 // fn returns the kernel's function, loading it once.
@@ -192,8 +209,16 @@ func (g *gpuBackend) launch(name string, grid int, s cuda.Stream, c *kernels.Com
 
 // channels is the grid for moving bytes: one block per gpuChannelBytes, at
 // least one, at most gpuMaxChannels. Every rank computes the same value.
-func channels(bytes int) int {
-	return min(max(1, (bytes+gpuChannelBytes-1)/gpuChannelBytes), gpuMaxChannels)
+func (g *gpuBackend) channels(bytes int) int {
+	return min(max(1, (bytes+gpuChannelBytes-1)/gpuChannelBytes), g.maxCh)
+}
+
+// maxChannels is the grid cap GCCL_MAX_NCHANNELS asks for, within 1..gpuMaxChannels.
+func maxChannels() int {
+	if v := env.Get().MaxNChannels; v > 0 {
+		return min(v, gpuMaxChannels)
+	}
+	return gpuMaxChannels
 }
 
 // copyAsync is a stream-ordered device copy, skipped when empty or in place.
@@ -214,8 +239,8 @@ func (g *gpuBackend) close(abort bool) error {
 	}
 	g.closed = true
 	g.mu.Unlock()
-	if abort && g.abortHost != 0 {
-		device.HostBytes(g.abortHost, 4)[0] = 1
+	if abort && g.ctlHost != 0 {
+		atomic.StoreUint32(g.ctlWord(gpuCtlAbort), 1)
 	}
 	var first error
 	_ = g.dev.Do(func() error {

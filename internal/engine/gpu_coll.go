@@ -78,10 +78,10 @@ func (g *gpuBackend) comm(n int, area func(int) uintptr, bytes int) kernels.Comm
 func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream) error {
 	n, me, es := e.nranks, e.rank, o.Type.Size()
 	bytes := o.Count * es
-	kernel, c, grid := kernels.AllReducePipelined, g.comm(n, g.bulk, gpuBulkBytes), channels(bytes)
+	kernel, c, grid := kernels.AllReducePipelined, g.comm(n, g.bulk, gpuBulkBytes), g.channels(bytes)
 	if bytes <= gpuOneShotMax && kernels.OneShotScratchBytes(bytes, n) <= gpuLLBytes && !keyed(e) {
 		kernel, c = kernels.AllReduceOneShot, g.comm(n, g.ll, gpuLLBytes)
-		grid = min(max(1, ((bytes+7)/8+kernels.Threads-1)/kernels.Threads), gpuMaxChannels)
+		grid = min(max(1, ((bytes+7)/8+kernels.Threads-1)/kernels.Threads), g.maxCh)
 	}
 	name, scalar, err := g.redKernel(e, kernel, o)
 	if err != nil {
@@ -113,7 +113,7 @@ func (g *gpuBackend) reduceScatter(e *Engine, o *Op, s cuda.Stream) error {
 			c.In[r] = g.bulk(r)
 		}
 		c.Out[me] = o.Recv + uintptr(off*es)
-		if err := g.launch(name, channels(k*es), s, &c, func(a *cuda.Args) { a.U64(uint64(k)).F64(scalar) }); err != nil {
+		if err := g.launch(name, g.channels(k*es), s, &c, func(a *cuda.Args) { a.U64(uint64(k)).F64(scalar) }); err != nil {
 			return err
 		}
 	}
@@ -139,7 +139,7 @@ func (g *gpuBackend) reduce(e *Engine, o *Op, s cuda.Stream) error {
 		}
 		c.Out[o.Root] = g.bulk(o.Root) + half
 		c.Root = int32(o.Root)
-		if err := g.launch(name, channels(k*es), s, &c, func(a *cuda.Args) { a.U64(uint64(k)).F64(scalar) }); err != nil {
+		if err := g.launch(name, g.channels(k*es), s, &c, func(a *cuda.Args) { a.U64(uint64(k)).F64(scalar) }); err != nil {
 			return err
 		}
 		if me == o.Root {
@@ -162,7 +162,7 @@ func (g *gpuBackend) allGather(e *Engine, o *Op, s cuda.Stream) error {
 			c.Out[r] = g.bulk(r)
 		}
 		c.In[me] = o.Send + uintptr(off)
-		if err := g.launch(kernels.AllGather, channels(k), s, &c, func(a *cuda.Args) { a.U64(uint64(k)) }); err != nil {
+		if err := g.launch(kernels.AllGather, g.channels(k), s, &c, func(a *cuda.Args) { a.U64(uint64(k)) }); err != nil {
 			return err
 		}
 		for r := range n {
@@ -191,7 +191,7 @@ func (g *gpuBackend) broadcast(e *Engine, o *Op, s cuda.Stream) error {
 		}
 		c.In[o.Root] = g.bulk(o.Root)
 		c.Root = int32(o.Root)
-		if err := g.launch(kernels.Broadcast, channels(k), s, &c, func(a *cuda.Args) { a.U64(uint64(k)) }); err != nil {
+		if err := g.launch(kernels.Broadcast, g.channels(k), s, &c, func(a *cuda.Args) { a.U64(uint64(k)) }); err != nil {
 			return err
 		}
 		if err := g.copyAsync(o.Recv+uintptr(off), g.bulk(me)+half, k, s); err != nil {

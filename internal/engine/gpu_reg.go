@@ -192,7 +192,7 @@ func (g *gpuBackend) zcAllReduce(e *Engine, o *Op, bufs []regBuf, c *kernels.Com
 	for r := range e.nranks {
 		c.In[r], c.Out[r] = bufs[0].at(r), bufs[1].at(r)
 	}
-	return g.launch(name, channels(o.Count*o.Type.Size()), s, c, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
+	return g.launch(name, g.channels(o.Count*o.Type.Size()), s, c, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
 }
 
 // zcAllGather: each rank stores its input straight into every rank's
@@ -203,7 +203,7 @@ func (g *gpuBackend) zcAllGather(e *Engine, o *Op, recv regBuf, c *kernels.Comm,
 		c.Out[r] = recv.at(r)
 	}
 	c.In[e.rank] = o.Send
-	return g.launch(kernels.AllGather, channels(total), s, c, func(a *cuda.Args) { a.U64(uint64(total)) })
+	return g.launch(kernels.AllGather, g.channels(total), s, c, func(a *cuda.Args) { a.U64(uint64(total)) })
 }
 
 // zcBroadcast: the root's registered receive buffer is the source (the
@@ -220,7 +220,7 @@ func (g *gpuBackend) zcBroadcast(e *Engine, o *Op, recv regBuf, c *kernels.Comm,
 		c.Out[r] = recv.at(r)
 	}
 	c.In[o.Root], c.Root = recv.at(o.Root), int32(o.Root)
-	return g.launch(kernels.Broadcast, channels(total), s, c, func(a *cuda.Args) { a.U64(uint64(total)) })
+	return g.launch(kernels.Broadcast, g.channels(total), s, c, func(a *cuda.Args) { a.U64(uint64(total)) })
 }
 
 // zcReduceScatter: each rank reduces its block from every rank's
@@ -234,7 +234,7 @@ func (g *gpuBackend) zcReduceScatter(e *Engine, o *Op, send regBuf, c *kernels.C
 		c.In[r] = send.at(r)
 	}
 	c.Out[e.rank] = o.Recv
-	return g.launch(name, channels(o.Count*o.Type.Size()), s, c, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
+	return g.launch(name, g.channels(o.Count*o.Type.Size()), s, c, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
 }
 
 // countStaged adds the bytes a staged collective copies through this

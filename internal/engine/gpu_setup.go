@@ -23,7 +23,7 @@ func newGPUBackend(ctx context.Context, e *Engine, dev *device.CUDADevice) (*gpu
 	if err != nil {
 		return nil, err
 	}
-	g := &gpuBackend{dev: dev, drv: dev.Driver(), fns: map[string]cuda.Function{}}
+	g := &gpuBackend{dev: dev, drv: dev.Driver(), fns: map[string]cuda.Function{}, maxCh: maxChannels()}
 	var offer p2p.Offer
 	err = dev.Do(func() error {
 		if err := g.allocate(img); err != nil {
@@ -41,7 +41,7 @@ func newGPUBackend(ctx context.Context, e *Engine, dev *device.CUDADevice) (*gpu
 		_ = dev.Do(g.free)
 		return nil, err
 	}
-	g.base = kernels.Comm{Counters: g.ctrs, AbortFlag: g.abortDev, Status: g.ctrs + kernels.CounterWords*4,
+	g.base = kernels.Comm{Counters: g.ctrs, AbortFlag: g.ctlDev + 4*gpuCtlAbort, Status: g.ctlDev + 4*gpuCtlStatus,
 		TimeoutNs: uint64(e.timeout.Nanoseconds()), NRanks: int32(e.nranks), Rank: int32(e.rank)}
 	for r := range e.nranks {
 		g.base.Flags[r] = g.flags(r)
@@ -58,21 +58,17 @@ func (g *gpuBackend) allocate(img []byte) error {
 	if g.buf, err = g.drv.MemAlloc(gpuBufBytes); err != nil {
 		return gccl.Errorf(gccl.Code(err), "comm", "allocating the %d-byte communication buffer: %w", gpuBufBytes, err)
 	}
-	ctrBytes := kernels.CounterWords*4 + 4
+	ctrBytes := kernels.CounterWords * 4
 	if g.ctrs, err = g.drv.MemAlloc(ctrBytes); err != nil {
 		return err
 	}
-	if g.abortHost, err = g.drv.MemHostAlloc(8, cuda.HostAllocDeviceMap|cuda.HostAllocPortable); err != nil {
+	if g.ctlHost, err = g.drv.MemHostAlloc(gpuCtlBytes, cuda.HostAllocDeviceMap|cuda.HostAllocPortable); err != nil {
 		return err
 	}
-	clear(device.HostBytes(g.abortHost, 8))
-	if g.abortDev, err = g.drv.MemHostGetDevicePointer(g.abortHost); err != nil {
+	clear(device.HostBytes(g.ctlHost, gpuCtlBytes))
+	if g.ctlDev, err = g.drv.MemHostGetDevicePointer(g.ctlHost); err != nil {
 		return err
 	}
-	if g.statusHost, err = g.drv.MemHostAlloc(8, cuda.HostAllocPortable); err != nil {
-		return err
-	}
-	clear(device.HostBytes(g.statusHost, 8))
 	if err := g.drv.MemsetD8Async(g.buf, 0, gpuBufBytes, 0); err != nil {
 		return err
 	}
@@ -126,7 +122,7 @@ func (g *gpuBackend) free() error {
 			*p = 0
 		}
 	}
-	for _, p := range []*uintptr{&g.abortHost, &g.statusHost} {
+	for _, p := range []*uintptr{&g.ctlHost} {
 		if *p != 0 {
 			keep(g.drv.MemFreeHost(*p))
 			*p = 0

@@ -33,6 +33,7 @@ type Settings struct {
 	SocketNThreads  int
 	NSocksPerThread int
 	ChunkSize       int
+	MaxNChannels    int // GPU kernels' grid cap, 0 = built-in default
 	FatbinDir       string // a kernels/build.sh output to load instead of the embedded fatbin
 
 	// Warnings lists the variables whose values could not be parsed; their
@@ -168,6 +169,7 @@ func load(lookup func(string) (string, bool)) *Settings {
 		SocketNThreads:  l.integer("GCCL_SOCKET_NTHREADS", 0),
 		NSocksPerThread: l.integer("GCCL_NSOCKS_PERTHREAD", 0),
 		ChunkSize:       l.integer("GCCL_CHUNKSIZE", 0),
+		MaxNChannels:    l.integer("GCCL_MAX_NCHANNELS", 0),
 	}
 	s.FatbinDir = l.str("GCCL_FATBIN_DIR", "")
 	s.Device = strings.ToLower(l.str("GCCL_DEVICE", "auto"))

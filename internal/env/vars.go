@@ -30,4 +30,5 @@ var Vars = []Var{
 	{"GCCL_SOCKET_NTHREADS", "NCCL_SOCKET_NTHREADS", "0", "helper goroutines per socket connection (0 = automatic)"},
 	{"GCCL_NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD", "0", "sockets per helper goroutine (0 = automatic)"},
 	{"GCCL_CHUNKSIZE", "NCCL_CHUNKSIZE", "0", "bytes per pipeline chunk (0 = chosen by the cost model)"},
+	{"GCCL_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS", "0", "most channels (CTAs) of a GPU collective kernel, 1 to 32 (0 = 32); must be the same on every rank"},
 }
