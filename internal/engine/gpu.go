@@ -47,15 +47,15 @@ type gpuBackend struct {
 	drv cuda.Driver
 	mod cuda.Module
 
-	buf        uintptr // this rank's communication buffer (gpuBufBytes)
-	ctrs       uintptr // this rank's counters, then the status word (local)
+	buf  uintptr // this rank's communication buffer (gpuBufBytes)
+	ctrs uintptr // this rank's counters, then the status word (local)
 	// ctlHost is host-mapped pinned memory the kernels see at ctlDev: word
 	// 0 the abort flag the host sets, word 1 the status word the kernels
 	// report failures to, so no launch needs a copy back to learn it.
 	ctlHost uintptr
 	ctlDev  uintptr
-	peers      *p2p.Mapping
-	base       kernels.Comm // the fields every launch shares
+	peers   *p2p.Mapping
+	base    kernels.Comm // the fields every launch shares
 
 	fnMu sync.Mutex
 	fns  map[string]cuda.Function

@@ -33,7 +33,7 @@ type Settings struct {
 	SocketNThreads  int
 	NSocksPerThread int
 	ChunkSize       int
-	MaxNChannels    int // GPU kernels' grid cap, 0 = built-in default
+	MaxNChannels    int    // GPU kernels' grid cap, 0 = built-in default
 	FatbinDir       string // a kernels/build.sh output to load instead of the embedded fatbin
 
 	// Warnings lists the variables whose values could not be parsed; their
