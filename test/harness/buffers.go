@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/gccl/gccl"
@@ -28,9 +29,11 @@ func Input(seed uint64, rank int, t gccl.DataType, count int) []byte {
 // Inputs returns the inputs of ranks 0..nranks-1.
 func Inputs(seed uint64, nranks int, t gccl.DataType, count int) [][]byte {
 	in := make([][]byte, nranks)
-	for r := range in {
-		in[r] = Input(seed, r, t, count)
+	var wg sync.WaitGroup
+	for r := range in { // one goroutine per rank: 64 MiB inputs take a while each
+		wg.Go(func() { in[r] = Input(seed, r, t, count) })
 	}
+	wg.Wait()
 	return in
 }
 
