@@ -30,6 +30,7 @@ type ncclBaseline struct {
 	stream  cuda.Stream
 	regs    map[uintptr]uintptr // registered base -> ncclCommRegister handle
 	failed  bool                // an operation failed or timed out: Close aborts
+	cost    initCost            // ncclCommInitRank's time and memory
 }
 
 func newNCCLBaseline(e baselineEnv) (baseline, error) {
@@ -64,15 +65,25 @@ func newNCCLBaseline(e baselineEnv) (baseline, error) {
 		return nil, fmt.Errorf("baseline nccl: %w", err)
 	}
 	b := &ncclBaseline{version: lib.Version(), dev: dev, stream: cuda.Stream(e.stream), regs: map[uintptr]uintptr{}}
-	err = dev.Do(func() (err error) {
-		b.comm, err = lib.InitRank(e.comm.Count(), id, e.comm.Rank(), timeout)
-		return err
+	b.cost, err = timeInit(meterOf(dev), func() error {
+		return dev.Do(func() (err error) {
+			b.comm, err = lib.InitRank(e.comm.Count(), id, e.comm.Rank(), timeout)
+			return err
+		})
 	})
 	if err != nil {
+		if b.comm != nil { // the init worked, measuring it did not
+			err = errors.Join(err, dev.Do(b.comm.Abort))
+		}
 		return nil, fmt.Errorf("baseline nccl: NCCL %s on GPU %d: %w", cuda.NCCLVersion(b.version), dev.Ordinal(), err)
 	}
 	return b, nil
 }
+
+// initCost is the wall time and device memory of ncclCommInitRank on this
+// rank (timeInit: every rank starts it right after the unique ID's
+// all-gather, and the context already exists).
+func (b *ncclBaseline) initCost() initCost { return b.cost }
 
 // keepNCCLOffNVLS sets NCCL_NVLS_ENABLE=0 for the NCCL in this process
 // unless the user enabled NVLS explicitly (GCCL_NVLS_ENABLE or

@@ -90,13 +90,10 @@ func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
 // measureSize measures every library at one size and returns the row.
 func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []library, i, n int) (perf.Row, error) {
 	t := r.cfg.dtype
-	l, err := newLayout(op, size, t, r.rank, r.nranks, r.cfg.inplace)
+	c, l, err := r.callAt(op, size, mem)
 	if err != nil {
 		return perf.Row{}, err
 	}
-	send, recv := l.place(mem, t)
-	c := call{Op: op, Send: send, Recv: recv, Count: l.count, Type: t, RedOp: r.cfg.redop,
-		Root: r.cfg.root, Rank: r.rank, NRanks: r.nranks}
 	bytes := l.sizeBytes(t, r.nranks)
 	row := perf.Row{Size: bytes, Count: int(bytes) / t.Size(), Type: t.String(), RedOp: "-", Root: -1}
 	if reducing(op) {
@@ -119,6 +116,18 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []library
 		}
 	}
 	return row, nil
+}
+
+// callAt is op's call at size bytes on the sweep memory at mem, and its layout.
+func (r *ranker) callAt(op perf.Op, size int64, mem uintptr) (call, layout, error) {
+	t := r.cfg.dtype
+	l, err := newLayout(op, size, t, r.rank, r.nranks, r.cfg.inplace)
+	if err != nil {
+		return call{}, l, err
+	}
+	send, recv := l.place(mem, t)
+	return call{Op: op, Send: send, Recv: recv, Count: l.count, Type: t, RedOp: r.cfg.redop,
+		Root: r.cfg.root, Rank: r.rank, NRanks: r.nranks}, l, nil
 }
 
 // measure runs lib once checked (when -check), then the warm-up and timed

@@ -92,14 +92,21 @@ func runMPI(cfg config, stdout, stderr io.Writer, h hooks) int {
 		}
 		defer stop()
 	}
-	c, err := mpiboot.NewComm(&comm.Config{Timeout: cfg.timeout, Name: "gccl-perf"})
+	meter, closeMeter, err := openMeter(mpiboot.LocalRank())
+	if err != nil {
+		fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", rank, err)
+		_ = mpiboot.Abort(exitError)
+		return exitError
+	}
+	defer closeMeter() // after the communicator's Close
+	c, cost, err := newMPIComm(cfg, meter)
 	if err != nil {
 		fmt.Fprintf(stderr, "gccl-perf: rank %d: creating the communicator: %v\n", rank, err)
 		_ = mpiboot.Abort(exitError)
 		return exitError
 	}
 	defer c.Close()
-	status := runRank(cfg, c, rank, size, mpiExchanger{}, stdout, stderr, h)
+	status := runRank(cfg, c, cost, rank, size, mpiExchanger{}, stdout, stderr, h)
 	if status == exitError && size > 1 {
 		_ = mpiboot.Abort(exitError) // no rank may be left waiting for this one
 	}
@@ -108,11 +115,12 @@ func runMPI(cfg config, stdout, stderr io.Writer, h hooks) int {
 
 // runLocal runs cfg.np goroutine ranks in this process.
 func runLocal(cfg config, stdout, stderr io.Writer, h hooks) int {
-	comms, err := comm.InitAllN(cfg.np)
+	comms, costs, closeMeters, err := newLocalComms(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "gccl-perf: creating the communicators:", err)
 		return exitError
 	}
+	defer closeMeters() // after the communicators' Close
 	x := newLocalExchanger(cfg.np, cfg.timeout)
 	stderr = &lockedWriter{w: stderr} // every rank reports its own errors
 	status := make([]int, cfg.np)
@@ -120,16 +128,17 @@ func runLocal(cfg config, stdout, stderr io.Writer, h hooks) int {
 	for r, c := range comms {
 		wg.Go(func() {
 			defer c.Close()
-			status[r] = runRank(cfg, c, r, cfg.np, x.rank(r), stdout, stderr, h)
+			status[r] = runRank(cfg, c, costs[r], r, cfg.np, x.rank(r), stdout, stderr, h)
 		})
 	}
 	wg.Wait()
 	return worst(status)
 }
 
-// runRank is one rank's whole run: stream, clock, libraries, every
-// operation's sweep; rank 0 prints the tables, the summary and the files.
-func runRank(cfg config, c *comm.Comm, rank, nranks int, x exchanger, stdout, stderr io.Writer, h hooks) (status int) {
+// runRank is one rank's whole run: stream, clock, libraries, their init
+// costs (cost is gccl's, measured by the caller), every operation's sweep;
+// rank 0 prints the init line, the tables, the summary and the files.
+func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchanger, stdout, stderr io.Writer, h hooks) (status int) {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", rank, err)
 		return exitError
@@ -159,12 +168,17 @@ func runRank(cfg config, c *comm.Comm, rank, nranks int, x exchanger, stdout, st
 	if r.base != nil {
 		defer func() { closeBaseline(r.base, status == exitError) }()
 	}
+	init, err := r.initCosts(cost)
+	if err != nil {
+		return fail(err)
+	}
+	writeInit(r.out, init)
 	results, status := r.sweepAll(stderr)
 	if status == exitError || rank != 0 {
 		return status
 	}
 	writeSummary(r.out, results)
-	if err := writeFiles(cfg, results); err != nil {
+	if err := writeFiles(cfg, results, init); err != nil {
 		return fail(err)
 	}
 	return status

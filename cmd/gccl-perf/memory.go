@@ -79,17 +79,26 @@ func (a *arena) free() error {
 // registered with gccl and with the baseline (when it runs this op and can
 // register) under -register.
 func (r *ranker) alloc(op perf.Op, sizes []int64, withBase bool) (*arena, error) {
-	most := 0
-	for _, s := range sizes {
-		l, err := newLayout(op, s, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace)
-		if err != nil {
-			return nil, err
-		}
-		most = max(most, l.memElems)
+	bytes, err := r.arenaBytes(op, sizes)
+	if err != nil {
+		return nil, err
 	}
 	regs := map[string]registrar{}
 	if reg, ok := r.base.(registrar); ok && withBase {
 		regs[r.base.Name()] = reg
 	}
-	return newArena(r.dev, most*r.cfg.dtype.Size(), r.cfg.register, r.comm, regs)
+	return newArena(r.dev, bytes, r.cfg.register, r.comm, regs)
+}
+
+// arenaBytes is the memory the largest layout of op at sizes needs.
+func (r *ranker) arenaBytes(op perf.Op, sizes []int64) (int, error) {
+	most := 0
+	for _, s := range sizes {
+		l, err := newLayout(op, s, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace)
+		if err != nil {
+			return 0, err
+		}
+		most = max(most, l.memElems)
+	}
+	return most * r.cfg.dtype.Size(), nil
 }

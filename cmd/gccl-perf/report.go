@@ -107,10 +107,11 @@ func ratioMean(rows []perf.Row, minSize int64) float64 {
 	return math.Exp(sum / float64(n))
 }
 
-// writeFiles writes the -csv, -png and -json outputs of every operation.
+// writeFiles writes the -csv, -png and -json outputs of every operation
+// (the JSON also has the init costs).
 // With several operations, the CSV and PNG names get the operation's name
 // before the extension (out.csv -> out-allreduce.csv).
-func writeFiles(cfg config, results []opResult) error {
+func writeFiles(cfg config, results []opResult, init initSummary) error {
 	for _, res := range results {
 		if len(res.rows) == 0 {
 			continue
@@ -134,7 +135,7 @@ func writeFiles(cfg config, results []opResult) error {
 	if cfg.json == "" {
 		return nil
 	}
-	return writeFile(cfg.json, func(w io.Writer) error { return writeJSON(w, results) })
+	return writeFile(cfg.json, func(w io.Writer) error { return writeJSON(w, results, init) })
 }
 
 func perOp(name string, op perf.Op, nops int) string {
@@ -176,8 +177,14 @@ type jsonRow struct {
 	Ratio    *float64 `json:"time_ratio,omitempty"`
 }
 
-func writeJSON(w io.Writer, results []opResult) error {
-	var rows []jsonRow
+// jsonRun is the -json output: the init costs and every row.
+type jsonRun struct {
+	Init *jsonInit `json:"init"`
+	Rows []jsonRow `json:"rows"`
+}
+
+func writeJSON(w io.Writer, results []opResult, init initSummary) error {
+	rows := []jsonRow{}
 	for _, res := range results {
 		for _, r := range res.rows {
 			j := jsonRow{Op: string(res.op), Size: r.Size, Count: r.Count, Type: r.Type, RedOp: r.RedOp, Root: r.Root,
@@ -195,7 +202,7 @@ func writeJSON(w io.Writer, results []opResult) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(rows)
+	return enc.Encode(jsonRun{Init: init.json(), Rows: rows})
 }
 
 func us(m perf.Measure) float64 { return float64(m.Time.Nanoseconds()) / 1e3 }

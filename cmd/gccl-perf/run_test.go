@@ -72,12 +72,14 @@ func TestEndToEndTwoRanks(t *testing.T) {
 	recs, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
 	assert.Len(t, recs, 1+5)
-	var js []jsonRow
+	var js jsonRun
 	b, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &js))
-	require.Len(t, js, 5)
-	assert.Positive(t, js[4].TimeUS)
+	require.Len(t, js.Rows, 5)
+	assert.Positive(t, js.Rows[4].TimeUS)
+	require.NotNil(t, js.Init)
+	assert.Positive(t, js.Init.Gccl.TimeMS)
 	st, err := os.Stat(filepath.Join(dir, "r.png"))
 	require.NoError(t, err)
 	assert.Positive(t, st.Size())
