@@ -40,6 +40,18 @@
 // with the NCCL baseline (ncclCommRegister); each table's title says which
 // libraries the buffers are registered with.
 //
+// Init cost. Before the tables rank 0 prints one "# init:" line: the wall
+// time of gccl's comm.InitRankConfig and, with -baseline nccl, of
+// ncclCommInitRank (each rank's, all ranks starting together after the
+// unique ID is shared; the slowest rank's, and the median in parentheses)
+// and, on a GPU, the device memory each took: the drop in cuMemGetInfo's
+// free memory across the init (after a context synchronize; the context
+// is made before, so it is not counted), and again including the
+// library's first operations (the run's first operation at the smallest
+// and largest sizes of its sweep, on memory allocated beforehand), since
+// NCCL connects some buffers lazily. Each memory figure is the largest
+// over ranks; the ratios are gccl/NCCL. On the host backend memory is N/A.
+//
 // Rank 0 prints one table per operation in nccl-tests' layout, with the
 // baseline's columns and the time ratio gccl/baseline per size (below 1:
 // gccl is faster), then the wrong-element totals, the average bus
@@ -48,7 +60,8 @@
 // of the time ratio in the size bands of the project's goals (<= 64 KiB,
 // 256 KiB-16 MiB, >= 128 MiB; perf.Bands) and each library's peak bus
 // bandwidth. -csv, -png and -json write the rows to files (with -op all,
-// one CSV and one PNG per operation: out.csv -> out-allreduce.csv);
+// one CSV and one PNG per operation: out.csv -> out-allreduce.csv; the
+// JSON is one object, {"init": the init costs, "rows": every row});
 // -progress shows the sweep on stderr.
 //
 // Baselines (-baseline): "mpi" runs MPI_Allreduce, MPI_Allgather,
