@@ -27,20 +27,33 @@ const (
 )
 
 // Encode lays c out as the C struct (little-endian, natural alignment), for
-// cuda.Args.Struct(c.Encode(), kernels.CommAlign).
+// cuda.Args.Struct(c.Encode(), kernels.CommAlign). Launch paths use Put
+// into cuda.Args.Slot instead, which does not allocate.
 func (c *Comm) Encode() []byte {
-	b := make([]byte, 0, CommBytes)
+	b := make([]byte, CommBytes)
+	c.Put(b)
+	return b
+}
+
+// Put writes c's encoding (Encode's bytes) into b[:CommBytes]; it panics
+// if b is shorter, as a slice index would.
+func (c *Comm) Put(b []byte) {
+	b = b[:CommBytes]
 	le := binary.LittleEndian
-	for _, arr := range [][MaxRanks]uintptr{c.In, c.Out, c.Scratch, c.Flags} {
-		for _, p := range arr {
-			b = le.AppendUint64(b, uint64(p))
+	for i, arr := range [...]*[MaxRanks]uintptr{&c.In, &c.Out, &c.Scratch, &c.Flags} {
+		at := b[i*MaxRanks*8:]
+		for r, p := range arr {
+			le.PutUint64(at[8*r:], uint64(p))
 		}
 	}
-	for _, v := range []uint64{uint64(c.Counters), uint64(c.AbortFlag), uint64(c.Status), c.TimeoutNs, c.ScratchBytes} {
-		b = le.AppendUint64(b, v)
-	}
-	for _, v := range []uint32{uint32(c.NRanks), uint32(c.Rank), uint32(c.Root), c.RegKey} {
-		b = le.AppendUint32(b, v)
-	}
-	return b
+	w := b[4*MaxRanks*8:]
+	le.PutUint64(w, uint64(c.Counters))
+	le.PutUint64(w[8:], uint64(c.AbortFlag))
+	le.PutUint64(w[16:], uint64(c.Status))
+	le.PutUint64(w[24:], c.TimeoutNs)
+	le.PutUint64(w[32:], c.ScratchBytes)
+	le.PutUint32(w[40:], uint32(c.NRanks))
+	le.PutUint32(w[44:], uint32(c.Rank))
+	le.PutUint32(w[48:], uint32(c.Root))
+	le.PutUint32(w[52:], c.RegKey)
 }

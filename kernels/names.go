@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/gccl/gccl"
+import (
+	"slices"
+
+	"github.com/gccl/gccl"
+)
 
 // Limits and layout constants shared with common.cuh and sync.cuh.
 const (
@@ -61,11 +65,64 @@ var opSuffix = map[gccl.RedOp]string{
 // ReductionName(AllReduceOneShot, gccl.Float32, gccl.Sum) is
 // "gccl_allreduce_oneshot_f32_sum". Operators from gccl.NumBuiltinOps on
 // (premultiplied sums) map to the premulsum kernels, whose scalar argument
-// carries the factor.
+// carries the factor. Every launch asks, so valid names come from a table
+// built once (no allocation); anything else takes the checking path.
 func ReductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error) {
+	if k, slot := reductionIndex(kernel), opSlot(op); k >= 0 && slot >= 0 && t >= 0 && int(t) < len(reductionNames[k]) {
+		if name := reductionNames[k][t][slot]; name != "" {
+			return name, nil
+		}
+	}
+	return reductionName(kernel, t, op)
+}
+
+// reductionKernels are the kernels with one entry point per type and operator.
+var reductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce}
+
+// reductionNames[kernel][type][opSlot(op)] is reductionName's result, or ""
+// where that is an error.
+var reductionNames = func() (tab [len(reductionKernels)][][gccl.NumBuiltinOps + 1]string) {
+	types := gccl.DataTypes()
+	for k, kernel := range reductionKernels {
+		tab[k] = make([][gccl.NumBuiltinOps + 1]string, slices.Max(types)+1)
+		for _, t := range types {
+			for op := range gccl.NumBuiltinOps + 1 {
+				tab[k][t][op], _ = reductionName(kernel, t, op)
+			}
+		}
+	}
+	return tab
+}()
+
+// reductionIndex is kernel's index in reductionKernels, or -1.
+func reductionIndex(kernel string) int {
 	switch kernel {
-	case AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce:
-	default:
+	case AllReduceOneShot:
+		return 0
+	case AllReduceTwoShot:
+		return 1
+	case AllReducePipelined:
+		return 2
+	case ReduceScatter:
+		return 3
+	case Reduce:
+		return 4
+	}
+	return -1
+}
+
+// opSlot is op's column in reductionNames: the built-ins, then every
+// premultiplied sum in one; -1 for negative operators.
+func opSlot(op gccl.RedOp) int {
+	if op < 0 {
+		return -1
+	}
+	return int(min(op, gccl.NumBuiltinOps))
+}
+
+// reductionName builds ReductionName's result or its error.
+func reductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error) {
+	if reductionIndex(kernel) < 0 {
 		return "", gccl.Errorf(gccl.InvalidArgument, "kernel", "%q is not a reduction kernel", kernel)
 	}
 	ts, ok := typeSuffix[t]

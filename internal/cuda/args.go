@@ -3,6 +3,7 @@ package cuda
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/gccl/gccl"
 )
@@ -30,12 +31,19 @@ func (a *Args) put(size, align int) []byte {
 		}
 		return make([]byte, size)
 	}
-	off := (len(a.buf) + align - 1) &^ (align - 1)
-	for len(a.buf) < off+size {
-		a.buf = append(a.buf, 0)
+	start := len(a.buf)
+	off := (start + align - 1) &^ (align - 1)
+	end := off + size
+	if end > cap(a.buf) {
+		a.buf = slices.Grow(a.buf, max(end, 2*cap(a.buf), 64)-start)
+	}
+	a.buf = a.buf[:end]
+	clear(a.buf[start:end]) // the padding and the new value (a reused buffer holds old bytes)
+	if a.offs == nil {
+		a.offs = make([]uint32, 0, 8)
 	}
 	a.offs = append(a.offs, uint32(off))
-	return a.buf[off : off+size]
+	return a.buf[off:end]
 }
 
 // Ptr appends a device pointer.
@@ -74,8 +82,22 @@ func (a *Args) Struct(b []byte, align int) *Args {
 		}
 		return a
 	}
-	copy(a.put(len(b), align), b)
+	copy(a.Slot(len(b), align), b)
 	return a
+}
+
+// Slot appends a struct argument of size bytes with the given alignment
+// and returns its bytes, zeroed, for the caller to fill in place (Struct
+// without an intermediate copy). The slice is valid until the next append
+// or Reset.
+func (a *Args) Slot(size, align int) []byte {
+	if align <= 0 || align > 16 || align&(align-1) != 0 {
+		if a.err == nil {
+			a.err = gccl.Errorf(gccl.InvalidArgument, "align", "struct alignment %d is not a power of two up to 16", align)
+		}
+		return make([]byte, size)
+	}
+	return a.put(size, align)
 }
 
 // Len is the number of arguments.
@@ -104,10 +126,17 @@ func (a *Args) Reset() {
 	a.buf, a.offs, a.err = a.buf[:0], a.offs[:0], nil
 }
 
+// noArgs stand in for an empty buffer and offset list in packed: C gets a
+// valid address, and the launch passes no parameters.
+var (
+	noArgBuf  = []byte{0}
+	noArgOffs = []uint32{0}
+)
+
 // packed returns the buffer (never empty, so its address can be taken) and offsets.
 func (a *Args) packed() ([]byte, []uint32) {
-	if len(a.buf) == 0 {
-		return []byte{0}, []uint32{0}
+	if a == nil || len(a.buf) == 0 {
+		return noArgBuf, noArgOffs
 	}
 	return a.buf, a.offs
 }

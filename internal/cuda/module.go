@@ -43,14 +43,10 @@ func (d driver) LaunchKernel(f Function, grid, block Dim3, sharedMem int, s Stre
 	if err := checkLaunch(f, grid, block, sharedMem, args); err != nil {
 		return err
 	}
-	var buf []byte
-	var offs []uint32
+	buf, offs := args.packed()
 	n := 0
-	if args != nil && args.Len() > 0 {
-		buf, offs = args.packed()
+	if args != nil {
 		n = args.Len()
-	} else {
-		buf, offs = (&Args{}).packed()
 	}
 	return d.check("cuLaunchKernel", C.gccl_launch(C.CUfunction(f),
 		C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z),

@@ -194,6 +194,10 @@ func (e *Engine) Device() device.Device { return e.dev }
 
 // waitCtx bounds a wait by the engine's timeout and by Abort.
 func (e *Engine) waitCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	if e.ctx != nil && parent == context.Background() {
+		// e.ctx is the only other bound: derive from it (no AfterFunc).
+		return context.WithTimeout(e.ctx, e.timeout)
+	}
 	ctx, cancel := context.WithTimeout(parent, e.timeout)
 	if e.ctx == nil {
 		return ctx, cancel

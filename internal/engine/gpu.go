@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -58,7 +59,13 @@ type gpuBackend struct {
 	base    kernels.Comm // the fields every launch shares
 
 	fnMu sync.Mutex
-	fns  map[string]cuda.Function
+	fns  map[string]cuda.Function // loaded kernels, under fnMu
+	// fnsRO is a copy of fns that launches read without locking; fn
+	// replaces it (copy on write) when it loads a kernel.
+	fnsRO atomic.Pointer[map[string]cuda.Function]
+	// args is reused by every launch; launches of one engine run one at a
+	// time (under its ticket) and the driver copies the values at launch.
+	args cuda.Args
 
 	maxCh int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS
 
@@ -117,34 +124,35 @@ func (g *gpuBackend) bulk(r int) uintptr  { return g.peers.Ptrs[r] + gpuFlagsByt
 
 // Submit enqueues the launch's kernels and copies on its stream and returns.
 func (g *gpuBackend) Submit(e *Engine, l *launch) error {
-	ctx, cancel := e.waitCtx(context.Background())
-	defer cancel()
-	if err := e.order.wait(ctx, l.ticket, e.AsyncError); err != nil {
+	if err := e.waitTurn(l.ticket); err != nil {
 		return err // LaunchGroup releases the ticket of a failed Submit
 	}
 	if err := g.checkStatus(e); err != nil {
 		return err
 	}
-	s := cuda.Stream(l.stream)
-	err := g.dev.Do(func() error {
-		first := len(l.ops)
-		for i := range l.ops {
-			if l.ops[i].Kind.IsP2P() {
-				first = i
-				break
-			}
-			if err := g.collective(e, &l.ops[i], s); err != nil {
-				return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.ops[i].String(), err)
-			}
-		}
-		return g.p2p(e, l.ops[first:], s)
-	})
-	if err != nil {
+	if err := g.dev.Do(func() error { return g.enqueue(e, l) }); err != nil {
 		e.setAsyncError(err)
 		return err
 	}
 	e.order.release()
 	return nil
+}
+
+// enqueue issues l's collectives in order, then its point-to-point ops
+// (device context current, l's ticket held).
+func (g *gpuBackend) enqueue(e *Engine, l *launch) error {
+	s := cuda.Stream(l.stream)
+	first := len(l.ops)
+	for i := range l.ops {
+		if l.ops[i].Kind.IsP2P() {
+			first = i
+			break
+		}
+		if err := g.collective(e, &l.ops[i], s); err != nil {
+			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.ops[i].String(), err)
+		}
+	}
+	return g.p2p(e, l.ops[first:], s)
 }
 
 // checkStatus turns a failure a kernel reported into the engine's async error.
@@ -178,8 +186,14 @@ func (g *gpuBackend) ctlWord(i int) *uint32 {
 	return (*uint32)(unsafe.Pointer(&device.HostBytes(g.ctlHost, gpuCtlBytes)[4*i]))
 }
 
-// fn returns the kernel's function, loading it once.
+// fn returns the kernel's function, loading it once; loaded kernels are
+// found without taking a lock.
 func (g *gpuBackend) fn(name string) (cuda.Function, error) {
+	if m := g.fnsRO.Load(); m != nil {
+		if f, ok := (*m)[name]; ok {
+			return f, nil
+		}
+	}
 	g.fnMu.Lock()
 	defer g.fnMu.Unlock()
 	if f, ok := g.fns[name]; ok {
@@ -190,21 +204,25 @@ func (g *gpuBackend) fn(name string) (cuda.Function, error) {
 		return 0, gccl.Errorf(gccl.Code(err), "kernels", "kernel %s: %w", name, err)
 	}
 	g.fns[name] = f
+	ro := maps.Clone(g.fns)
+	g.fnsRO.Store(&ro)
 	return f, nil
 }
 
 // launch starts kernel name with grid blocks on s: the Comm, then args.
+// It reuses g.args, so it must run under the engine's ticket.
 func (g *gpuBackend) launch(name string, grid int, s cuda.Stream, c *kernels.Comm, args func(*cuda.Args)) error {
 	f, err := g.fn(name)
 	if err != nil {
 		return err
 	}
-	var a cuda.Args
-	a.Struct(c.Encode(), kernels.CommAlign)
+	a := &g.args
+	a.Reset()
+	c.Put(a.Slot(kernels.CommBytes, kernels.CommAlign))
 	if args != nil {
-		args(&a)
+		args(a)
 	}
-	return g.drv.LaunchKernel(f, cuda.Dim3{X: uint32(grid), Y: 1, Z: 1}, cuda.Dim3{X: kernels.Threads, Y: 1, Z: 1}, 0, s, &a)
+	return g.drv.LaunchKernel(f, cuda.Dim3{X: uint32(grid), Y: 1, Z: 1}, cuda.Dim3{X: kernels.Threads, Y: 1, Z: 1}, 0, s, a)
 }
 
 // channels is the grid for moving bytes: one block per gpuChannelBytes, at

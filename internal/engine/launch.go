@@ -17,7 +17,11 @@ type launch struct {
 	ops    []Op
 	stream gccl.Stream
 	ticket uint64
+	inline [launchInline]Op // ops' storage for small launches (one allocation)
 }
+
+// launchInline is how many ops a launch holds without a second allocation.
+const launchInline = 4
 
 // Work is one engine's ops in a group launch.
 type Work struct {
@@ -29,37 +33,62 @@ type Work struct {
 // issue order, then the point-to-point ops progress concurrently. Nothing is
 // submitted if any op is invalid.
 func (e *Engine) Launch(ops []Op) error {
-	return LaunchGroup([]Work{{Engine: e, Ops: ops}})
+	if e == nil {
+		return gccl.Errorf(gccl.InvalidArgument, "comm", "group member 0 has a nil communicator")
+	}
+	l, err := e.prepare(ops)
+	if err != nil || l == nil {
+		return err
+	}
+	return e.submit(l)
 }
 
 // LaunchGroup submits a group: one launch per engine (per device). Every op
 // of every engine is validated before anything is submitted.
 func LaunchGroup(works []Work) error {
-	seen := map[*Engine]bool{}
-	ls := make([]*launch, len(works))
+	var small [launchInline]*launch
+	ls := small[:0]
 	for i, w := range works {
 		if w.Engine == nil {
 			return gccl.Errorf(gccl.InvalidArgument, "comm", "group member %d has a nil communicator", i)
 		}
-		if seen[w.Engine] {
+		if appearsBefore(works, i) {
 			return gccl.Errorf(gccl.InvalidUsage, "comm", "communicator appears twice in one group launch; merge its ops")
 		}
-		seen[w.Engine] = true
 		l, err := w.Engine.prepare(w.Ops)
 		if err != nil {
 			return err
 		}
-		ls[i] = l
+		ls = append(ls, l)
 	}
 	for i, w := range works {
 		if ls[i] == nil {
 			continue
 		}
-		ls[i].ticket = w.Engine.order.take()
-		if err := w.Engine.backend.Submit(w.Engine, ls[i]); err != nil {
-			w.Engine.order.release() // keep later tickets moving
+		if err := w.Engine.submit(ls[i]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// appearsBefore reports whether works[i]'s engine is also one of works[:i]'s.
+// Groups span a handful of devices, so a scan beats building a set.
+func appearsBefore(works []Work, i int) bool {
+	for j := range i {
+		if works[j].Engine == works[i].Engine {
+			return true
+		}
+	}
+	return false
+}
+
+// submit gives l the engine's next ticket and hands it to the backend.
+func (e *Engine) submit(l *launch) error {
+	l.ticket = e.order.take()
+	if err := e.backend.Submit(e, l); err != nil {
+		e.order.release() // keep later tickets moving
+		return err
 	}
 	return nil
 }
@@ -75,7 +104,11 @@ func (e *Engine) prepare(ops []Op) (*launch, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	l := &launch{ops: make([]Op, 0, len(ops)), stream: ops[0].Stream}
+	l := &launch{stream: ops[0].Stream}
+	l.ops = l.inline[:0]
+	if len(ops) > launchInline {
+		l.ops = make([]Op, 0, len(ops))
+	}
 	var p2p []Op
 	for i := range ops {
 		o := ops[i]
@@ -91,13 +124,23 @@ func (e *Engine) prepare(ops []Op) (*launch, error) {
 		}
 		if !o.Kind.collective().Reduces() {
 			o.Op = gccl.Sum // unused by this kind
-		} else if _, _, err := e.arith(nopReducer{}, &o); err != nil {
-			return nil, err
+		} else if o.Op < 0 || o.Op >= gccl.NumBuiltinOps {
+			if err := e.checkUserOp(o); err != nil {
+				return nil, err
+			}
 		}
 		l.ops = append(l.ops, o)
 	}
 	l.ops = append(l.ops, p2p...)
 	return l, nil
+}
+
+// checkUserOp checks that a user operator (CreatePreMulSum) still exists
+// and fits o's type (built-in operators need no check; prepare skips the
+// call for them, as o escapes here).
+func (e *Engine) checkUserOp(o Op) error {
+	_, _, err := e.arith(nopReducer{}, &o)
+	return err
 }
 
 // nopReducer lets prepare check an op's operator without computing.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gccl/gccl"
 )
@@ -14,16 +15,19 @@ import (
 // over several streams.
 type ticketLock struct {
 	mu      sync.Mutex
-	next    uint64        // the next ticket to hand out
-	serving uint64        // the ticket allowed to run
-	changed chan struct{} // closed when serving moves
+	next    atomic.Uint64 // the next ticket to hand out
+	serving atomic.Uint64 // the ticket allowed to run; moves under mu
+	changed chan struct{} // closed when serving moves; under mu
 }
 
 func (t *ticketLock) take() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.next++
-	return t.next - 1
+	return t.next.Add(1) - 1
+}
+
+// ready reports, without blocking or locking, whether ticket may run now.
+// Once true it stays true until the holder calls release.
+func (t *ticketLock) ready(ticket uint64) bool {
+	return t.serving.Load() == ticket
 }
 
 func (t *ticketLock) signal() chan struct{} {
@@ -33,11 +37,23 @@ func (t *ticketLock) signal() chan struct{} {
 	return t.changed
 }
 
+// waitTurn waits (bounded by the engine's timeout and by Abort) until
+// ticket may run. The usual eager case, where the ticket is already being
+// served, returns at once without building the deadline's context.
+func (e *Engine) waitTurn(ticket uint64) error {
+	if e.order.ready(ticket) {
+		return nil
+	}
+	ctx, cancel := e.waitCtx(context.Background())
+	defer cancel()
+	return e.order.wait(ctx, ticket, e.AsyncError)
+}
+
 // wait blocks until ticket may run, ctx ends, or broken returns an error.
 func (t *ticketLock) wait(ctx context.Context, ticket uint64, broken func() error) error {
 	for {
 		t.mu.Lock()
-		if t.serving == ticket {
+		if t.serving.Load() == ticket {
 			t.mu.Unlock()
 			return nil
 		}
@@ -58,7 +74,7 @@ func (t *ticketLock) wait(ctx context.Context, ticket uint64, broken func() erro
 func (t *ticketLock) release() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.serving++
+	t.serving.Add(1)
 	if t.changed != nil {
 		close(t.changed)
 		t.changed = nil
@@ -69,7 +85,7 @@ func (t *ticketLock) release() {
 func (t *ticketLock) drain(ctx context.Context) error {
 	for {
 		t.mu.Lock()
-		if t.serving == t.next {
+		if t.serving.Load() == t.next.Load() {
 			t.mu.Unlock()
 			return nil
 		}
