@@ -155,6 +155,10 @@ func (g *gpuBackend) enqueue(e *Engine, l *launch) error {
 	return g.p2p(e, l.ops[first:], s)
 }
 
+// doneOnReturn: Submit enqueues everything in the call and keeps no
+// reference to the launch, which LaunchGroup may then reuse.
+func (g *gpuBackend) doneOnReturn() {}
+
 // checkStatus turns a failure a kernel reported into the engine's async error.
 func (g *gpuBackend) checkStatus(e *Engine) error {
 	var err error

@@ -36,10 +36,26 @@ type launchRank struct {
 	want struct{ send, recv, count atomic.Uint64 }
 }
 
+// directDriver is the fake GPU with kernel launches checked and counted in
+// the call instead of queued on a stream (no copy of the arguments, no
+// stream goroutine), so that a benchmark on it times gccl's own host path.
+type directDriver struct {
+	*cudafake.Fake
+	kernel cudafake.Kernel
+}
+
+func (d directDriver) LaunchKernel(fn cuda.Function, grid, block cuda.Dim3, _ int, _ cuda.Stream, a *cuda.Args) error {
+	if fn == 0 {
+		return fmt.Errorf("directDriver: nil function")
+	}
+	return d.kernel(d.Fake, grid, block, a)
+}
+
 // launchWorld builds n engines on fake GPUs with the GPU backend made by
 // hand (the fatbin is not needed: the fake loads any image) and the peers'
-// buffers mapped through the fake's IPC, as newGPUBackend does.
-func launchWorld(tb testing.TB, n int) []*launchRank {
+// buffers mapped through the fake's IPC, as newGPUBackend does. With
+// direct, launches run the stand-in kernel in the call (directDriver).
+func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 	tb.Helper()
 	net := enginetest.NewNet(n)
 	rs := make([]*launchRank, n)
@@ -47,12 +63,17 @@ func launchWorld(tb testing.TB, n int) []*launchRank {
 	offers := make([]p2p.Offer, n)
 	for r := range n {
 		f := cudafake.New(cudafake.Config{MemBytes: 64 << 20})
-		d, err := device.OpenCUDA(f, 0, 10*time.Second)
+		lr := &launchRank{}
+		var drv cuda.Driver = f
+		if k := registerCheckingKernel(f, lr, n, r); direct {
+			drv = directDriver{Fake: f, kernel: k}
+		}
+		d, err := device.OpenCUDA(drv, 0, 10*time.Second)
 		require.NoError(tb, err)
-		s, err := d.NewStream()
+		lr.d = d
+		lr.s, err = d.NewStream()
 		require.NoError(tb, err)
-		rs[r] = &launchRank{d: d, s: s}
-		registerCheckingKernel(f, rs[r], n, r)
+		rs[r] = lr
 		g := &gpuBackend{dev: d, drv: d.Driver(), fns: map[string]cuda.Function{}, maxCh: gpuMaxChannels}
 		require.NoError(tb, d.Do(func() error {
 			if err := g.allocate([]byte("stand-in kernels")); err != nil {
@@ -98,8 +119,9 @@ func launchWorld(tb testing.TB, n int) []*launchRank {
 // registerCheckingKernel makes the float32 sum one-shot kernel a stand-in
 // that fails the stream unless it gets rank me's Comm (its buffers, the LL
 // scratch of every rank) and the expected count, and counts its launches.
-func registerCheckingKernel(f *cudafake.Fake, lr *launchRank, n, me int) {
-	f.RegisterKernel("gccl_allreduce_oneshot_f32_sum", func(f *cudafake.Fake, grid, block cuda.Dim3, a *cuda.Args) error {
+// It returns the stand-in.
+func registerCheckingKernel(f *cudafake.Fake, lr *launchRank, n, me int) cudafake.Kernel {
+	k := func(f *cudafake.Fake, grid, block cuda.Dim3, a *cuda.Args) error {
 		c, count, scalar := decodeWholeComm(a.Arg(0)), a.Uint64(1), math.Float64frombits(a.Uint64(2))
 		ok := int(c.Rank) == me && int(c.NRanks) == n && count == lr.want.count.Load() && scalar == 1 &&
 			uint64(c.In[me]) == lr.want.send.Load() && uint64(c.Out[me]) == lr.want.recv.Load() &&
@@ -114,7 +136,9 @@ func registerCheckingKernel(f *cudafake.Fake, lr *launchRank, n, me int) {
 		}
 		lr.launches.Add(1)
 		return nil
-	})
+	}
+	f.RegisterKernel("gccl_allreduce_oneshot_f32_sum", k)
+	return k
 }
 
 // decodeWholeComm reads every field of kernels.Comm back from its encoding.
@@ -153,8 +177,8 @@ func (lr *launchRank) launchOps(tb testing.TB, k, count int) []Op {
 // benchLaunch measures one Launch of k all-reduces of 2 float32 (8 bytes,
 // the one-shot path) per iteration, alternating between the two ranks; the
 // stand-in kernels check every launch's arguments and the count at the end.
-func benchLaunch(b *testing.B, k int) {
-	rs := launchWorld(b, 2)
+func benchLaunch(b *testing.B, k int, direct bool) {
+	rs := launchWorld(b, 2, direct)
 	ops := make([][]Op, len(rs))
 	for r, lr := range rs {
 		ops[r] = lr.launchOps(b, k, 2)
@@ -182,16 +206,22 @@ func benchLaunch(b *testing.B, k int) {
 }
 
 // BenchmarkGPULaunch is the host cost of one eager launch on the GPU
-// backend over the fake driver: an AllReduce of 2 float32, and a group of 4.
+// backend over the fake driver: an AllReduce of 2 float32, and a group of
+// 4. driver=fake includes the fake's own launch (argument copy, stream
+// queue); driver=direct checks the launch in the call, leaving gccl's path.
 func BenchmarkGPULaunch(b *testing.B) {
-	b.Run("allreduce=1", func(b *testing.B) { benchLaunch(b, 1) })
-	b.Run("allreduce=4", func(b *testing.B) { benchLaunch(b, 4) })
+	for _, direct := range []bool{false, true} {
+		drv := map[bool]string{false: "fake", true: "direct"}[direct]
+		for _, k := range []int{1, 4} {
+			b.Run(fmt.Sprintf("driver=%s/allreduce=%d", drv, k), func(b *testing.B) { benchLaunch(b, k, direct) })
+		}
+	}
 }
 
 // TestGPULaunchArgs runs the launch path of the benchmark with random
 // counts and buffers: every kernel gets the op's buffers and count.
 func TestGPULaunchArgs(t *testing.T) {
-	rs := launchWorld(t, 2)
+	rs := launchWorld(t, 2, false)
 	rng := rand.New(rand.NewPCG(8, 9))
 	var launched [2]int64
 	for range 50 {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/gccl/gccl"
 )
 
@@ -9,6 +11,40 @@ import (
 // launch kernels on the CUstream. Submit must not block on the operation.
 type Backend interface {
 	Submit(e *Engine, l *launch) error
+}
+
+// launchDone is a Backend that is done with a launch when Submit returns
+// (it enqueued everything in the call and kept no reference to the launch
+// or its ops), so the launch can be reused for a later one.
+type launchDone interface {
+	doneOnReturn()
+}
+
+// launches recycles the launches of launchDone backends.
+var launches = sync.Pool{New: func() any { return new(launch) }}
+
+// newLaunch returns an empty launch for ops on stream s.
+func newLaunch(s gccl.Stream, nops int) *launch {
+	l := launches.Get().(*launch)
+	l.stream, l.ticket = s, 0
+	l.ops = l.inline[:0]
+	if nops > launchInline {
+		l.ops = make([]Op, 0, nops)
+	}
+	return l
+}
+
+// recycle returns l for reuse when the engine's backend is done with it on
+// return from Submit (or l never reached Submit).
+func (e *Engine) recycle(l *launch, submitted bool) {
+	if l == nil {
+		return
+	}
+	if _, done := e.backend.(launchDone); submitted && !done {
+		return
+	}
+	l.ops = nil
+	launches.Put(l)
 }
 
 // launch is one engine's share of one Launch or group: its ops, in issue
@@ -40,7 +76,9 @@ func (e *Engine) Launch(ops []Op) error {
 	if err != nil || l == nil {
 		return err
 	}
-	return e.submit(l)
+	err = e.submit(l)
+	e.recycle(l, true)
+	return err
 }
 
 // LaunchGroup submits a group: one launch per engine (per device). Every op
@@ -57,19 +95,26 @@ func LaunchGroup(works []Work) error {
 		}
 		l, err := w.Engine.prepare(w.Ops)
 		if err != nil {
+			for j, l := range ls {
+				works[j].Engine.recycle(l, false)
+			}
 			return err
 		}
 		ls = append(ls, l)
 	}
+	var err error
 	for i, w := range works {
 		if ls[i] == nil {
 			continue
 		}
-		if err := w.Engine.submit(ls[i]); err != nil {
-			return err
+		if err == nil {
+			err = w.Engine.submit(ls[i])
+			w.Engine.recycle(ls[i], true)
+		} else {
+			w.Engine.recycle(ls[i], false) // not submitted
 		}
 	}
-	return nil
+	return err
 }
 
 // appearsBefore reports whether works[i]'s engine is also one of works[:i]'s.
@@ -104,18 +149,16 @@ func (e *Engine) prepare(ops []Op) (*launch, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	l := &launch{stream: ops[0].Stream}
-	l.ops = l.inline[:0]
-	if len(ops) > launchInline {
-		l.ops = make([]Op, 0, len(ops))
-	}
+	l := newLaunch(ops[0].Stream, len(ops))
 	var p2p []Op
 	for i := range ops {
 		o := ops[i]
 		if err := o.Validate(e.rank, e.nranks, e.validOp); err != nil {
+			e.recycle(l, false)
 			return nil, err
 		}
 		if o.Stream != l.stream {
+			e.recycle(l, false)
 			return nil, gccl.Errorf(gccl.InvalidUsage, "stream", "one communicator's ops in a group must use one stream (got %#x and %#x)", l.stream, o.Stream)
 		}
 		if o.Kind.IsP2P() {
@@ -126,6 +169,7 @@ func (e *Engine) prepare(ops []Op) (*launch, error) {
 			o.Op = gccl.Sum // unused by this kind
 		} else if o.Op < 0 || o.Op >= gccl.NumBuiltinOps {
 			if err := e.checkUserOp(o); err != nil {
+				e.recycle(l, false)
 				return nil, err
 			}
 		}
