@@ -100,33 +100,48 @@ template <typename T, int OP> __device__ __forceinline__ void allreduce_twoshot(
 
 // allreduce_pipelined: c.in[rank] -> c.out[rank] through the scratch
 // buffers: each channel owns scratchBytes/gridDim.x bytes of every rank's
-// scratch and moves its slice through it one segment at a time.
+// scratch, as two halves that alternate between segments, and moves its
+// slice through them one segment at a time. One barrier per segment: after
+// it, segment i's results are in every scratch (copy them out) and every
+// rank's copy of segment i+1 is in (reduce it); the half of segment i is
+// written again only by segment i+2's copy, after the next barrier.
 template <typename T, int OP> __device__ __forceinline__ void allreduce_pipelined(const gcclComm &c, size_t count, double scalar) {
 	const int n = c.nranks, me = c.rank;
 	const size_t quantum = 16 * (size_t)n;
-	const size_t chanBytes = c.scratchBytes / gridDim.x / quantum * quantum;
-	if (chanBytes == 0) {
+	const size_t halfBytes = c.scratchBytes / gridDim.x / 2 / quantum * quantum;
+	if (halfBytes == 0) {
 		if (threadIdx.x == 0) fail(c, GCCL_STATUS_BADARGS);
 		return;
 	}
-	const size_t segElems = chanBytes / sizeof(T);
-	const size_t chanOff = blockIdx.x * chanBytes;
+	const size_t segElems = halfBytes / sizeof(T);
 	const Red<T, OP> red(scalar, n);
 	size_t b, e;
 	channelSlice<T>(count, b, e);
-	char *scr[GCCL_MAX_RANKS];
-	for (int r = 0; r < n; r++) scr[r] = c.scratch[r] + chanOff;
-	for (size_t sb = b; sb < e; sb += segElems) {
+	char *scr[2][GCCL_MAX_RANKS];
+	for (int r = 0; r < n; r++) {
+		scr[0][r] = c.scratch[r] + blockIdx.x * 2 * halfBytes;
+		scr[1][r] = scr[0][r] + halfBytes;
+	}
+	// Every rank's previous kernel ended with a barrier, so no peer touches
+	// this rank's scratch any more: the first segment can go in at once.
+	if (b < e) {
+		char *mine = scr[0][me];
+		copyBytes(c.in[me] + b * sizeof(T), &mine, 1, (smin(e, b + segElems) - b) * sizeof(T));
+	}
+	if (!collStart(c)) return;
+	int h = 0;
+	for (size_t sb = b; sb < e; sb += segElems, h ^= 1) {
 		const size_t se = smin(e, sb + segElems);
-		char *mine = scr[me];
-		copyBytes(c.in[me] + sb * sizeof(T), &mine, 1, (se - sb) * sizeof(T));
-		if (!(sb == b ? collStart(c) : collBarrier(c))) return;
 		size_t pb, pe;
 		part<T>(0, se - sb, me, n, pb, pe);
-		reduceBroadcast<T, OP>(c, scr, scr, pb, pe, red);
+		reduceBroadcast<T, OP>(c, scr[h], scr[h], pb, pe, red);
+		if (se < e) {
+			char *next = scr[h ^ 1][me];
+			copyBytes(c.in[me] + se * sizeof(T), &next, 1, (smin(e, se + segElems) - se) * sizeof(T));
+		}
 		if (!collBarrier(c)) return;
 		char *dst = c.out[me] + sb * sizeof(T);
-		copyBytes(mine, &dst, 1, (se - sb) * sizeof(T));
+		copyBytes(scr[h][me], &dst, 1, (se - sb) * sizeof(T));
 		__syncthreads();
 	}
 }

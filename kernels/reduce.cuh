@@ -5,36 +5,62 @@
 
 #include "common.cuh"
 
+// reduceVecs folds U 16-byte vectors per thread, U*blockDim.x apart from
+// v (in vectors), of the nsrc sources in source order and stores the
+// results to every destination. The U loads of one source are issued
+// together, so each thread keeps U requests in flight (NVLink latency).
+template <typename T, int OP, int U>
+__device__ __forceinline__ void reduceVecs(const Red<T, OP> &red, char *const *src, int nsrc, char *const *dst, int ndst,
+					   size_t v) {
+	typedef typename Num<T>::Acc Acc;
+	constexpr int N = 16 / sizeof(T);
+	Acc acc[U][N];
+	uint4 raw[U];
+#pragma unroll
+	for (int u = 0; u < U; u++) raw[u] = load16(src[0] + (v + (size_t)u * blockDim.x) * 16);
+#pragma unroll
+	for (int u = 0; u < U; u++) {
+		const T *e = reinterpret_cast<const T *>(&raw[u]);
+#pragma unroll
+		for (int j = 0; j < N; j++) acc[u][j] = red.pre(e[j]);
+	}
+	for (int k = 1; k < nsrc; k++) {
+#pragma unroll
+		for (int u = 0; u < U; u++) raw[u] = load16(src[k] + (v + (size_t)u * blockDim.x) * 16);
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const T *e = reinterpret_cast<const T *>(&raw[u]);
+#pragma unroll
+			for (int j = 0; j < N; j++) acc[u][j] = red.comb(acc[u][j], red.pre(e[j]));
+		}
+	}
+#pragma unroll
+	for (int u = 0; u < U; u++) {
+		uint4 res;
+		T *o = reinterpret_cast<T *>(&res);
+#pragma unroll
+		for (int j = 0; j < N; j++) o[j] = red.post(acc[u][j]);
+		for (int k = 0; k < ndst; k++) store16(dst[k] + (v + (size_t)u * blockDim.x) * 16, res);
+	}
+}
+
 // reduceCopy folds nsrc arrays of nelem T elementwise, in source order (so
 // every rank computes bit-identical results), and stores the result to
 // each of the ndst destinations. It uses the calling block's threads.
 template <typename T, int OP>
 __device__ __forceinline__ void reduceCopy(const Red<T, OP> &red, char *const *src, int nsrc, char *const *dst,
 					   int ndst, size_t nelem) {
-	typedef typename Num<T>::Acc Acc;
 	constexpr int N = 16 / sizeof(T);
+	constexpr int U = sizeof(T) >= 2 ? 4 : 2; // 8-bit types hold 16 accumulators per vector
+	typedef typename Num<T>::Acc Acc;
 	bool vec = true;
 	for (int k = 0; k < nsrc; k++) vec = vec && aligned16(src[k]);
 	for (int k = 0; k < ndst; k++) vec = vec && aligned16(dst[k]);
 	const size_t nvec = vec ? nelem / N : 0;
-	for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
-		const size_t off = v * 16;
-		Acc acc[N];
-		uint4 raw = load16(src[0] + off);
-		const T *e = reinterpret_cast<const T *>(&raw);
-#pragma unroll
-		for (int j = 0; j < N; j++) acc[j] = red.pre(e[j]);
-		for (int k = 1; k < nsrc; k++) {
-			raw = load16(src[k] + off);
-#pragma unroll
-			for (int j = 0; j < N; j++) acc[j] = red.comb(acc[j], red.pre(e[j]));
-		}
-		uint4 res;
-		T *o = reinterpret_cast<T *>(&res);
-#pragma unroll
-		for (int j = 0; j < N; j++) o[j] = red.post(acc[j]);
-		for (int k = 0; k < ndst; k++) store16(dst[k] + off, res);
-	}
+	size_t v = threadIdx.x;
+	for (; v + (size_t)(U - 1) * blockDim.x < nvec; v += (size_t)U * blockDim.x)
+		reduceVecs<T, OP, U>(red, src, nsrc, dst, ndst, v);
+	for (; v < nvec; v += blockDim.x) reduceVecs<T, OP, 1>(red, src, nsrc, dst, ndst, v);
 	for (size_t i = nvec * N + threadIdx.x; i < nelem; i += blockDim.x) {
 		const size_t off = i * sizeof(T);
 		Acc acc = red.pre(load1<T>(src[0] + off));
@@ -49,7 +75,18 @@ __device__ __forceinline__ void copyBytes(const char *src, char *const *dst, int
 	bool vec = aligned16(src);
 	for (int k = 0; k < ndst; k++) vec = vec && aligned16(dst[k]);
 	const size_t nvec = vec ? nbytes / 16 : 0;
-	for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+	constexpr int U = 8; // loads in flight per thread
+	size_t v = threadIdx.x;
+	for (; v + (size_t)(U - 1) * blockDim.x < nvec; v += (size_t)U * blockDim.x) {
+		uint4 x[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) x[u] = load16(src + (v + (size_t)u * blockDim.x) * 16);
+		for (int k = 0; k < ndst; k++) {
+#pragma unroll
+			for (int u = 0; u < U; u++) store16(dst[k] + (v + (size_t)u * blockDim.x) * 16, x[u]);
+		}
+	}
+	for (; v < nvec; v += blockDim.x) {
 		const uint4 x = load16(src + v * 16);
 		for (int k = 0; k < ndst; k++) store16(dst[k] + v * 16, x);
 	}

@@ -26,10 +26,17 @@ __device__ __forceinline__ unsigned long long globalTimer() {
 	return t;
 }
 
-// fail records the first failure of this launch (and of later ones until
-// the host clears *status).
+// fail records a failure of this launch in *status, which stays set: the
+// communicator is broken. The word is host-mapped pinned memory (the host
+// reads it without a copy), so it is written with a plain store rather than
+// an atomic; when several blocks fail at once, one of their codes stays.
 __device__ __forceinline__ void fail(const gcclComm &c, uint32_t code) {
-	if (c.status != nullptr) atomicCAS(c.status, GCCL_STATUS_OK, code);
+	if (c.status == nullptr) return;
+	volatile uint32_t *s = c.status;
+	if (*s == GCCL_STATUS_OK) {
+		*s = code;
+		__threadfence_system();
+	}
 }
 
 // Waiter bounds one wait: it gives up when the host sets *abortFlag, when
