@@ -49,6 +49,7 @@ const (
 	P2PCopy   = "gccl_p2p_copy"  // (Comm, nbytes uint64, recv int32)
 	Barrier   = "gccl_barrier"   // (Comm)
 	FillU32   = "gccl_fill_u32"  // (p uintptr, n uint64, seed uint32): test kernel
+	P2P       = "gccl_p2p"       // (Comm, gcclP2PDesc by value): a launch's sends and receives (p2p.cu)
 )
 
 var typeSuffix = map[gccl.DataType]string{

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"encoding/binary"
+	"sync/atomic"
+
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/kernels"
 )
@@ -11,14 +14,44 @@ type p2pPiece struct {
 	bytes int
 }
 
-// p2p enqueues a launch's sends and receives. Pairs of ranks meet in the
-// rounds of a round-robin tournament (every rank has at most one partner per
-// round, so the pairwise kernels can never wait in a cycle). In a round the
-// partners stage what they send each other in their bulk areas, one
-// gccl_p2p_copy kernel on each side pulls the partner's bytes, and the
-// received bytes are copied out to the receive buffers in issue order.
-// Both sides know the volume in both directions, so they agree on how many
-// bulk-sized sub-rounds a pair needs.
+// p2pPair is one peer of a kernels.P2P launch: the pieces sent to it and
+// received from it (each an issue-ordered byte stream) and the pair's
+// channel count, which the peer computes the same.
+type p2pPair struct {
+	peer, nch  int
+	send, recv []p2pPiece
+}
+
+// The descriptor of kernels.P2P, struct gcclP2PDesc of kernels/p2p.cu,
+// passed by value after the Comm:
+//
+//	int32 npairs; int32 reserved; uint64 regionBytes;
+//	pairs[p2pMaxPairs] of 40 bytes: uint64 sendBytes, recvBytes;
+//	    int32 peer, nch, send, nsend, recv, nrecv (piece indexes, counts);
+//	pieces[p2pMaxPieces] of 16 bytes: uint64 ptr, bytes.
+const (
+	p2pMaxPairs  = kernels.MaxRanks - 1 // GCCL_P2P_MAX_PAIRS
+	p2pMaxPieces = 192                  // GCCL_P2P_MAX_PIECES
+	p2pPairBytes = 40                   // sizeof(gcclP2PPair)
+	p2pPiecesAt  = 16 + p2pMaxPairs*p2pPairBytes
+	p2pDescBytes = p2pPiecesAt + p2pMaxPieces*16 // sizeof(gcclP2PDesc)
+	p2pDescAlign = 8
+)
+
+// p2pTestRegion, when nonzero, replaces the per-peer region size (tests
+// shrink it to cross many segment boundaries with little data).
+var p2pTestRegion atomic.Int64
+
+// p2p enqueues a launch's sends and receives: sends to self are copied by
+// the copy engine, everything else moves in one kernels.P2P launch in
+// which every peer's pair of byte streams has its own channels (blocks),
+// so all peers progress at once and pairs cannot wait on each other.
+//
+// A launch whose pieces do not fit the descriptor is split into several
+// kernels the peers agree on: kernel k carries pieces [k*q, (k+1)*q) of
+// every pair and direction (q = p2pPiecesPerPair(n)). A Send matches the
+// peer's Recv of the same size, so both ranks of a pair put the same bytes
+// in each kernel.
 func (g *gpuBackend) p2p(e *Engine, ops []Op, s cuda.Stream) error {
 	if len(ops) == 0 {
 		return nil
@@ -40,46 +73,104 @@ func (g *gpuBackend) p2p(e *Engine, ops []Op, s cuda.Stream) error {
 	if err := g.selfCopy(sends[me], recvs[me], s); err != nil {
 		return err
 	}
-	for round := range tournamentRounds(n) {
-		peer := partner(me, round, n)
-		if peer < 0 || (len(sends[peer]) == 0 && len(recvs[peer]) == 0) {
-			continue
+	q := p2pPiecesPerPair(n)
+	for k := 0; ; k++ {
+		pairs := p2pPairs(n, me, sends, recvs, k*q, q, g.maxCh)
+		if len(pairs) == 0 {
+			return nil
 		}
-		if err := g.exchangeWith(e, peer, sends[peer], recvs[peer], s); err != nil {
+		if err := g.p2pLaunch(n, pairs, s); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
-// tournamentRounds is the number of rounds of the circle method for n ranks.
-func tournamentRounds(n int) int {
-	if n%2 == 1 {
-		n++
-	}
-	return n - 1
+// p2pPiecesPerPair is how many pieces of each pair and direction one
+// kernel carries, so that the pieces of n-1 peers always fit.
+func p2pPiecesPerPair(n int) int {
+	return p2pMaxPieces / (2 * max(1, n-1))
 }
 
-// partner is rank r's partner in round k of n ranks' round-robin tournament
-// (circle method), or -1 when r sits the round out.
-func partner(r, k, n int) int {
-	m := n
-	if m%2 == 1 {
-		m++ // a dummy rank m-1
+// p2pPairs are the pairs of one kernel: for every peer but me, its pieces
+// [lo, lo+q) of each direction; peers with none are left out.
+func p2pPairs(n, me int, sends, recvs [][]p2pPiece, lo, q, maxCh int) []p2pPair {
+	var pairs []p2pPair
+	for peer := range n {
+		if peer == me {
+			continue
+		}
+		sw, rw := p2pSub(sends[peer], lo, q), p2pSub(recvs[peer], lo, q)
+		if len(sw) == 0 && len(rw) == 0 {
+			continue
+		}
+		pairs = append(pairs, p2pPair{peer: peer, nch: p2pChannels(n, max(total(sw), total(rw)), maxCh), send: sw, recv: rw})
 	}
-	var p int
-	switch {
-	case r == m-1:
-		p = k
-	case r == k:
-		p = m - 1
-	default:
-		p = ((2*k-r)%(m-1) + (m - 1)) % (m - 1)
+	return pairs
+}
+
+// p2pSub is ps[lo:lo+q], clipped to ps.
+func p2pSub(ps []p2pPiece, lo, q int) []p2pPiece {
+	return ps[min(lo, len(ps)):min(lo+q, len(ps))]
+}
+
+// p2pChannels is a pair's channel count for nbytes (the larger direction):
+// one per gpuChannelBytes, at most maxCh/(n-1) so that a rank talking to
+// every peer stays within the grid cap. Both ranks of the pair compute it
+// from the same values.
+func p2pChannels(n, nbytes, maxCh int) int {
+	limit := max(1, maxCh/max(1, n-1))
+	return min(max(1, (nbytes+gpuChannelBytes-1)/gpuChannelBytes), limit)
+}
+
+// p2pRegionBytes is the part of each rank's bulk area that carries what it
+// sends to one peer (every peer has its own, by rank).
+func p2pRegionBytes(n int) int {
+	if r := p2pTestRegion.Load(); r > 0 {
+		return int(r)
 	}
-	if p >= n {
-		return -1
+	return gpuBulkBytes / max(1, n-1) / 16 * 16
+}
+
+// p2pLaunch launches kernels.P2P for pairs, one block per channel.
+func (g *gpuBackend) p2pLaunch(n int, pairs []p2pPair, s cuda.Stream) error {
+	grid := 0
+	for _, p := range pairs {
+		grid += p.nch
 	}
-	return p
+	c := g.comm(n, g.bulk, gpuBulkBytes)
+	region := p2pRegionBytes(n)
+	return g.launch(kernels.P2P, grid, s, &c, func(a *cuda.Args) {
+		putP2PDesc(a.Slot(p2pDescBytes, p2pDescAlign), pairs, region)
+	})
+}
+
+// putP2PDesc writes the descriptor of pairs into b (zeroed, p2pDescBytes).
+func putP2PDesc(b []byte, pairs []p2pPair, region int) {
+	le := binary.LittleEndian
+	le.PutUint32(b, uint32(len(pairs)))
+	le.PutUint64(b[8:], uint64(region))
+	idx := 0
+	put := func(ps []p2pPiece) {
+		for _, p := range ps {
+			at := b[p2pPiecesAt+16*idx:]
+			le.PutUint64(at, uint64(p.ptr))
+			le.PutUint64(at[8:], uint64(p.bytes))
+			idx++
+		}
+	}
+	for j, p := range pairs {
+		at := b[16+j*p2pPairBytes:]
+		le.PutUint64(at, uint64(total(p.send)))
+		le.PutUint64(at[8:], uint64(total(p.recv)))
+		le.PutUint32(at[16:], uint32(p.peer))
+		le.PutUint32(at[20:], uint32(p.nch))
+		le.PutUint32(at[24:], uint32(idx))
+		le.PutUint32(at[28:], uint32(len(p.send)))
+		put(p.send)
+		le.PutUint32(at[32:], uint32(idx))
+		le.PutUint32(at[36:], uint32(len(p.recv)))
+		put(p.recv)
+	}
 }
 
 // selfCopy moves a rank's sends to itself into its receives from itself.
@@ -108,64 +199,10 @@ func walkPieces(dst, src []p2pPiece, limit int, copy func(dst, src uintptr, n in
 	return nil
 }
 
-// flatten views pieces as one byte stream window [off, off+k), expressed
-// as pieces.
-func window(ps []p2pPiece, off, k int) []p2pPiece {
-	var out []p2pPiece
-	for _, p := range ps {
-		if k == 0 {
-			break
-		}
-		if off >= p.bytes {
-			off -= p.bytes
-			continue
-		}
-		take := min(p.bytes-off, k)
-		out = append(out, p2pPiece{p.ptr + uintptr(off), take})
-		off, k = 0, k-take
-	}
-	return out
-}
-
 func total(ps []p2pPiece) int {
 	t := 0
 	for _, p := range ps {
 		t += p.bytes
 	}
 	return t
-}
-
-// exchangeWith moves sends to and receives from peer through the bulk
-// areas: the first half holds what a rank sends, the second what it pulled.
-func (g *gpuBackend) exchangeWith(e *Engine, peer int, sends, recvs []p2pPiece, s cuda.Stream) error {
-	const half = gpuBulkBytes / 2
-	me := e.rank
-	out, in := total(sends), total(recvs)
-	for off := 0; off < max(out, in) || off == 0; off += half {
-		ko, ki := max(0, min(half, out-off)), max(0, min(half, in-off))
-		stage := []p2pPiece{{g.bulk(me), ko}}
-		if err := walkPieces(stage, window(sends, off, ko), half, func(d, src uintptr, n int) error { return g.copyAsync(d, src, n, s) }); err != nil {
-			return err
-		}
-		c := g.comm(e.nranks, g.bulk, gpuBulkBytes)
-		c.In[peer] = g.bulk(peer)
-		c.Out[me] = g.bulk(me) + half
-		c.Root = int32(peer)
-		recv := int32(0)
-		if ki > 0 {
-			recv = 1
-		}
-		err := g.launch(kernels.P2PCopy, gpuP2PChannels, s, &c, func(a *cuda.Args) { a.U64(uint64(ki)).I32(recv) })
-		if err != nil {
-			return err
-		}
-		got := []p2pPiece{{g.bulk(me) + half, ki}}
-		if err := walkPieces(window(recvs, off, ki), got, half, func(d, src uintptr, n int) error { return g.copyAsync(d, src, n, s) }); err != nil {
-			return err
-		}
-		if max(out, in) == 0 {
-			break
-		}
-	}
-	return nil
 }
