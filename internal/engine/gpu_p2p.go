@@ -88,7 +88,7 @@ func (g *gpuBackend) p2p(e *Engine, ops []Op, s cuda.Stream) error {
 // p2pPiecesPerPair is how many pieces of each pair and direction one
 // kernel carries, so that the pieces of n-1 peers always fit.
 func p2pPiecesPerPair(n int) int {
-	return p2pMaxPieces / (2 * max(1, n-1))
+	return max(1, p2pMaxPieces/(2*max(1, n-1)))
 }
 
 // p2pPairs are the pairs of one kernel: for every peer but me, its pieces
