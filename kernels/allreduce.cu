@@ -2,11 +2,12 @@
 //   oneshot   small sizes: LL flag-in-data pushes, every rank reduces all;
 //   twoshot   medium sizes, peers' buffers mapped: reduce-scatter by reading
 //             peers, all-gather by storing to peers;
-//   pipelined large sizes, user buffers not mapped: the two-shot through
+//   pipelined larger sizes, user buffers not mapped: the two-shot through
 //             each rank's mapped scratch buffer, segment by segment.
 // Every block is one channel; grids must be co-resident (<= one block per SM).
 #include "instantiate.cuh"
 #include "reduce.cuh"
+#include "staged.cuh"
 #include "sync.cuh"
 
 // loadUnit reads 8 bytes at unit u of a bytes-long buffer, zero padded.
@@ -99,51 +100,10 @@ template <typename T, int OP> __device__ __forceinline__ void allreduce_twoshot(
 }
 
 // allreduce_pipelined: c.in[rank] -> c.out[rank] through the scratch
-// buffers: each channel owns scratchBytes/gridDim.x bytes of every rank's
-// scratch, as two halves that alternate between segments, and moves its
-// slice through them one segment at a time. One barrier per segment: after
-// it, segment i's results are in every scratch (copy them out) and every
-// rank's copy of segment i+1 is in (reduce it); the half of segment i is
-// written again only by segment i+2's copy, after the next barrier.
+// buffers (staged.cuh): each rank reduces its part of every segment from
+// all ranks' scratch into all ranks' scratch.
 template <typename T, int OP> __device__ __forceinline__ void allreduce_pipelined(const gcclComm &c, size_t count, double scalar) {
-	const int n = c.nranks, me = c.rank;
-	const size_t quantum = 16 * (size_t)n;
-	const size_t halfBytes = c.scratchBytes / gridDim.x / 2 / quantum * quantum;
-	if (halfBytes == 0) {
-		if (threadIdx.x == 0) fail(c, GCCL_STATUS_BADARGS);
-		return;
-	}
-	const size_t segElems = halfBytes / sizeof(T);
-	const Red<T, OP> red(scalar, n);
-	size_t b, e;
-	channelSlice<T>(count, b, e);
-	char *scr[2][GCCL_MAX_RANKS];
-	for (int r = 0; r < n; r++) {
-		scr[0][r] = c.scratch[r] + blockIdx.x * 2 * halfBytes;
-		scr[1][r] = scr[0][r] + halfBytes;
-	}
-	// Every rank's previous kernel ended with a barrier, so no peer touches
-	// this rank's scratch any more: the first segment can go in at once.
-	if (b < e) {
-		char *mine = scr[0][me];
-		copyBytes(c.in[me] + b * sizeof(T), &mine, 1, (smin(e, b + segElems) - b) * sizeof(T));
-	}
-	if (!collStart(c)) return;
-	int h = 0;
-	for (size_t sb = b; sb < e; sb += segElems, h ^= 1) {
-		const size_t se = smin(e, sb + segElems);
-		size_t pb, pe;
-		part<T>(0, se - sb, me, n, pb, pe);
-		reduceBroadcast<T, OP>(c, scr[h], scr[h], pb, pe, red);
-		if (se < e) {
-			char *next = scr[h ^ 1][me];
-			copyBytes(c.in[me] + se * sizeof(T), &next, 1, (smin(e, se + segElems) - se) * sizeof(T));
-		}
-		if (!collBarrier(c)) return;
-		char *dst = c.out[me] + sb * sizeof(T);
-		copyBytes(scr[h][me], &dst, 1, (se - sb) * sizeof(T));
-		__syncthreads();
-	}
+	staged(c, count * sizeof(T), StagedAllReduce<T, OP>{c, Red<T, OP>(scalar, c.nranks)});
 }
 
 GCCL_INSTANTIATE_RED(allreduce_oneshot)

@@ -5,6 +5,7 @@
 // returns while a peer still reads or writes its buffers.
 #include "instantiate.cuh"
 #include "reduce.cuh"
+#include "staged.cuh"
 #include "sync.cuh"
 
 // reducescatter: c.in[r] holds nranks*count elements on every rank r;
@@ -37,6 +38,33 @@ template <typename T, int OP> __device__ __forceinline__ void reduce(const gcclC
 
 GCCL_INSTANTIATE_RED(reducescatter)
 GCCL_INSTANTIATE_RED(reduce)
+
+// The staged forms (user buffers not mapped by peers), one kernel per
+// operation through the scratch buffers (staged.cuh). reducescatter_staged:
+// count elements per block; reduce_staged: count elements.
+template <typename T, int OP>
+__device__ __forceinline__ void reducescatter_staged(const gcclComm &c, size_t count, double scalar) {
+	staged(c, count * sizeof(T), StagedReduceScatter<T, OP>{c, Red<T, OP>(scalar, c.nranks), count * sizeof(T)});
+}
+
+template <typename T, int OP> __device__ __forceinline__ void reduce_staged(const gcclComm &c, size_t count, double scalar) {
+	staged(c, count * sizeof(T), StagedReduce<T, OP>{c, Red<T, OP>(scalar, c.nranks)});
+}
+
+GCCL_INSTANTIATE_RED(reducescatter_staged)
+GCCL_INSTANTIATE_RED(reduce_staged)
+
+// gccl_allgather_staged: nbytes per rank, every rank's c.in[rank] into
+// every rank's c.out[rank] at rank*nbytes, through the scratch buffers.
+extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_allgather_staged(const gcclComm c, unsigned long long nbytes) {
+	staged(c, nbytes, StagedAllGather{c, (size_t)nbytes});
+}
+
+// gccl_broadcast_staged: the root's nbytes c.in[root] into every rank's
+// c.out[rank], through the scratch buffers.
+extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_broadcast_staged(const gcclComm c, unsigned long long nbytes) {
+	staged(c, nbytes, StagedBroadcast{c});
+}
 
 // gccl_allgather: rank i stores its nbytes input c.in[rank] at offset
 // i*nbytes of every rank's output c.out[r].

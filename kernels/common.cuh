@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define GCCL_MAX_RANKS 8
-#define GCCL_MAX_CHANNELS 32
+#define GCCL_MAX_CHANNELS 64
 #define GCCL_THREADS 512
 
 // Flag array of one rank (GCCL_FLAGS_WORDS uint32, zeroed, mapped by peers):

@@ -9,7 +9,7 @@ import (
 // Limits and layout constants shared with common.cuh and sync.cuh.
 const (
 	MaxRanks    = 8   // GCCL_MAX_RANKS: peers a kernel can address
-	MaxChannels = 32  // GCCL_MAX_CHANNELS: the most blocks in a grid
+	MaxChannels = 64  // GCCL_MAX_CHANNELS: the most blocks in a grid
 	Threads     = 512 // GCCL_THREADS: block size every kernel is built for
 
 	// FlagsWords is the size in uint32 of each rank's flag array (zeroed,
@@ -40,16 +40,23 @@ const (
 	AllReducePipelined = "allreduce_pipelined"
 	ReduceScatter      = "reducescatter"
 	Reduce             = "reduce"
+	// The staged forms: user buffers not mapped by the peers go through
+	// the scratch buffers, in one kernel per operation (staged.cuh).
+	ReduceScatterStaged = "reducescatter_staged"
+	ReduceStaged        = "reduce_staged"
 )
 
 // The data-type independent kernels' entry points.
 const (
 	AllGather = "gccl_allgather" // (Comm, nbytes uint64)
 	Broadcast = "gccl_broadcast" // (Comm, nbytes uint64)
-	P2PCopy   = "gccl_p2p_copy"  // (Comm, nbytes uint64, recv int32)
-	Barrier   = "gccl_barrier"   // (Comm)
-	FillU32   = "gccl_fill_u32"  // (p uintptr, n uint64, seed uint32): test kernel
-	P2P       = "gccl_p2p"       // (Comm, gcclP2PDesc by value): a launch's sends and receives (p2p.cu)
+	// Staged forms, through the scratch buffers.
+	AllGatherStaged = "gccl_allgather_staged" // (Comm, nbytes uint64 per rank)
+	BroadcastStaged = "gccl_broadcast_staged" // (Comm, nbytes uint64)
+	P2PCopy         = "gccl_p2p_copy"         // (Comm, nbytes uint64, recv int32)
+	Barrier         = "gccl_barrier"          // (Comm)
+	FillU32         = "gccl_fill_u32"         // (p uintptr, n uint64, seed uint32): test kernel
+	P2P             = "gccl_p2p"              // (Comm, gcclP2PDesc by value): a launch's sends and receives (p2p.cu)
 )
 
 var typeSuffix = map[gccl.DataType]string{
@@ -78,7 +85,7 @@ func ReductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error
 }
 
 // reductionKernels are the kernels with one entry point per type and operator.
-var reductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce}
+var reductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce, ReduceScatterStaged, ReduceStaged}
 
 // reductionNames[kernel][type][opSlot(op)] is reductionName's result, or ""
 // where that is an error.
@@ -108,6 +115,10 @@ func reductionIndex(kernel string) int {
 		return 3
 	case Reduce:
 		return 4
+	case ReduceScatterStaged:
+		return 5
+	case ReduceStaged:
+		return 6
 	}
 	return -1
 }

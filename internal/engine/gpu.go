@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -27,13 +28,14 @@ const (
 
 	// gpuOneShotMax is the largest all-reduce (bytes) that takes the
 	// one-shot LL path; larger ones take the pipelined two-shot.
-	gpuOneShotMax = 64 << 10
+	gpuOneShotMax = 32 << 10
 	// gpuChannelBytes is how many bytes one channel (block) should move
 	// before another channel is worth starting.
 	gpuChannelBytes = 32 << 10
-	// gpuMaxChannels caps the grid (GCCL_MAX_NCHANNELS lowers it); every
-	// kernel's blocks must be co-resident.
-	gpuMaxChannels = kernels.MaxChannels
+	// gpuMaxChannels is the default grid cap; GCCL_MAX_NCHANNELS sets
+	// another, up to kernels.MaxChannels. Every kernel's blocks must be
+	// co-resident (one block per SM at most is assumed).
+	gpuMaxChannels = 32
 	// gpuP2PChannels is the fixed grid of point-to-point kernels (both sides
 	// of a pair must use the same one).
 	gpuP2PChannels = 8
@@ -68,6 +70,8 @@ type gpuBackend struct {
 	args cuda.Args
 
 	maxCh int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS
+
+	llAllowed, llForced bool // GCCL_PROTO for the one-shot path (llPolicy)
 
 	stats regStats // Stats: staged bytes, zero-copy ops (gpu_reg.go)
 
@@ -235,12 +239,31 @@ func (g *gpuBackend) channels(bytes int) int {
 	return min(max(1, (bytes+gpuChannelBytes-1)/gpuChannelBytes), g.maxCh)
 }
 
-// maxChannels is the grid cap GCCL_MAX_NCHANNELS asks for, within 1..gpuMaxChannels.
+// maxChannels is the grid cap GCCL_MAX_NCHANNELS asks for, within
+// 1..kernels.MaxChannels, or gpuMaxChannels.
 func maxChannels() int {
 	if v := env.Get().MaxNChannels; v > 0 {
-		return min(v, gpuMaxChannels)
+		return min(v, kernels.MaxChannels)
 	}
 	return gpuMaxChannels
+}
+
+// llPolicy reads GCCL_PROTO for the all-reduce's LL one-shot path: allowed
+// unless the list leaves LL out; forced (whenever the LL area holds the
+// operation, not only up to gpuOneShotMax) when it allows LL but not Simple.
+// A leading ^ excludes the listed protocols, as in NCCL.
+func llPolicy(proto string) (allowed, forced bool) {
+	s := strings.ToUpper(strings.TrimSpace(proto))
+	if s == "" {
+		return true, false
+	}
+	exclude := strings.HasPrefix(s, "^")
+	has := map[string]bool{}
+	for _, f := range strings.Split(strings.TrimPrefix(s, "^"), ",") {
+		has[strings.TrimSpace(f)] = true
+	}
+	ll, simple := has["LL"] != exclude, has["SIMPLE"] != exclude
+	return ll, ll && !simple
 }
 
 // copyAsync is a stream-ordered device copy, skipped when empty or in place.

@@ -8,9 +8,9 @@ import (
 
 // collective enqueues one collective on s. Registered buffers are used in
 // place (gpu_reg.go); otherwise user buffers are not mapped by the peers,
-// so data is staged through the mapped LL and bulk areas; large
-// operations go through them in chunks, one kernel per chunk (or, for the
-// pipelined all-reduce, segments inside one kernel).
+// so data is staged through the mapped LL area (small all-reduces) or the
+// bulk area, one kernel per operation that moves the data through it
+// segment by segment (kernels/staged.cuh).
 func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 	if o.Count == 0 {
 		return nil
@@ -79,7 +79,8 @@ func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream) error {
 	n, me, es := e.nranks, e.rank, o.Type.Size()
 	bytes := o.Count * es
 	kernel, c, grid := kernels.AllReducePipelined, g.comm(n, g.bulk, gpuBulkBytes), g.channels(bytes)
-	if bytes <= gpuOneShotMax && kernels.OneShotScratchBytes(bytes, n) <= gpuLLBytes && !keyed(e) {
+	oneShot := g.llAllowed && (g.llForced || bytes <= gpuOneShotMax)
+	if oneShot && kernels.OneShotScratchBytes(bytes, n) <= gpuLLBytes && !keyed(e) {
 		kernel, c = kernels.AllReduceOneShot, g.comm(n, g.ll, gpuLLBytes)
 		grid = min(max(1, ((bytes+7)/8+kernels.Threads-1)/kernels.Threads), g.maxCh)
 	}
@@ -91,112 +92,37 @@ func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream) error {
 	return g.launch(name, grid, s, &c, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
 }
 
-// chunkElems is how many elements of es bytes fit in bytes, 16-byte aligned.
-func chunkElems(bytes, es int) int { return bytes / 16 * 16 / es }
+// staged launches a staged kernel (one per operation, through every
+// rank's bulk area; staged.cuh) with this rank's in and out buffers.
+func (g *gpuBackend) staged(e *Engine, o *Op, s cuda.Stream, name string, bytes int, args func(*cuda.Args)) error {
+	c := g.comm(e.nranks, g.bulk, gpuBulkBytes)
+	c.In[e.rank], c.Out[e.rank], c.Root = o.Send, o.Recv, int32(o.Root)
+	return g.launch(name, g.channels(bytes), s, &c, args)
+}
 
-func (g *gpuBackend) reduceScatter(e *Engine, o *Op, s cuda.Stream) error {
-	n, me, es := e.nranks, e.rank, o.Type.Size()
-	name, scalar, err := g.redKernel(e, kernels.ReduceScatter, o)
+// stagedReduction launches the staged reduction kernel over count elements.
+func (g *gpuBackend) stagedReduction(e *Engine, o *Op, s cuda.Stream, kernel string) error {
+	name, scalar, err := g.redKernel(e, kernel, o)
 	if err != nil {
 		return err
 	}
-	step := chunkElems(gpuBulkBytes/n, es)
-	for off := 0; off < o.Count; off += step {
-		k := min(step, o.Count-off)
-		for r := range n { // my input blocks, chunk off..off+k of each, packed
-			if err := g.copyAsync(g.bulk(me)+uintptr(r*k*es), o.Send+uintptr((r*o.Count+off)*es), k*es, s); err != nil {
-				return err
-			}
-		}
-		c := g.comm(n, g.bulk, gpuBulkBytes)
-		for r := range n {
-			c.In[r] = g.bulk(r)
-		}
-		c.Out[me] = o.Recv + uintptr(off*es)
-		if err := g.launch(name, g.channels(k*es), s, &c, func(a *cuda.Args) { a.U64(uint64(k)).F64(scalar) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	return g.staged(e, o, s, name, o.Count*o.Type.Size(), func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
+}
+
+func (g *gpuBackend) reduceScatter(e *Engine, o *Op, s cuda.Stream) error {
+	return g.stagedReduction(e, o, s, kernels.ReduceScatterStaged)
 }
 
 func (g *gpuBackend) reduce(e *Engine, o *Op, s cuda.Stream) error {
-	n, me, es := e.nranks, e.rank, o.Type.Size()
-	name, scalar, err := g.redKernel(e, kernels.Reduce, o)
-	if err != nil {
-		return err
-	}
-	const half = gpuBulkBytes / 2
-	step := chunkElems(half, es)
-	for off := 0; off < o.Count; off += step {
-		k := min(step, o.Count-off)
-		if err := g.copyAsync(g.bulk(me), o.Send+uintptr(off*es), k*es, s); err != nil {
-			return err
-		}
-		c := g.comm(n, g.bulk, gpuBulkBytes)
-		for r := range n {
-			c.In[r] = g.bulk(r)
-		}
-		c.Out[o.Root] = g.bulk(o.Root) + half
-		c.Root = int32(o.Root)
-		if err := g.launch(name, g.channels(k*es), s, &c, func(a *cuda.Args) { a.U64(uint64(k)).F64(scalar) }); err != nil {
-			return err
-		}
-		if me == o.Root {
-			if err := g.copyAsync(o.Recv+uintptr(off*es), g.bulk(me)+half, k*es, s); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return g.stagedReduction(e, o, s, kernels.ReduceStaged)
 }
 
 func (g *gpuBackend) allGather(e *Engine, o *Op, s cuda.Stream) error {
-	n, me := e.nranks, e.rank
-	total := o.Count * o.Type.Size() // per rank
-	step := gpuBulkBytes / n / 16 * 16
-	for off := 0; off < total; off += step {
-		k := min(step, total-off)
-		c := g.comm(n, g.bulk, gpuBulkBytes)
-		for r := range n {
-			c.Out[r] = g.bulk(r)
-		}
-		c.In[me] = o.Send + uintptr(off)
-		if err := g.launch(kernels.AllGather, g.channels(k), s, &c, func(a *cuda.Args) { a.U64(uint64(k)) }); err != nil {
-			return err
-		}
-		for r := range n {
-			if err := g.copyAsync(o.Recv+uintptr(r*total+off), g.bulk(me)+uintptr(r*k), k, s); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	n := o.Count * o.Type.Size()
+	return g.staged(e, o, s, kernels.AllGatherStaged, n, func(a *cuda.Args) { a.U64(uint64(n)) })
 }
 
 func (g *gpuBackend) broadcast(e *Engine, o *Op, s cuda.Stream) error {
-	n, me := e.nranks, e.rank
-	total := o.Count * o.Type.Size()
-	const half = gpuBulkBytes / 2
-	for off := 0; off < total; off += half {
-		k := min(half, total-off)
-		if me == o.Root {
-			if err := g.copyAsync(g.bulk(me), o.Send+uintptr(off), k, s); err != nil {
-				return err
-			}
-		}
-		c := g.comm(n, g.bulk, gpuBulkBytes)
-		for r := range n {
-			c.Out[r] = g.bulk(r) + half
-		}
-		c.In[o.Root] = g.bulk(o.Root)
-		c.Root = int32(o.Root)
-		if err := g.launch(kernels.Broadcast, g.channels(k), s, &c, func(a *cuda.Args) { a.U64(uint64(k)) }); err != nil {
-			return err
-		}
-		if err := g.copyAsync(o.Recv+uintptr(off), g.bulk(me)+half, k, s); err != nil {
-			return err
-		}
-	}
-	return nil
+	n := o.Count * o.Type.Size()
+	return g.staged(e, o, s, kernels.BroadcastStaged, n, func(a *cuda.Args) { a.U64(uint64(n)) })
 }

@@ -74,7 +74,7 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 		lr.s, err = d.NewStream()
 		require.NoError(tb, err)
 		rs[r] = lr
-		g := &gpuBackend{dev: d, drv: d.Driver(), fns: map[string]cuda.Function{}, maxCh: gpuMaxChannels}
+		g := newBackendState(d)
 		require.NoError(tb, d.Do(func() error {
 			if err := g.allocate([]byte("stand-in kernels")); err != nil {
 				return err

@@ -48,7 +48,7 @@ func regWorld(t *testing.T, n int) []*regRank {
 		require.NoError(t, err)
 		s, err := d.NewStream()
 		require.NoError(t, err)
-		g := &gpuBackend{dev: d, drv: d.Driver(), fns: map[string]cuda.Function{}, maxCh: gpuMaxChannels}
+		g := newBackendState(d)
 		require.NoError(t, d.Do(func() error { return g.allocate([]byte("stand-in kernels")) }))
 		g.base = kernels.Comm{Counters: g.ctrs, Status: g.ctrs + kernels.CounterWords*4, NRanks: int32(n), Rank: int32(r)}
 		rs[r] = &regRank{f: f, d: d, s: s, boot: net.Rank(r), n: n}

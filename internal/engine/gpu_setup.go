@@ -6,6 +6,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport/p2p"
 	"github.com/gccl/gccl/transport/topo"
@@ -23,7 +24,7 @@ func newGPUBackend(ctx context.Context, e *Engine, dev *device.CUDADevice) (*gpu
 	if err != nil {
 		return nil, err
 	}
-	g := &gpuBackend{dev: dev, drv: dev.Driver(), fns: map[string]cuda.Function{}, maxCh: maxChannels()}
+	g := newBackendState(dev)
 	var offer p2p.Offer
 	err = dev.Do(func() error {
 		if err := g.allocate(img); err != nil {
@@ -47,6 +48,14 @@ func newGPUBackend(ctx context.Context, e *Engine, dev *device.CUDADevice) (*gpu
 		g.base.Flags[r] = g.flags(r)
 	}
 	return g, nil
+}
+
+// newBackendState is a backend of dev with its settings from the
+// environment and nothing allocated yet.
+func newBackendState(dev *device.CUDADevice) *gpuBackend {
+	g := &gpuBackend{dev: dev, drv: dev.Driver(), fns: map[string]cuda.Function{}, maxCh: maxChannels()}
+	g.llAllowed, g.llForced = llPolicy(env.Get().Proto)
+	return g
 }
 
 // allocate loads the module and makes the zeroed buffers (current context set).

@@ -18,7 +18,7 @@ var Vars = []Var{
 	{"GCCL_IB_DISABLE", "NCCL_IB_DISABLE", "0", "1 disables the InfiniBand verbs transport"},
 	{"GCCL_BUFFSIZE", "NCCL_BUFFSIZE", "4194304", "bytes of staging buffer per channel and peer"},
 	{"GCCL_ALGO", "NCCL_ALGO", "", "allowed algorithms, e.g. Ring,Tree (empty = chosen by the cost model)"},
-	{"GCCL_PROTO", "NCCL_PROTO", "", "allowed protocols, e.g. LL,LL128,Simple (empty = chosen by the cost model)"},
+	{"GCCL_PROTO", "NCCL_PROTO", "", "allowed protocols, e.g. LL,LL128,Simple (empty = chosen by the cost model); on GPUs, LL without Simple sends every all-reduce that fits the LL area through the one-shot kernel, Simple without LL none; must be the same on every rank"},
 	{"GCCL_NVLS_ENABLE", "NCCL_NVLS_ENABLE", "0", "1 enables NVLink SHARP (multicast); off unless exactly 1"},
 	{"GCCL_LOCAL_REGISTER", "NCCL_LOCAL_REGISTER", "1", "1 lets registered user buffers skip the staging copy"},
 	{"GCCL_GRAPH_REGISTER", "NCCL_GRAPH_REGISTER", "1", "1 registers user buffers captured in CUDA graphs"},
