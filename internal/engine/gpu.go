@@ -36,9 +36,6 @@ const (
 	// another, up to kernels.MaxChannels. Every kernel's blocks must be
 	// co-resident (one block per SM at most is assumed).
 	gpuMaxChannels = 32
-	// gpuP2PChannels is the fixed grid of point-to-point kernels (both sides
-	// of a pair must use the same one).
-	gpuP2PChannels = 8
 )
 
 // gpuBackend runs operations as kernels on the caller's CUstream. Nothing on
