@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/bootstrap"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/transport/topo"
 )
 
 // Net is a communicator's all-gather of small messages among its ranks
@@ -51,15 +52,17 @@ type netState struct {
 // RegisterOn is Register on communicator c whose ranks all-gather through
 // net: every rank of c calls it, with its own pointer and size, in the same
 // order relative to the other collective calls of c. The ranks exchange
-// what their buffers are (CUDA IPC handles, cuMem file descriptors within
-// one process, host region names) and each maps every peer's buffer once,
-// so that operations on registered sub-buffers read and write peers'
-// memory directly. Each call makes a new registration (Registration.Seq
-// numbers them the same on every rank). When a rank's buffer cannot be
-// registered every rank gets an error; when a peer's buffer cannot be
-// mapped here (cuMem memory of another process), the registration is kept
-// but Peers is nil on every rank, and operations stage through the
-// communication buffers.
+// what their buffers are (CUDA IPC handles, cuMem file descriptors, host
+// region names) and each maps every peer's buffer once, so that
+// operations on registered sub-buffers read and write peers' memory
+// directly. A cuMem descriptor reaches a rank of another process of the
+// same host over a Unix domain socket (fdpass.go). Each call makes a new
+// registration (Registration.Seq numbers them the same on every rank).
+// When a rank's buffer cannot be registered, or a rank fails to map a
+// peer's, every rank gets an error; when the buffers cannot be mapped at
+// all (ranks on different hosts), the registration is kept but Peers is
+// nil on every rank, and operations stage through the communication
+// buffers.
 //
 // Register calls RegisterOn with the communicator's bootstrap network when
 // it has one (*comm.Comm does).
@@ -96,12 +99,14 @@ func RegisterOn(c Comm, net Net, ptr uintptr, size int) (*Handle, error) {
 func registerOn(c Comm, net Net, r *Registration, seq uint64, failed error) (*Handle, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), env.Get().Timeout)
 	defer cancel()
-	mine, exp := describe(r, seq, failed)
+	mine, exp, srv := describe(ctx, c, r, seq, failed)
 	defer exp.Close()
+	defer srv.Close() // before exp.Close: the server hands out exp.FD
 	all, err := exchange(ctx, net, mine, c)
 	if err != nil {
 		return nil, err
 	}
+	srv.expect(fetchers(c, all))
 	if failed != nil {
 		return nil, failed
 	}
@@ -160,27 +165,62 @@ func exchange(ctx context.Context, net Net, mine entry, c Comm) ([]entry, error)
 }
 
 // describe makes this rank's entry; exp holds a cuMem file descriptor the
-// entry names until the peers have mapped it.
-func describe(r *Registration, seq uint64, failed error) (entry, *Export) {
-	e := entry{Seq: seq, PID: int64(os.Getpid())}
+// entry names until the peers have mapped it, and srv serves it to the
+// peers of other processes (both nil for other kinds).
+func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed error) (e entry, _ *Export, _ *fdServer) {
+	e = entry{Seq: seq, PID: int64(os.Getpid()), Host: topo.HostHash()}
+	defer func() {
+		if testEntryHook != nil {
+			testEntryHook(c, &e) // the result: runs after return sets it
+		}
+	}()
 	if failed != nil {
 		e.Msg = failed.Error()
-		return e, nil
+		return e, nil, nil
 	}
 	if r == nil {
-		return e, nil // registration disabled on this rank
+		return e, nil, nil // registration disabled on this rank
 	}
 	x, err := r.Export()
 	if err != nil {
 		e.Msg = err.Error()
-		return e, nil
+		return e, nil, nil
+	}
+	var srv *fdServer
+	if x.Kind == VMM {
+		if srv, err = serveFD(ctx, x.FD, c.Count()-1); err != nil {
+			_ = x.Close()
+			e.Msg = err.Error()
+			return e, nil, nil
+		}
+		e.Sock, e.Token = srv.Name, srv.Token
 	}
 	e.Registered, e.Kind, e.Base, e.Size, e.Offset, e.Len = true, x.Kind, r.Base, x.Size, x.Offset, x.Len
 	e.IPC, e.Region, e.FD = x.IPC, x.Region, int32(x.FD)
 	if g, ok := r.comm.Device().(gpu); ok {
 		e.Ordinal = int32(g.Ordinal())
 	}
-	return e, &x
+	return e, &x, srv
+}
+
+// testEntryHook, when a test sets it, edits each rank's entry before the
+// exchange (to make goroutine ranks look like separate processes).
+var testEntryHook func(c Comm, e *entry)
+
+// fetchers counts the peers that will fetch this rank's cuMem descriptor
+// over its socket: those of another process, when the registration maps.
+func fetchers(c Comm, all []entry) int {
+	me := c.Rank()
+	if _, ok := c.Device().(gpu); !ok || !mappable(all) || firstFailed(all) >= 0 || firstDisabled(all) >= 0 {
+		return 0
+	}
+	n := 0
+	for p, e := range all {
+		if p != me && e.PID != all[me].PID {
+			n++
+		}
+	}
+	return n
 }
 
 func firstFailed(all []entry) int {
@@ -203,74 +243,105 @@ func firstDisabled(all []entry) int {
 
 // mapPeers maps every peer's buffer when every pair of ranks can, and
 // agrees with the peers on the outcome so that Peers is set on every rank
-// or on none.
+// or on none. A rank that could not fetch a peer's cuMem descriptor (its
+// socket unreachable, as between network namespaces) makes every rank
+// stage (Peers nil, no error); any other failure to map fails the call on
+// every rank.
 func mapPeers(ctx context.Context, net Net, c Comm, r *Registration, all []entry) error {
 	me := c.Rank()
 	g, isGPU := c.Device().(gpu)
 	if !isGPU || !mappable(all) {
 		return nil // host memory (the host engine maps it itself) or no way to map: stage
 	}
-	peers := make([]Peer, len(all))
-	var mapErr error
+	peers, unreached, mapErr := r.mapAll(ctx, g, me, all)
+	// The verdict: Msg empty when every peer is mapped; Unreached when the
+	// failure is only an unreachable descriptor socket.
+	mine := entry{Seq: r.Seq, PID: all[me].PID, Unreached: unreached}
+	if mapErr != nil {
+		mine.Msg = mapErr.Error()
+	}
+	agreed, err := exchange(ctx, net, mine, c)
+	if err != nil {
+		r.unmapPeers()
+		return err
+	}
+	hard, soft := -1, -1
+	for i, v := range agreed {
+		switch {
+		case v.Msg == "":
+		case v.Unreached && soft < 0:
+			soft = i
+		case !v.Unreached && hard < 0:
+			hard = i
+		}
+	}
+	switch {
+	case hard >= 0 && mapErr != nil && !unreached:
+		err = mapErr
+	case hard >= 0:
+		err = gccl.Errorf(gccl.InvalidUsage, fmt.Sprintf("rank %d", hard), "rank %d could not map the peers' registered buffers: %s", hard, agreed[hard].Msg)
+	case soft >= 0:
+		return r.unmapPeers() // stage: no rank keeps Peers
+	default:
+		r.Peers = peers
+		return nil
+	}
+	r.unmapPeers()
+	return err
+}
+
+// mapAll maps every peer's buffer on g, stopping at the first failure;
+// unreached says that failure was fetching a peer's descriptor.
+func (r *Registration) mapAll(ctx context.Context, g gpu, me int, all []entry) (peers []Peer, unreached bool, err error) {
+	peers = make([]Peer, len(all))
 	for p, e := range all {
 		if p == me {
 			peers[p] = Peer{Ptr: r.Base, Len: r.Size}
 			continue
 		}
-		m, err := mapPeer(g, me, all, p)
+		m, unreached, err := mapPeer(ctx, g, me, all, p)
 		if err != nil {
-			mapErr = gccl.Errorf(gccl.Code(err), fmt.Sprintf("rank %d", p), "mapping rank %d's registered buffer: %w", p, err)
-			break
+			return nil, unreached, gccl.Errorf(gccl.Code(err), fmt.Sprintf("rank %d", p), "mapping rank %d's registered buffer: %w", p, err)
 		}
 		if m.unmap != nil {
 			r.mapped = append(r.mapped, m)
 		}
 		peers[p] = Peer{Ptr: m.Ptr, Len: e.Len}
 	}
-	mine := entry{Seq: r.Seq, PID: all[me].PID} // the verdict: Msg empty when every peer is mapped
-	if mapErr != nil {
-		mine.Msg = mapErr.Error()
-	}
-	agreed, err := exchange(ctx, net, mine, c)
-	if err == nil && mapErr == nil {
-		if bad := firstFailed(agreed); bad >= 0 {
-			err = gccl.Errorf(gccl.InvalidUsage, fmt.Sprintf("rank %d", bad), "rank %d could not map the peers' registered buffers: %s", bad, agreed[bad].Msg)
-		}
-	}
-	if err = firstErr(mapErr, err); err != nil {
-		r.unmapPeers()
-		return err
-	}
-	r.Peers = peers
-	return nil
+	return peers, false, nil
 }
 
 // mappable reports whether every rank can map every other rank's buffer:
-// cuMem memory is shared as a file descriptor, which gccl passes only
-// between ranks of one process.
+// GPU memory (cuMem descriptors passed over a Unix socket, CUDA IPC
+// handles) is shared only among the ranks of one host.
 func mappable(all []entry) bool {
 	for _, e := range all {
-		if e.Kind == VMM && e.PID != all[0].PID {
-			return false
-		}
-		if e.Kind == Host {
+		if e.Kind == Host || e.Host != all[0].Host {
 			return false
 		}
 	}
 	return len(all) > 0
 }
 
-// mapPeer maps rank p's buffer on g by importing its export. A peer in
-// this process whose CUDA IPC handle cannot be opened here (the driver
-// refuses a process its own handles) is addressed by its pointer, which
-// the engine's peer access makes valid on this device.
-func mapPeer(g gpu, me int, all []entry, p int) (*Mapped, error) {
+// mapPeer maps rank p's buffer on g by importing its export. A cuMem peer
+// in another process hands its file descriptor over its socket first. A
+// peer in this process whose CUDA IPC handle cannot be opened here (the
+// driver refuses a process its own handles) is addressed by its pointer,
+// which the engine's peer access makes valid on this device.
+func mapPeer(ctx context.Context, g gpu, me int, all []entry, p int) (m *Mapped, unreached bool, err error) {
 	e := all[p]
-	m, err := Import(g, Export{Kind: e.Kind, Size: e.Size, Offset: e.Offset, Len: e.Len, IPC: e.IPC, Region: e.Region, FD: int(e.FD)})
-	if err != nil && e.PID == all[me].PID && e.Kind == Legacy {
-		return &Mapped{Ptr: e.Base, Len: e.Len}, nil
+	x := Export{Kind: e.Kind, Size: e.Size, Offset: e.Offset, Len: e.Len, IPC: e.IPC, Region: e.Region, FD: int(e.FD)}
+	if e.Kind == VMM && e.PID != all[me].PID {
+		if x.FD, err = fetchFD(ctx, e.Sock, e.Token); err != nil {
+			return nil, ctx.Err() == nil, err
+		}
+		defer x.Close() // the import holds the memory
 	}
-	return m, err
+	m, err = Import(g, x)
+	if err != nil && e.PID == all[me].PID && e.Kind == Legacy {
+		return &Mapped{Ptr: e.Base, Len: e.Len}, false, nil
+	}
+	return m, false, err
 }
 
 // unmapPeers closes r's peer mappings.

@@ -182,8 +182,10 @@ func TestEntryRoundTripAndBounds(t *testing.T) {
 	for range 50 {
 		e := entry{Seq: rng.Uint64(), PID: int64(rng.Uint32()), Registered: true, Kind: Kind(1 + rng.IntN(3)),
 			Ordinal: int32(rng.IntN(8)), Base: uintptr(rng.Uint64()), Size: 1 << 20, Offset: rng.IntN(1 << 19), Len: 1 + rng.IntN(1<<19),
-			FD: int32(rng.IntN(100)), Region: string(randBytes(rng, rng.IntN(40))), Msg: string(randBytes(rng, rng.IntN(40)))}
+			FD: int32(rng.IntN(100)), Region: string(randBytes(rng, rng.IntN(40))), Msg: string(randBytes(rng, rng.IntN(40))),
+			Unreached: rng.IntN(2) == 1, Host: rng.Uint64(), Sock: "@" + string(randBytes(rng, rng.IntN(maxSockName)))}
 		copy(e.IPC[:], randBytes(rng, 64))
+		copy(e.Token[:], randBytes(rng, tokenLen))
 		var d entry
 		require.NoError(t, d.unmarshal(e.marshal()))
 		assert.Equal(t, e, d)

@@ -21,9 +21,21 @@
 // buffer, in the same order, and each maps every peer's buffer once
 // (Registration.Peers), so the GPU engine can let kernels load and store
 // peers' registered buffers with no staging copy; LookupNet finds them by
-// the communicator's bootstrap. cuMem (MemAlloc) memory is shared as a file
-// descriptor, which gccl passes only between ranks of one process: across
-// processes such a registration has no Peers and its operations stage.
+// the communicator's bootstrap. cuMem (MemAlloc) memory is shared as a
+// POSIX file descriptor, which means something only in its own process.
+// While a registration is exchanged, each rank with cuMem memory serves
+// its descriptor on an abstract Unix socket (Linux's abstract namespace:
+// nothing is created on the file system) whose name and a random 128-bit
+// token travel in the rank's entry; a peer in another process of the same
+// host connects, presents the token and receives the descriptor
+// (SCM_RIGHTS), imports it and closes it. A wrong token gets nothing; the
+// server stops once every peer that needs it has fetched, or at the
+// exchange's deadline (GCCL_TIMEOUT). Ranks compare host hashes
+// (transport/topo.HostHash): ranks on different hosts do not map each
+// other's memory, and such a registration has no Peers and its operations
+// stage. If a descriptor cannot be fetched (the ranks run in different
+// network namespaces, say), every rank stages too; if one arrives but
+// cannot be mapped, Register fails on every rank.
 // A registration records what the memory is (host
 // shared memory, a cuMem allocation, or cudaMalloc memory shared through
 // a CUDA IPC handle) so that the engine can Export it to peers, which map
