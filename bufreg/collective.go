@@ -187,13 +187,12 @@ func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed e
 		return e, nil, nil
 	}
 	var srv *fdServer
-	if x.Kind == VMM {
-		if srv, err = serveFD(ctx, x.FD, c.Count()-1); err != nil {
-			_ = x.Close()
-			e.Msg = err.Error()
-			return e, nil, nil
+	if x.Kind == VMM && c.Count() > 1 {
+		// Without a socket (err) peers of other processes cannot fetch the
+		// descriptor and every rank stages; those of this one still map.
+		if srv, err = serveFD(ctx, x.FD, c.Count()-1); err == nil {
+			e.Sock, e.Token = srv.Name, srv.Token
 		}
-		e.Sock, e.Token = srv.Name, srv.Token
 	}
 	e.Registered, e.Kind, e.Base, e.Size, e.Offset, e.Len = true, x.Kind, r.Base, x.Size, x.Offset, x.Len
 	e.IPC, e.Region, e.FD = x.IPC, x.Region, int32(x.FD)

@@ -125,6 +125,7 @@ func TestRegisterOnUnreachableSocketStages(t *testing.T) {
 	for _, spoil := range []func(e *entry){
 		func(e *entry) { e.Token[3] ^= 0x40 },
 		func(e *entry) { e.Sock += "-gone" },
+		func(e *entry) { e.Sock = "" }, // the rank could not listen
 	} {
 		asProcesses(t, func(c Comm, e *entry) {
 			if c.Rank() == 1 {

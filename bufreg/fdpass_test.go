@@ -2,11 +2,14 @@ package bufreg
 
 import (
 	"context"
+	"encoding/hex"
 	"io"
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -172,4 +175,52 @@ func TestFDPassBadArguments(t *testing.T) {
 	var s *fdServer
 	s.Close()
 	s.expect(3)
+}
+
+// childEnv names the socket, token and data for TestFDPassChild.
+const childEnv = "GCCL_BUFREG_FDPASS_CHILD"
+
+// TestFDPassToAnotherProcess hands a descriptor to a real child process
+// (this test binary, running TestFDPassChild), which writes through it.
+func TestFDPassToAnotherProcess(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	f, _ := servedFile(t, rng, 4096)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := serveFD(ctx, int(f.Fd()), 1)
+	require.NoError(t, err)
+	defer s.Close()
+	data := randBytes(rng, 64)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFDPassChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+s.Name+","+hex.EncodeToString(s.Token[:])+","+hex.EncodeToString(data))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "PASS")
+	got := make([]byte, len(data))
+	_, err = f.ReadAt(got, 128)
+	require.NoError(t, err)
+	require.Equal(t, data, got, "the child wrote through the descriptor it received")
+	assert.Equal(t, 1, s.fetches())
+}
+
+// TestFDPassChild is the child of TestFDPassToAnotherProcess; alone it
+// does nothing.
+func TestFDPassChild(t *testing.T) {
+	arg := os.Getenv(childEnv)
+	if arg == "" {
+		t.Skip("run by TestFDPassToAnotherProcess")
+	}
+	parts := strings.Split(arg, ",")
+	require.Len(t, parts, 3)
+	tok, err := hex.DecodeString(parts[1])
+	require.NoError(t, err)
+	data, err := hex.DecodeString(parts[2])
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fd, err := fetchFD(ctx, parts[0], [tokenLen]byte(tok))
+	require.NoError(t, err)
+	defer syscall.Close(fd)
+	_, err = syscall.Pwrite(fd, data, 128)
+	require.NoError(t, err)
 }
