@@ -155,6 +155,9 @@ func Deregister(h *Handle) error {
 	if h == nil {
 		return gccl.Errorf(gccl.InvalidArgument, "handle", "nil registration handle")
 	}
+	if h.reg != nil {
+		h.reg.prune() // operations whose streams passed them hold it no more
+	}
 	registry.Lock()
 	if h.gone {
 		registry.Unlock()

@@ -2,6 +2,7 @@ package bufreg
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gccl/gccl"
@@ -63,9 +64,10 @@ type Registration struct {
 	shareable bool              // VMM: created with the POSIX FD handle type
 
 	// guarded by registry
-	handles int  // live Handles
-	uses    int  // Acquire holds
-	closed  bool // released, or being released
+	handles int            // live Handles
+	uses    int            // Acquire holds and pending holds
+	pending []*pendingHold // AcquireUntil holds, at most maxPending
+	closed  bool           // released, or being released
 
 	once sync.Once
 	err  error
@@ -113,11 +115,126 @@ func (r *Registration) unuse() {
 	}
 }
 
-// Uses reports how many operations hold r.
+// Uses reports how many operations hold r, after ending the pending
+// holds whose work is done.
 func (r *Registration) Uses() int {
+	r.prune()
 	registry.Lock()
 	defer registry.Unlock()
 	return r.uses
+}
+
+// Completion is the end of the work a pending hold waits for; the GPU
+// engine records a CUDA event after an operation and polls it.
+type Completion interface {
+	// Done reports, without blocking, whether the work finished. A
+	// failure to tell counts as finished, so a broken stream cannot pin a
+	// registration forever. It is called without bufreg's locks held and
+	// may be called again after it reported true.
+	Done() bool
+	// Drop tells the owner that one hold stopped waiting on the
+	// completion: it was seen done, replaced by a later hold of the same
+	// order key, or dropped when the registration was released. It is
+	// called exactly once per hold that AcquireUntil took.
+	Drop()
+}
+
+// maxPending bounds the pending holds of one registration.
+const maxPending = 64
+
+// pendingHold is one AcquireUntil hold.
+type pendingHold struct {
+	order uint64
+	c     Completion
+}
+
+// AcquireUntil marks r as used by an operation until c reports done, with
+// no release call: Deregister, Uses and later AcquireUntil calls poll the
+// pending holds and end those whose work finished. Holds with the same
+// nonzero order key finish in the order they were taken (operations on
+// one CUDA stream), so a new one replaces the older one, whose work is
+// done when the new one's is. It reports false, holding nothing, when r
+// already has maxPending holds whose work is not done under other keys;
+// the caller then holds r some other way. Acquiring a registration that
+// was deregistered meanwhile is gccl.ErrInvalidUsage.
+func (r *Registration) AcquireUntil(order uint64, c Completion) (bool, error) {
+	if r == nil || c == nil {
+		return false, gccl.Errorf(gccl.InvalidArgument, "registration", "nil registration or completion")
+	}
+	for pruned := false; ; pruned = true {
+		held, full, err := r.addPending(&pendingHold{order: order, c: c})
+		if err != nil || !full || pruned {
+			return held, err
+		}
+		r.prune()
+	}
+}
+
+// addPending adds p to r's pending holds; full reports that there was no
+// room for it.
+func (r *Registration) addPending(p *pendingHold) (held, full bool, err error) {
+	registry.Lock()
+	if r.closed {
+		registry.Unlock()
+		return false, false, gccl.Errorf(gccl.InvalidUsage, "registration", "buffer %#x was deregistered", r.Base)
+	}
+	if p.order != 0 {
+		for i, old := range r.pending {
+			if old.order == p.order {
+				r.pending[i] = p
+				registry.Unlock()
+				old.c.Drop()
+				return true, false, nil
+			}
+		}
+	}
+	if len(r.pending) >= maxPending {
+		registry.Unlock()
+		return false, true, nil
+	}
+	r.pending = append(r.pending, p)
+	r.uses++
+	registry.Unlock()
+	return true, false, nil
+}
+
+// prune ends the pending holds of r whose work is done. It polls them
+// without holding the registry lock (polling calls the driver), then
+// ends those that are still r's.
+func (r *Registration) prune() {
+	registry.Lock()
+	snap := slices.Clone(r.pending)
+	registry.Unlock()
+	var done []*pendingHold
+	for _, p := range snap {
+		if p.c.Done() {
+			done = append(done, p)
+		}
+	}
+	if len(done) == 0 {
+		return
+	}
+	registry.Lock()
+	var ended []*pendingHold
+	for _, p := range done {
+		if i := slices.Index(r.pending, p); i >= 0 {
+			r.pending = slices.Delete(r.pending, i, i+1)
+			ended = append(ended, p)
+		}
+	}
+	r.uses -= len(ended)
+	last := len(ended) > 0 && r.uses == 0 && r.handles == 0 && !r.closed
+	if last {
+		r.closed = true
+		remove(r)
+	}
+	registry.Unlock()
+	for _, p := range ended {
+		p.c.Drop()
+	}
+	if last {
+		_ = r.release()
+	}
 }
 
 // release frees the driver resources of r, once.
@@ -144,11 +261,18 @@ func DeregisterAll(c Comm) error {
 	if ch != nil {
 		regs = ch.regs
 	}
+	var dropped []*pendingHold
 	for _, r := range regs {
 		r.closed = true
 		r.handles = 0
+		r.uses -= len(r.pending)
+		dropped = append(dropped, r.pending...)
+		r.pending = nil
 	}
 	registry.Unlock()
+	for _, p := range dropped {
+		p.c.Drop()
+	}
 	var first error
 	for _, r := range regs {
 		if err := r.release(); err != nil && first == nil {

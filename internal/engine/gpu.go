@@ -70,7 +70,8 @@ type gpuBackend struct {
 
 	llAllowed, llForced bool // GCCL_PROTO for the one-shot path (llPolicy)
 
-	stats regStats // Stats: staged bytes, zero-copy ops (gpu_reg.go)
+	stats  regStats  // Stats: staged bytes, zero-copy ops (gpu_reg.go)
+	events eventPool // completion events of zero-copy holds (gpu_regevents.go)
 
 	mu     sync.Mutex
 	closed bool

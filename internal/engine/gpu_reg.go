@@ -36,6 +36,7 @@ func (e *Engine) Stats() Stats {
 // regStats are the gpuBackend's counters behind Stats.
 type regStats struct {
 	staged, zeroCopy atomic.Uint64
+	hostFuncHolds    atomic.Uint64 // ops whose holds a host function ended (too many pending holds)
 }
 
 // regBuf is one buffer of an op found in a collective registration.
@@ -129,7 +130,7 @@ func (g *gpuBackend) lookupRegs(e *Engine, o *Op) ([]regBuf, bool, error) {
 // lifetime of the graph. The returned function finishes the hold after
 // the op was enqueued (ok) or undoes it (!ok).
 func (g *gpuBackend) hold(bufs []regBuf, s cuda.Stream) (func(ok bool) error, error) {
-	var releases []func()
+	releases := make([]func(), 0, len(bufs))
 	all := func() {
 		for _, r := range releases {
 			r()
@@ -155,16 +156,67 @@ func (g *gpuBackend) hold(bufs []regBuf, s cuda.Stream) (func(ok bool) error, er
 			}
 			return err
 		}
-		// Released synchronously, so a caller that saw the stream finish may
-		// deregister at once. It never calls the driver (a host function
-		// must not): a collective registration keeps a handle while used,
-		// so dropping a use never releases its resources.
-		if err := g.drv.LaunchHostFunc(s, all); err != nil {
-			all()
+		return g.holdUntilDone(bufs, releases, s)
+	}, nil
+}
+
+// holdUntilDone turns the plain holds of an eager op (releases, one per
+// buffer) into pending holds that end once an event recorded after the op
+// completed: Deregister polls it (cuEventQuery), so a caller that saw the
+// stream finish may deregister at once, and the stream never waits for a
+// host function. A registration with too many pending holds on other
+// streams keeps its plain hold, released by a host function as before.
+func (g *gpuBackend) holdUntilDone(bufs []regBuf, releases []func(), s cuda.Stream) error {
+	d, err := g.events.record(g, s)
+	if err != nil {
+		for _, r := range releases {
+			r()
+		}
+		return err
+	}
+	var rest []func()
+	for i, b := range bufs {
+		d.refs.Add(1)
+		held, err := b.reg.AcquireUntil(orderKey(s), d)
+		if !held {
+			d.Drop()
+		}
+		if err != nil {
+			for _, r := range releases[i:] {
+				r()
+			}
+			for _, r := range rest {
+				r()
+			}
+			d.Drop()
 			return err
 		}
+		if held {
+			releases[i]()
+		} else {
+			rest = append(rest, releases[i])
+		}
+	}
+	d.Drop() // the reference record gave us
+	if len(rest) == 0 {
 		return nil
-	}, nil
+	}
+	// Released synchronously, so a caller that saw the stream finish may
+	// deregister at once. It never calls the driver (a host function must
+	// not): a collective registration keeps a handle while used, so
+	// dropping a use never releases its resources.
+	g.stats.hostFuncHolds.Add(1)
+	if err := g.drv.LaunchHostFunc(s, func() {
+		for _, r := range rest {
+			r()
+		}
+	}); err != nil {
+		for _, r := range rest {
+			r()
+		}
+		return err
+	}
+	return nil
 }
 
 // regKey identifies the registrations and offsets of an op; every rank of

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 type regRank struct {
 	e    *Engine
 	f    *cudafake.Fake
+	drv  *countingDriver // the driver the device and engine use
 	d    *device.CUDADevice
 	s    gccl.Stream
 	boot *enginetest.Boot
@@ -44,14 +46,15 @@ func regWorld(t *testing.T, n int) []*regRank {
 	for r := range n {
 		f := cudafake.New(cudafake.Config{MemBytes: 512 << 20})
 		standIns(f)
-		d, err := device.OpenCUDA(f, 0, 10*time.Second)
+		drv := &countingDriver{Fake: f}
+		d, err := device.OpenCUDA(drv, 0, 10*time.Second)
 		require.NoError(t, err)
 		s, err := d.NewStream()
 		require.NoError(t, err)
 		g := newBackendState(d)
 		require.NoError(t, d.Do(func() error { return g.allocate([]byte("stand-in kernels")) }))
 		g.base = kernels.Comm{Counters: g.ctrs, Status: g.ctrs + kernels.CounterWords*4, NRanks: int32(n), Rank: int32(r)}
-		rs[r] = &regRank{f: f, d: d, s: s, boot: net.Rank(r), n: n}
+		rs[r] = &regRank{f: f, drv: drv, d: d, s: s, boot: net.Rank(r), n: n}
 		wg.Go(func() {
 			rs[r].e, errs[r] = New(Config{Rank: r, NRanks: n, Boot: rs[r].boot, Device: d, Timeout: 10 * time.Second,
 				Reducer: testReducer{}, Backend: g})
@@ -68,6 +71,34 @@ func regWorld(t *testing.T, n int) []*regRank {
 		}
 	})
 	return rs
+}
+
+// countingDriver is the fake driver counting the calls that holding
+// registrations makes; failQuery makes cuEventQuery fail.
+type countingDriver struct {
+	*cudafake.Fake
+	hostFuncs, eventsMade, timedEvents atomic.Int64
+	failQuery                          atomic.Bool
+}
+
+func (c *countingDriver) LaunchHostFunc(s cuda.Stream, fn func()) error {
+	c.hostFuncs.Add(1)
+	return c.Fake.LaunchHostFunc(s, fn)
+}
+
+func (c *countingDriver) EventCreate(flags uint32) (cuda.Event, error) {
+	c.eventsMade.Add(1)
+	if flags&cuda.EventDisableTiming == 0 {
+		c.timedEvents.Add(1)
+	}
+	return c.Fake.EventCreate(flags)
+}
+
+func (c *countingDriver) EventQuery(e cuda.Event) (bool, error) {
+	if c.failQuery.Load() {
+		return false, cuda.NewError("cuEventQuery", cuda.ErrorIllegalAddress, "(test)")
+	}
+	return c.Fake.EventQuery(e)
 }
 
 // decodeComm reads kernels.Comm back from a launch's first argument.

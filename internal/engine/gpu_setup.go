@@ -123,6 +123,7 @@ func (g *gpuBackend) free() error {
 			first = err
 		}
 	}
+	keep(g.events.destroy(g.drv)) // after the device's work: pending holds then count as done
 	keep(g.peers.Close())
 	g.peers = nil
 	for _, p := range []*uintptr{&g.buf, &g.ctrs} {
