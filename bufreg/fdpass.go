@@ -110,21 +110,23 @@ func (s *fdServer) serve(ctx context.Context, c *net.UnixConn) {
 		return // wrong token or none: close without sending
 	}
 	s.mu.Lock()
-	if s.done {
+	if s.done || s.got >= s.want {
 		s.mu.Unlock()
-		return
+		return // every expected peer has its descriptor
 	}
+	s.got++ // reserved before sending, so no more than want are served
 	s.mu.Unlock()
-	if _, _, err := c.WriteMsgUnix([]byte{1}, syscall.UnixRights(s.fd), nil); err != nil {
+	_, _, err := c.WriteMsgUnix([]byte{1}, syscall.UnixRights(s.fd), nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.got--
 		return
 	}
-	s.mu.Lock()
-	s.got++
 	if s.got >= s.want {
 		s.done = true
 		s.stop()
 	}
-	s.mu.Unlock()
 }
 
 // expect sets how many peers will fetch the descriptor (once the exchange

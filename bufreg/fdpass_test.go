@@ -224,3 +224,32 @@ func TestFDPassChild(t *testing.T) {
 	_, err = syscall.Pwrite(fd, data, 128)
 	require.NoError(t, err)
 }
+
+// TestFDPassServesNoMoreThanWanted: of more concurrent fetchers than the
+// server expects, exactly the expected number get the descriptor; expect
+// lowers the count once the exchange says who needs it.
+func TestFDPassServesNoMoreThanWanted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	f, _ := servedFile(t, rng, 4096)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, c := range []struct{ want, lowered, fetchers int }{{1, 1, 4}, {5, 2, 6}, {3, 0, 2}} {
+		s, err := serveFD(ctx, int(f.Fd()), c.want)
+		require.NoError(t, err)
+		s.expect(c.lowered)
+		fds, errs := onRanks(c.fetchers, func(int) (int, error) { return fetchFD(ctx, s.Name, s.Token) })
+		ok := 0
+		for i := range c.fetchers {
+			if errs[i] == nil {
+				ok++
+				sameFile(t, rng, f, fds[i], 4096)
+				require.NoError(t, syscall.Close(fds[i]))
+			} else {
+				requireCode(t, errs[i], gccl.RemoteError)
+			}
+		}
+		assert.Equal(t, c.lowered, ok, "%+v", c)
+		assert.Equal(t, c.lowered, s.fetches())
+		s.Close()
+	}
+}
