@@ -60,9 +60,9 @@ type netState struct {
 // registration (Registration.Seq numbers them the same on every rank).
 // When a rank's buffer cannot be registered, or a rank fails to map a
 // peer's, every rank gets an error; when the buffers cannot be mapped at
-// all (ranks on different hosts), the registration is kept but Peers is
-// nil on every rank, and operations stage through the communication
-// buffers.
+// all (ranks on different hosts, or a cuMem descriptor that no peer
+// process could fetch), the registration is kept but Peers is nil on
+// every rank, and operations stage through the communication buffers.
 //
 // Register calls RegisterOn with the communicator's bootstrap network when
 // it has one (*comm.Comm does).
