@@ -46,11 +46,22 @@
 // registration with two handles. GCCL_LOCAL_REGISTER=0
 // (NCCL_LOCAL_REGISTER=0) turns Register into a no-op.
 //
-// An operation that uses a registration holds it (Registration.Acquire)
-// until it completes, or, when captured, until its graph is destroyed.
-// Deregistering the last handle of a registration that is held, and
-// deregistering a handle twice, are gccl.ErrInvalidUsage; so is MemFree
-// of memory that is still registered.
+// An operation that uses a registration holds it until it completes, or,
+// when captured, until its graph is destroyed. Registration.Acquire is a
+// plain hold that its release function ends. Registration.AcquireUntil is
+// a pending hold that ends by itself once its Completion reports done:
+// the GPU engine records a CUDA event after each eager zero-copy kernel
+// and holds the registrations until the event completed, so no host
+// function stalls the stream. Pending holds are polled (cuEventQuery, never
+// blocking, and never under bufreg's lock) when Deregister checks whether
+// the registration is in use, by Uses, and when a new pending hold would
+// not fit; a poll that fails counts as done. Holds taken with the same
+// order key (one stream) finish in order, so a registration keeps only
+// the latest per key, and at most 64 in all (past that the engine falls
+// back to a host function). A caller that synchronized its streams may
+// therefore deregister at once. Deregistering the last handle of a
+// registration that is held, and deregistering a handle twice, are
+// gccl.ErrInvalidUsage; so is MemFree of memory that is still registered.
 //
 // # Graph registration
 //
@@ -70,5 +81,5 @@
 // gccl.ErrInvalidUsage naming the buffer and the ranks that disagree.
 //
 // bufreg does not import the engine: the engine calls Lookup, Acquire,
-// ForGraph, Export/Import and Agree.
+// AcquireUntil, ForGraph, Export/Import and Agree.
 package bufreg

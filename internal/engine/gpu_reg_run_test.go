@@ -175,30 +175,190 @@ func registerSizes(t *testing.T, rs []*regRank, ptrs []uintptr, sizes []int) []*
 	return hs
 }
 
+// gate makes the streams wait (cuStreamWaitValue32) until open is
+// called, so the ops enqueued on them meanwhile stay in flight.
+func (x *regRank) gate(t *testing.T, ss ...gccl.Stream) (open func()) {
+	var w uintptr
+	require.NoError(t, x.d.Do(func() (err error) {
+		w, err = x.f.MemHostAlloc(64, cuda.HostAllocDeviceMap)
+		return err
+	}))
+	for _, s := range ss {
+		require.NoError(t, x.f.StreamWaitValue32(cuda.Stream(s), w, 1, cuda.WaitValueGEQ))
+	}
+	return func() { storeWord(w, 1) }
+}
+
+// gather launches a 16-element all-gather on x's registered chunk at
+// block i (its own 4 KiB of input and output) on s.
+func (x *regRank) gather(t *testing.T, base uintptr, i int, s gccl.Stream) {
+	p := base + uintptr(8192*i)
+	require.NoError(t, x.e.Launch([]Op{{Kind: AllGather, Send: p, Recv: p + 4096, Count: 16, Type: gccl.Int32, Stream: s}}))
+}
+
 // TestZeroCopyHoldsRegistration: deregistering while an op that uses the
 // buffer has not passed its stream is gccl.ErrInvalidUsage; once the
-// stream passed it, it succeeds; closing the engine releases the rest.
+// stream was synchronized it succeeds at once, with no host function
+// ever enqueued; closing the engine releases the rest.
 func TestZeroCopyHoldsRegistration(t *testing.T) {
 	const n = 2
 	rs := regWorld(t, n)
 	base, hs := chunks(t, rs)
-	var gate uintptr
-	require.NoError(t, rs[0].d.Do(func() (err error) {
-		gate, err = rs[0].f.MemHostAlloc(64, cuda.HostAllocDeviceMap)
-		return err
-	}))
-	require.NoError(t, rs[0].f.StreamWaitValue32(cuda.Stream(rs[0].s), gate, 1, cuda.WaitValueGEQ))
+	open := rs[0].gate(t, rs[0].s)
 	for r, x := range rs {
-		require.NoError(t, x.e.Launch([]Op{{Kind: AllGather, Send: base[r], Recv: base[r] + 4096, Count: 16, Type: gccl.Int32, Stream: x.s}}))
+		x.gather(t, base[r], 0, x.s)
 	}
+	reg := hs[0].Registration()
+	assert.Equal(t, 1, reg.Uses(), "the op in flight holds the registration")
 	err := bufreg.Deregister(hs[0])
 	require.Error(t, err)
 	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err), "%v", err)
-	storeWord(gate, 1)
+	open()
 	require.NoError(t, rs[0].d.Synchronize(rs[0].s))
-	require.Eventually(t, func() bool { return bufreg.Deregister(hs[0]) == nil }, 5e9, 1e6)
+	require.NoError(t, bufreg.Deregister(hs[0]), "after the stream synchronized")
+	for r, x := range rs {
+		assert.Zero(t, x.drv.hostFuncs.Load(), "rank %d: host functions", r)
+		assert.Equal(t, int64(1), x.drv.eventsMade.Load(), "rank %d: events", r)
+		assert.Zero(t, x.drv.timedEvents.Load(), "rank %d: events made without EventDisableTiming", r)
+	}
 	require.NoError(t, rs[1].d.Synchronize(rs[1].s))
 	require.NoError(t, rs[1].e.Close())
 	err = bufreg.Deregister(hs[1])
 	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err), "released with its engine: %v", err)
+}
+
+// TestZeroCopyEventPool: many all-reduces, synchronized one by one and
+// then back to back, reuse a couple of events and no host function; every
+// result is checked and nothing stays held.
+func TestZeroCopyEventPool(t *testing.T) {
+	const n, count, iters, burst = 2, 257, 20, 40
+	rs := regWorld(t, n)
+	base, hs := chunks(t, rs)
+	rng := rand.New(rand.NewPCG(11, 12))
+	recv := func(r int) uintptr { return base[r] + 256<<10 }
+	want := make([]byte, 4*count)
+	round := func() {
+		sum := make([]int32, count)
+		for r, x := range rs {
+			b, v := randInt32s(rng, count)
+			for i := range v {
+				sum[i] += v[i]
+			}
+			x.put(t, base[r], b)
+			x.put(t, recv(r), bytes.Repeat([]byte{0x5A}, 4*count))
+		}
+		for i, v := range sum {
+			binary.LittleEndian.PutUint32(want[4*i:], uint32(v))
+		}
+	}
+	op := func(r int) Op {
+		return Op{Kind: AllReduce, Send: base[r], Recv: recv(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
+	}
+	for it := range iters {
+		round()
+		launchAll(t, rs, op)
+		for r, x := range rs {
+			require.Equal(t, want, x.get(t, recv(r), 4*count), "iteration %d rank %d", it, r)
+		}
+	}
+	round()
+	for range burst {
+		for r, x := range rs {
+			o := op(r)
+			o.Stream = x.s
+			require.NoError(t, x.e.Launch([]Op{o}))
+		}
+	}
+	for r, x := range rs {
+		require.NoError(t, x.d.Synchronize(x.s))
+		assert.Equal(t, want, x.get(t, recv(r), 4*count), "after the burst, rank %d", r)
+		assert.Zero(t, x.drv.hostFuncs.Load(), "rank %d: host functions", r)
+		assert.LessOrEqual(t, x.drv.eventsMade.Load(), int64(2), "rank %d: events for %d ops", r, iters+burst)
+		assert.Equal(t, uint64(iters+burst), x.e.Stats().ZeroCopyOps, "rank %d", r)
+		assert.Zero(t, hs[r].Registration().Uses(), "rank %d: holds after sync", r)
+	}
+}
+
+// TestZeroCopyStreamsHold: ops in flight on several streams each hold the
+// registration (one pending hold per stream, however many ops), until
+// every stream passed them; the events in use stay one per stream.
+func TestZeroCopyStreamsHold(t *testing.T) {
+	const n, streams, perStream = 2, 3, 5
+	rs := regWorld(t, n)
+	base, hs := chunks(t, rs)
+	x := rs[0]
+	ss := make([]gccl.Stream, streams)
+	for i := range ss {
+		var err error
+		ss[i], err = x.d.NewStream()
+		require.NoError(t, err)
+	}
+	open := x.gate(t, ss...)
+	for k := range perStream {
+		for i, s := range ss {
+			x.gather(t, base[0], i*perStream+k, s)
+		}
+	}
+	reg := hs[0].Registration()
+	assert.Equal(t, streams, reg.Uses())
+	assert.Equal(t, gccl.InvalidUsage, gccl.Code(bufreg.Deregister(hs[0])))
+	open()
+	for _, s := range ss {
+		require.NoError(t, x.d.Synchronize(s))
+	}
+	assert.Zero(t, reg.Uses())
+	assert.Zero(t, x.drv.hostFuncs.Load())
+	assert.LessOrEqual(t, x.drv.eventsMade.Load(), int64(streams+1), "events for %d ops", streams*perStream)
+	require.NoError(t, bufreg.Deregister(hs[0]))
+}
+
+// TestZeroCopyFailedQueryReleases: when the completion event cannot be
+// queried (a broken stream) the hold ends rather than pinning the
+// registration.
+func TestZeroCopyFailedQueryReleases(t *testing.T) {
+	rs := regWorld(t, 2)
+	base, hs := chunks(t, rs)
+	x := rs[0]
+	open := x.gate(t, x.s)
+	x.gather(t, base[0], 0, x.s)
+	reg := hs[0].Registration()
+	require.Equal(t, 1, reg.Uses())
+	x.drv.failQuery.Store(true)
+	assert.Zero(t, reg.Uses(), "a failed cuEventQuery ends the hold")
+	x.drv.failQuery.Store(false)
+	open()
+	require.NoError(t, x.d.Synchronize(x.s))
+	require.NoError(t, bufreg.Deregister(hs[0]))
+}
+
+// TestZeroCopyHostFuncFallback: with more streams in flight on one
+// registration than it keeps pending holds for, the op past the bound is
+// held by a host function instead, and everything is released once the
+// streams pass.
+func TestZeroCopyHostFuncFallback(t *testing.T) {
+	rs := regWorld(t, 2)
+	base, hs := chunks(t, rs)
+	x := rs[0]
+	g := x.e.backend.(*gpuBackend)
+	var ss []gccl.Stream
+	var open []func()
+	for len(ss) < 100 && x.drv.hostFuncs.Load() == 0 {
+		s, err := x.d.NewStream()
+		require.NoError(t, err)
+		open = append(open, x.gate(t, s))
+		x.gather(t, base[0], len(ss)%(chunkBytes/8192), s)
+		ss = append(ss, s)
+	}
+	require.Equal(t, int64(1), x.drv.hostFuncs.Load(), "no host function after %d streams", len(ss))
+	assert.Equal(t, uint64(1), g.stats.hostFuncHolds.Load())
+	reg := hs[0].Registration()
+	assert.Equal(t, len(ss), reg.Uses())
+	for _, o := range open {
+		o()
+	}
+	for _, s := range ss {
+		require.NoError(t, x.d.Synchronize(s))
+	}
+	assert.Zero(t, reg.Uses())
+	require.NoError(t, bufreg.Deregister(hs[0]))
 }
