@@ -91,11 +91,12 @@ func (g *gpuBackend) allocate(img []byte) error {
 // all-gather also makes sure every rank zeroed its flags before any kernel
 // can write to them.
 func (g *gpuBackend) exchange(ctx context.Context, e *Engine, offer p2p.Offer) error {
-	mine, err := offer.MarshalBinary()
+	b, err := offer.MarshalBinary()
 	if err != nil {
 		return err
 	}
-	all, err := e.boot.AllGather(ctx, mine)
+	set := g.settings()
+	all, err := e.boot.AllGather(ctx, append(set[:], b...))
 	if err != nil {
 		return gccl.Errorf(gccl.Code(err), "bootstrap", "exchanging GPU buffer handles: %w", err)
 	}
@@ -104,7 +105,10 @@ func (g *gpuBackend) exchange(ctx context.Context, e *Engine, offer p2p.Offer) e
 	}
 	offers := make([]p2p.Offer, e.nranks)
 	for r, b := range all {
-		if err := offers[r].UnmarshalBinary(b); err != nil {
+		if err := sameSettings(set, b, r); err != nil {
+			return err
+		}
+		if err := offers[r].UnmarshalBinary(b[len(set):]); err != nil {
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d: %w", r, err)
 		}
 	}
@@ -113,6 +117,46 @@ func (g *gpuBackend) exchange(ctx context.Context, e *Engine, offer p2p.Offer) e
 		g.peers = m
 		return err
 	})
+}
+
+// gpuSettings are the settings every rank derives its grids and kernel
+// choices from; ranks that differ would launch kernels that never meet.
+type gpuSettings [3]byte
+
+// settings are this rank's: the channel cap and the LL policy.
+func (g *gpuBackend) settings() gpuSettings {
+	return gpuSettings{byte(g.maxCh), boolByte(g.llAllowed), boolByte(g.llForced)}
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sameSettings checks rank r's exchanged entry b, which starts with its
+// settings, against this rank's.
+func sameSettings(mine gpuSettings, b []byte, r int) error {
+	if len(b) < len(mine) {
+		return gccl.Errorf(gccl.RemoteError, "peer", "rank %d sent a %d-byte GPU setup entry", r, len(b))
+	}
+	if theirs := gpuSettings(b[:len(mine)]); theirs != mine {
+		return gccl.Errorf(gccl.InvalidUsage, "environment",
+			"rank %d runs GPU kernels with %d channels and LL %s, this rank with %d and LL %s: set GCCL_MAX_NCHANNELS and GCCL_PROTO the same on every rank",
+			r, theirs[0], llName(theirs), mine[0], llName(mine))
+	}
+	return nil
+}
+
+func llName(s gpuSettings) string {
+	switch {
+	case s[1] == 0:
+		return "off"
+	case s[2] == 1:
+		return "forced"
+	}
+	return "up to 32 KiB"
 }
 
 // free releases what allocate and exchange made (current context set).
