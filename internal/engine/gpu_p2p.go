@@ -114,11 +114,14 @@ func p2pSub(ps []p2pPiece, lo, q int) []p2pPiece {
 }
 
 // p2pChannels is a pair's channel count for nbytes (the larger direction):
-// one per gpuChannelBytes, at most maxCh/(n-1) so that a rank talking to
-// every peer stays within the grid cap. Both ranks of the pair compute it
-// from the same values.
+// one per gpuChannelBytes, at most 2*maxCh/(n-1) (and kernels.MaxChannels
+// in all) so that a rank talking to every peer stays within twice the
+// collectives' grid cap. A point-to-point channel is bound by its SM (on
+// 4xH200, 10 channels a pair moved 185 GB/s at 1 GiB, ~18.5 GB/s each), so
+// pairs get more than a collective's share. Both ranks of the pair compute
+// it from the same values.
 func p2pChannels(n, nbytes, maxCh int) int {
-	limit := max(1, maxCh/max(1, n-1))
+	limit := max(1, min(2*maxCh, kernels.MaxChannels)/max(1, n-1))
 	return min(max(1, (nbytes+gpuChannelBytes-1)/gpuChannelBytes), limit)
 }
 
