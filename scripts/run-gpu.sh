@@ -4,7 +4,9 @@
 # GPU fails instead of skipping), the MPI suite and examples on the GPUs
 # under mpirun, then the benchmark if bundled. NVLS stays off.
 # Environment: NP (processes for the MPI runs; default: number of GPUs),
-# PERF_ARGS (arguments of gccl-perf), MPIRUN_TIMEOUT (seconds per run, default 300).
+# PERF_ARGS (arguments of gccl-perf), MPIRUN_TIMEOUT (seconds per run, default 300),
+# LARGE=true (also the 64 MiB counts of the GPU suite: several minutes; raise
+# MPIRUN_TIMEOUT to 900).
 set -uo pipefail
 cd "$(dirname "$0")"
 export GCCL_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 GCCL_NVLS_ENABLE=0
@@ -33,7 +35,7 @@ for n in $(printf '%s\n' 2 "$np" | sort -un); do
 	[ "$n" -le "$np" ] || continue
 	check "mpiboot np=$n" ./mpirun.sh "$n" mpi/mpiboot.test -test.count=1
 	check "integration np=$n" ./mpirun.sh "$n" mpi/mpi.test -test.count=1 -test.timeout=280s
-	check "gpu suite np=$n" ./mpirun.sh "$n" tests/test-gpu/pkg.test -test.count=1 -gccl.large=false
+	check "gpu suite np=$n" ./mpirun.sh "$n" tests/test-gpu/pkg.test -test.count=1 -test.timeout=900s -gccl.large="${LARGE:-false}"
 	for ex in onedevice progress gompi; do
 		check "example $ex np=$n" ./mpirun.sh "$n" "examples/$ex"
 	done
