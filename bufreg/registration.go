@@ -103,16 +103,24 @@ func (r *Registration) holder() func() {
 // registration) is released with its last use.
 func (r *Registration) unuse() {
 	registry.Lock()
-	r.uses--
-	last := r.uses == 0 && r.handles == 0 && !r.closed
-	if last {
-		r.closed = true
-		remove(r)
-	}
+	last := r.endUses(1)
 	registry.Unlock()
 	if last {
 		_ = r.release()
 	}
+}
+
+// endUses drops k uses (the caller holds registry); it reports whether
+// that was the last use of a registration with no handles left, which it
+// then closes and drops from its cache: the caller releases it.
+func (r *Registration) endUses(k int) (last bool) {
+	r.uses -= k
+	last = k > 0 && r.uses == 0 && r.handles == 0 && !r.closed
+	if last {
+		r.closed = true
+		remove(r)
+	}
+	return last
 }
 
 // Uses reports how many operations hold r, after ending the pending
@@ -222,12 +230,7 @@ func (r *Registration) prune() {
 			ended = append(ended, p)
 		}
 	}
-	r.uses -= len(ended)
-	last := len(ended) > 0 && r.uses == 0 && r.handles == 0 && !r.closed
-	if last {
-		r.closed = true
-		remove(r)
-	}
+	last := r.endUses(len(ended))
 	registry.Unlock()
 	for _, p := range ended {
 		p.c.Drop()
