@@ -48,7 +48,7 @@ type gpuBackend struct {
 	mod cuda.Module
 
 	buf  uintptr // this rank's communication buffer (gpuBufBytes)
-	ctrs uintptr // this rank's counters, then the status word (local)
+	ctrs uintptr // this rank's counters (local)
 	// ctlHost is host-mapped pinned memory the kernels see at ctlDev: word
 	// 0 the abort flag the host sets, word 1 the status word the kernels
 	// report failures to, so no launch needs a copy back to learn it.
@@ -232,7 +232,8 @@ func (g *gpuBackend) launch(name string, grid int, s cuda.Stream, c *kernels.Com
 }
 
 // channels is the grid for moving bytes: one block per gpuChannelBytes, at
-// least one, at most gpuMaxChannels. Every rank computes the same value.
+// least one, at most the grid cap g.maxCh. Every rank computes the same
+// value (the ranks check at init that their caps agree).
 func (g *gpuBackend) channels(bytes int) int {
 	return min(max(1, (bytes+gpuChannelBytes-1)/gpuChannelBytes), g.maxCh)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/kernels"
-	"github.com/gccl/gccl/transport/p2p"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -102,10 +100,6 @@ func sumInt32(blocks [][]byte, off, n int) []byte {
 // on every rank's fake GPU.
 func stagedStandIns(rs []*regRank) {
 	m := newStagedMeet(rs)
-	for _, x := range rs { // the stand-ins never touch the peers' areas: map each rank's own
-		g := x.e.backend.(*gpuBackend)
-		g.peers = &p2p.Mapping{Ptrs: slices.Repeat([]uintptr{g.buf}, len(rs))}
-	}
 	kernel := func(nbytes func(c kernels.Comm, a *cuda.Args) int, out func(c kernels.Comm, a *cuda.Args, all [][]byte) ([]byte, uintptr)) cudafake.Kernel {
 		return func(_ *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
 			c := decodeComm(a.Arg(0))

@@ -98,12 +98,7 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 	wg.Wait()
 	for r, err := range errs {
 		require.NoError(tb, err, "rank %d", r)
-		g := gs[r]
-		g.base = kernels.Comm{Counters: g.ctrs, AbortFlag: g.ctlDev + 4*gpuCtlAbort, Status: g.ctlDev + 4*gpuCtlStatus,
-			TimeoutNs: uint64(10 * time.Second), NRanks: int32(n), Rank: int32(r)}
-		for p := range n {
-			g.base.Flags[p] = g.flags(p)
-		}
+		gs[r].setBase(10*time.Second, n, r)
 	}
 	tb.Cleanup(func() {
 		for _, r := range rs {

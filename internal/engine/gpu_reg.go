@@ -131,11 +131,7 @@ func (g *gpuBackend) lookupRegs(e *Engine, o *Op) ([]regBuf, bool, error) {
 // the op was enqueued (ok) or undoes it (!ok).
 func (g *gpuBackend) hold(bufs []regBuf, s cuda.Stream) (func(ok bool) error, error) {
 	releases := make([]func(), 0, len(bufs))
-	all := func() {
-		for _, r := range releases {
-			r()
-		}
-	}
+	all := func() { runAll(releases) }
 	for _, b := range bufs {
 		r, err := b.reg.Acquire()
 		if err != nil {
@@ -169,9 +165,7 @@ func (g *gpuBackend) hold(bufs []regBuf, s cuda.Stream) (func(ok bool) error, er
 func (g *gpuBackend) holdUntilDone(bufs []regBuf, releases []func(), s cuda.Stream) error {
 	d, err := g.events.record(g, s)
 	if err != nil {
-		for _, r := range releases {
-			r()
-		}
+		runAll(releases)
 		return err
 	}
 	var rest []func()
@@ -182,12 +176,8 @@ func (g *gpuBackend) holdUntilDone(bufs []regBuf, releases []func(), s cuda.Stre
 			d.Drop()
 		}
 		if err != nil {
-			for _, r := range releases[i:] {
-				r()
-			}
-			for _, r := range rest {
-				r()
-			}
+			runAll(releases[i:])
+			runAll(rest)
 			d.Drop()
 			return err
 		}
@@ -206,17 +196,18 @@ func (g *gpuBackend) holdUntilDone(bufs []regBuf, releases []func(), s cuda.Stre
 	// not): a collective registration keeps a handle while used, so
 	// dropping a use never releases its resources.
 	g.stats.hostFuncHolds.Add(1)
-	if err := g.drv.LaunchHostFunc(s, func() {
-		for _, r := range rest {
-			r()
-		}
-	}); err != nil {
-		for _, r := range rest {
-			r()
-		}
+	if err := g.drv.LaunchHostFunc(s, func() { runAll(rest) }); err != nil {
+		runAll(rest)
 		return err
 	}
 	return nil
+}
+
+// runAll calls each of fs.
+func runAll(fs []func()) {
+	for _, f := range fs {
+		f()
+	}
 }
 
 // regKey identifies the registrations and offsets of an op; every rank of

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/gccl/gccl/kernels"
+	"github.com/gccl/gccl/transport/p2p"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -53,7 +55,9 @@ func regWorld(t *testing.T, n int) []*regRank {
 		require.NoError(t, err)
 		g := newBackendState(d)
 		require.NoError(t, d.Do(func() error { return g.allocate([]byte("stand-in kernels")) }))
-		g.base = kernels.Comm{Counters: g.ctrs, Status: g.ctrs + kernels.CounterWords*4, NRanks: int32(n), Rank: int32(r)}
+		// The stand-ins never touch the peers' areas: each rank maps its own.
+		g.peers = &p2p.Mapping{Ptrs: slices.Repeat([]uintptr{g.buf}, n)}
+		g.setBase(10*time.Second, n, r)
 		rs[r] = &regRank{f: f, drv: drv, d: d, s: s, boot: net.Rank(r), n: n}
 		wg.Go(func() {
 			rs[r].e, errs[r] = New(Config{Rank: r, NRanks: n, Boot: rs[r].boot, Device: d, Timeout: 10 * time.Second,

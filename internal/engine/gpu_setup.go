@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
@@ -42,12 +43,18 @@ func newGPUBackend(ctx context.Context, e *Engine, dev *device.CUDADevice) (*gpu
 		_ = dev.Do(g.free)
 		return nil, err
 	}
+	g.setBase(e.timeout, e.nranks, e.rank)
+	return g, nil
+}
+
+// setBase sets the Comm fields every launch shares, once the buffers are
+// allocated and the peers' mapped.
+func (g *gpuBackend) setBase(timeout time.Duration, nranks, rank int) {
 	g.base = kernels.Comm{Counters: g.ctrs, AbortFlag: g.ctlDev + 4*gpuCtlAbort, Status: g.ctlDev + 4*gpuCtlStatus,
-		TimeoutNs: uint64(e.timeout.Nanoseconds()), NRanks: int32(e.nranks), Rank: int32(e.rank)}
-	for r := range e.nranks {
+		TimeoutNs: uint64(timeout.Nanoseconds()), NRanks: int32(nranks), Rank: int32(rank)}
+	for r := range nranks {
 		g.base.Flags[r] = g.flags(r)
 	}
-	return g, nil
 }
 
 // newBackendState is a backend of dev with its settings from the
