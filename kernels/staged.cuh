@@ -65,9 +65,11 @@ __device__ __forceinline__ void copyTo(char *dst, const char *src, size_t n) {
 
 // The policies. "Input" is c.in[rank], "output" c.out[rank].
 
-// StagedAllReduce: every rank's input in, each rank reduces its part of the
-// segment from all halves into all halves, every rank copies out.
-template <typename T, int OP> struct StagedAllReduce {
+// StagedReduction: every rank's input in; each rank reduces its part of
+// the segment from all halves into every half (all-reduce: toAll) or into
+// the root's half only (reduce); every rank (all-reduce) or the root
+// (reduce) copies out.
+template <typename T, int OP, bool toAll> struct StagedReduction {
 	const gcclComm &c;
 	Red<T, OP> red;
 	__device__ size_t segBytes(size_t half) const { return half; }
@@ -77,30 +79,19 @@ template <typename T, int OP> struct StagedAllReduce {
 		part<T>(0, (e - b) / sizeof(T), c.rank, c.nranks, pb, pe);
 		char *p[GCCL_MAX_RANKS];
 		for (int r = 0; r < c.nranks; r++) p[r] = s[r] + pb * sizeof(T);
-		reduceCopy<T, OP>(red, p, c.nranks, p, c.nranks, pe - pb);
-	}
-	__device__ void copyOut(char *mine, size_t b, size_t e) const { copyTo(c.out[c.rank] + b, mine, e - b); }
-};
-
-// StagedReduce: as StagedAllReduce, but the parts land in the root's half
-// only and only the root copies out.
-template <typename T, int OP> struct StagedReduce {
-	const gcclComm &c;
-	Red<T, OP> red;
-	__device__ size_t segBytes(size_t half) const { return half; }
-	__device__ void copyIn(char *mine, size_t b, size_t e) const { copyTo(mine, c.in[c.rank] + b, e - b); }
-	__device__ void mid(char *const *s, size_t b, size_t e) const {
-		size_t pb, pe;
-		part<T>(0, (e - b) / sizeof(T), c.rank, c.nranks, pb, pe);
-		char *p[GCCL_MAX_RANKS];
-		for (int r = 0; r < c.nranks; r++) p[r] = s[r] + pb * sizeof(T);
-		char *d = s[c.root] + pb * sizeof(T);
-		reduceCopy<T, OP>(red, p, c.nranks, &d, 1, pe - pb);
+		if (toAll) {
+			reduceCopy<T, OP>(red, p, c.nranks, p, c.nranks, pe - pb);
+		} else {
+			char *d = p[c.root];
+			reduceCopy<T, OP>(red, p, c.nranks, &d, 1, pe - pb);
+		}
 	}
 	__device__ void copyOut(char *mine, size_t b, size_t e) const {
-		if (c.rank == c.root) copyTo(c.out[c.rank] + b, mine, e - b);
+		if (toAll || c.rank == c.root) copyTo(c.out[c.rank] + b, mine, e - b);
 	}
 };
+template <typename T, int OP> using StagedAllReduce = StagedReduction<T, OP, true>;
+template <typename T, int OP> using StagedReduce = StagedReduction<T, OP, false>;
 
 // StagedBroadcast: the root's input in; each rank copies its part of the
 // segment from the root's half to every half; every rank copies out.

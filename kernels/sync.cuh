@@ -40,7 +40,12 @@ __device__ __forceinline__ void fail(const gcclComm &c, uint32_t code) {
 }
 
 // Waiter bounds one wait: it gives up when the host sets *abortFlag, when
-// another thread already failed, or after c.timeoutNs.
+// another thread already failed, or after c.timeoutNs. Every 1024 polls it
+// reads the GPU's clock; the abort and status words live in host memory
+// (a PCIe round trip each, and every spinning thread of every block polls),
+// so it reads them only once the wait has lasted GCCL_WAIT_QUIET_NS: short
+// waits, the common case, never leave the GPU.
+#define GCCL_WAIT_QUIET_NS 100000ull
 struct Waiter {
 	const gcclComm &c;
 	unsigned long long start;
@@ -48,19 +53,21 @@ struct Waiter {
 	__device__ __forceinline__ explicit Waiter(const gcclComm &cc) : c(cc), start(0), spins(0) {}
 	__device__ __forceinline__ bool keepGoing() {
 		if ((++spins & 1023) != 0) return true;
+		const unsigned long long now = globalTimer();
+		if (start == 0) {
+			start = now;
+			return true;
+		}
+		const unsigned long long waited = now - start;
+		if (waited < GCCL_WAIT_QUIET_NS) return true;
 		if (c.abortFlag != nullptr && *c.abortFlag != 0) {
 			fail(c, GCCL_STATUS_ABORTED);
 			return false;
 		}
 		if (c.status != nullptr && *(volatile uint32_t *)c.status != GCCL_STATUS_OK) return false;
-		if (c.timeoutNs != 0) {
-			unsigned long long now = globalTimer();
-			if (start == 0) {
-				start = now;
-			} else if (now - start > c.timeoutNs) {
-				fail(c, GCCL_STATUS_TIMEOUT);
-				return false;
-			}
+		if (c.timeoutNs != 0 && waited > c.timeoutNs) {
+			fail(c, GCCL_STATUS_TIMEOUT);
+			return false;
 		}
 		return true;
 	}
