@@ -34,6 +34,9 @@ type Settings struct {
 	NSocksPerThread int
 	ChunkSize       int
 	MaxNChannels    int    // GPU kernels' grid cap, 0 = built-in default
+	GPUBuffSize     int    // bytes of a rank's GPU staging area, 0 = built-in default
+	GPULLMax        int    // largest GPU all-reduce (bytes) on the LL one-shot, 0 = built-in default
+	GPUPushMax      int    // largest GPU all-reduce (bytes) on the push kernel, 0 = built-in default
 	FatbinDir       string // a kernels/build.sh output to load instead of the embedded fatbin
 
 	// Warnings lists the variables whose values could not be parsed; their
@@ -137,6 +140,46 @@ func (l *loader) integer(name string, def int) int {
 	return n
 }
 
+// size reads a byte count: a non-negative integer, optionally followed by
+// K, M or G (binary multiples; "KiB", "MB" and lower case work too).
+func (l *loader) size(name string, def int) int {
+	v, ok := l.raw(name)
+	if !ok || v == "" {
+		return def
+	}
+	n, ok := parseSize(v)
+	if !ok {
+		l.warn(name, v, "a byte count such as 65536, 64K or 16M")
+		return def
+	}
+	return n
+}
+
+// parseSize parses what size accepts.
+func parseSize(v string) (int, bool) {
+	s := strings.ToUpper(strings.TrimSpace(v))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "B"), "I")
+	shift := 0
+	if s != "" {
+		switch s[len(s)-1] {
+		case 'K':
+			shift = 10
+		case 'M':
+			shift = 20
+		case 'G':
+			shift = 30
+		}
+	}
+	if shift > 0 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > (1<<40)>>shift {
+		return 0, false
+	}
+	return n << shift, true
+}
+
 func (l *loader) duration(name string, def time.Duration) time.Duration {
 	v, ok := l.raw(name)
 	if !ok || v == "" {
@@ -170,6 +213,9 @@ func load(lookup func(string) (string, bool)) *Settings {
 		NSocksPerThread: l.integer("GCCL_NSOCKS_PERTHREAD", 0),
 		ChunkSize:       l.integer("GCCL_CHUNKSIZE", 0),
 		MaxNChannels:    l.integer("GCCL_MAX_NCHANNELS", 0),
+		GPUBuffSize:     l.size("GCCL_GPU_BUFFSIZE", 0),
+		GPULLMax:        l.size("GCCL_GPU_LL_MAX", 0),
+		GPUPushMax:      l.size("GCCL_GPU_PUSH_MAX", 0),
 	}
 	s.FatbinDir = l.str("GCCL_FATBIN_DIR", "")
 	s.Device = strings.ToLower(l.str("GCCL_DEVICE", "auto"))

@@ -95,6 +95,26 @@ func TestParsedValues(t *testing.T) {
 	assert.True(t, s.SHMDisable)
 }
 
+// TestSizes: byte counts take K, M and G suffixes; anything else warns and
+// keeps the default.
+func TestSizes(t *testing.T) {
+	for v, want := range map[string]int{"65536": 65536, "64K": 64 << 10, "16m": 16 << 20, "2MiB": 2 << 20, "1G": 1 << 30, "3kb": 3 << 10, "0": 0} {
+		clearAll(t)
+		t.Setenv("GCCL_GPU_BUFFSIZE", v)
+		s := Reload()
+		assert.Equal(t, want, s.GPUBuffSize, v)
+		assert.Empty(t, s.Warnings, v)
+	}
+	for _, v := range []string{"-1", "16X", "M", "1.5M", "99999999999G"} {
+		clearAll(t)
+		t.Setenv("GCCL_GPU_PUSH_MAX", v)
+		s := Reload()
+		assert.Zero(t, s.GPUPushMax, v)
+		require.Len(t, s.Warnings, 1, v)
+		assert.Contains(t, s.Warnings[0], "GCCL_GPU_PUSH_MAX", v)
+	}
+}
+
 func TestSubsysFilter(t *testing.T) {
 	clearAll(t)
 	t.Setenv("GCCL_DEBUG_SUBSYS", "init,Bootstrap")
