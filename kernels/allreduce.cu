@@ -99,6 +99,43 @@ template <typename T, int OP> __device__ __forceinline__ void allreduce_twoshot(
 	collBarrier(c);
 }
 
+// allreduce_push: c.in[rank] -> c.out[rank]; c.scratch[r] is rank r's
+// direct area (the LL area), two halves used by alternate launches (the LL
+// epoch, shared with the one-shot), each holding nranks slots of the
+// count*size bytes rounded up to 16. Each channel stores its slice of the
+// input into its slot of every peer's half, meets the same channel of
+// every rank at one barrier, then reduces the slice from all slots (its
+// own from its input) into its output, in rank order on every rank. No
+// end barrier: a rank writes a half again two launches later, by when
+// every peer's launch that read it has finished (stream order).
+template <typename T, int OP> __device__ __forceinline__ void allreduce_push(const gcclComm &c, size_t count, double scalar) {
+	const int n = c.nranks, me = c.rank;
+	const size_t slot = (count * sizeof(T) + 15) / 16 * 16;
+	const size_t half = c.scratchBytes / 2 / 16 * 16;
+	const uint32_t epoch = llEpoch(c);
+	if ((size_t)n * slot > half) {
+		if (threadIdx.x == 0) fail(c, GCCL_STATUS_BADARGS);
+		llFinish(c, epoch);
+		return;
+	}
+	const size_t region = (epoch & 1) * half;
+	size_t b, e;
+	channelSlice<T>(count, b, e);
+	const size_t off = b * sizeof(T), nbytes = (e - b) * sizeof(T);
+	char *d[GCCL_MAX_RANKS];
+	int nd = 0;
+	for (int r = 0; r < n; r++)
+		if (r != me) d[nd++] = c.scratch[r] + region + me * slot + off;
+	if (nbytes > 0) copyBytes(c.in[me] + off, d, nd, nbytes);
+	if (collBarrier(c) && nbytes > 0) {
+		char *s[GCCL_MAX_RANKS];
+		for (int r = 0; r < n; r++) s[r] = r == me ? c.in[me] + off : c.scratch[me] + region + r * slot + off;
+		char *o = c.out[me] + off;
+		reduceCopy<T, OP>(Red<T, OP>(scalar, n), s, n, &o, 1, e - b);
+	}
+	llFinish(c, epoch);
+}
+
 // allreduce_pipelined: c.in[rank] -> c.out[rank] through the scratch
 // buffers (staged.cuh): each rank reduces its part of every segment from
 // all ranks' scratch into all ranks' scratch.
@@ -109,3 +146,4 @@ template <typename T, int OP> __device__ __forceinline__ void allreduce_pipeline
 GCCL_INSTANTIATE_RED(allreduce_oneshot)
 GCCL_INSTANTIATE_RED(allreduce_twoshot)
 GCCL_INSTANTIATE_RED(allreduce_pipelined)
+GCCL_INSTANTIATE_RED(allreduce_push)

@@ -38,6 +38,9 @@ const (
 	AllReduceOneShot   = "allreduce_oneshot"
 	AllReduceTwoShot   = "allreduce_twoshot"
 	AllReducePipelined = "allreduce_pipelined"
+	// AllReducePush: every rank stores its input into every peer's direct
+	// area, one barrier, every rank reduces all copies (medium sizes).
+	AllReducePush = "allreduce_push"
 	ReduceScatter      = "reducescatter"
 	Reduce             = "reduce"
 	// The staged forms: user buffers not mapped by the peers go through
@@ -85,7 +88,7 @@ func ReductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error
 }
 
 // reductionKernels are the kernels with one entry point per type and operator.
-var reductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce, ReduceScatterStaged, ReduceStaged}
+var reductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce, ReduceScatterStaged, ReduceStaged, AllReducePush}
 
 // reductionNames[kernel][type][opSlot(op)] is reductionName's result, or ""
 // where that is an error.
@@ -104,21 +107,10 @@ var reductionNames = func() (tab [len(reductionKernels)][][gccl.NumBuiltinOps + 
 
 // reductionIndex is kernel's index in reductionKernels, or -1.
 func reductionIndex(kernel string) int {
-	switch kernel {
-	case AllReduceOneShot:
-		return 0
-	case AllReduceTwoShot:
-		return 1
-	case AllReducePipelined:
-		return 2
-	case ReduceScatter:
-		return 3
-	case Reduce:
-		return 4
-	case ReduceScatterStaged:
-		return 5
-	case ReduceStaged:
-		return 6
+	for i, k := range reductionKernels {
+		if k == kernel {
+			return i
+		}
 	}
 	return -1
 }
@@ -156,4 +148,11 @@ func reductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error
 // serves every smaller size.
 func OneShotScratchBytes(nbytes, nranks int) int {
 	return 2 * nranks * ((nbytes + 7) / 8) * 16
+}
+
+// PushScratchBytes is the direct area each rank needs for a push
+// all-reduce of nbytes over nranks: two halves (alternate launches) of
+// nranks slots of nbytes rounded up to 16.
+func PushScratchBytes(nbytes, nranks int) int {
+	return 2 * nranks * ((nbytes + 15) / 16 * 16)
 }

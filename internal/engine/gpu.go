@@ -17,18 +17,23 @@ import (
 )
 
 // The GPU backend's communication buffer, one per rank, mapped by every peer:
-// the flag array, the LL area of the one-shot all-reduce and the bulk area
-// that every other kernel stages through. 20 MiB per rank in all, a small
-// fraction of NCCL's default buffers.
+// the flag array, the direct area of the one-shot (LL) and push all-reduces
+// and the bulk area that every other kernel stages through (gpuBulkBytes, or
+// GCCL_GPU_BUFFSIZE within gpuBulkMin..gpuBulkMax). 80 MiB per rank in all
+// by default, a quarter of NCCL's default buffers.
 const (
-	gpuFlagsBytes = 64 << 10
-	gpuLLBytes    = 4 << 20
-	gpuBulkBytes  = 16 << 20
-	gpuBufBytes   = gpuFlagsBytes + gpuLLBytes + gpuBulkBytes
+	gpuFlagsBytes  = 64 << 10
+	gpuDirectBytes = 16 << 20
+	gpuBulkBytes   = 64 << 20
+	gpuBulkMin     = 1 << 20
+	gpuBulkMax     = 1 << 30
 
-	// gpuOneShotMax is the largest all-reduce (bytes) that takes the
-	// one-shot LL path; larger ones take the pipelined two-shot.
-	gpuOneShotMax = 32 << 10
+	// gpuLLMax is the largest all-reduce (bytes) that takes the one-shot
+	// LL kernel by default (GCCL_GPU_LL_MAX), gpuPushMax the largest that
+	// takes the push kernel (GCCL_GPU_PUSH_MAX); larger ones take the
+	// pipelined two-shot. Either needs its copies to fit the direct area.
+	gpuLLMax   = 128 << 10
+	gpuPushMax = 1 << 20
 	// gpuChannelBytes is how many bytes one channel (block) should move
 	// before another channel is worth starting.
 	gpuChannelBytes = 32 << 10
@@ -66,7 +71,10 @@ type gpuBackend struct {
 	// time (under its ticket) and the driver copies the values at launch.
 	args cuda.Args
 
-	maxCh int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS
+	maxCh     int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS
+	bulkBytes int // the bulk area's size: gpuBulkBytes or GCCL_GPU_BUFFSIZE
+	llMax     int // gpuLLMax or GCCL_GPU_LL_MAX
+	pushMax   int // gpuPushMax or GCCL_GPU_PUSH_MAX
 
 	llAllowed, llForced bool // GCCL_PROTO for the one-shot path (llPolicy)
 
@@ -121,8 +129,8 @@ func gpuDevice(d device.Device) (*device.CUDADevice, bool) {
 
 // ll, bulk and flags are rank r's areas as mapped here.
 func (g *gpuBackend) flags(r int) uintptr { return g.peers.Ptrs[r] }
-func (g *gpuBackend) ll(r int) uintptr    { return g.peers.Ptrs[r] + gpuFlagsBytes }
-func (g *gpuBackend) bulk(r int) uintptr  { return g.peers.Ptrs[r] + gpuFlagsBytes + gpuLLBytes }
+func (g *gpuBackend) direct(r int) uintptr { return g.peers.Ptrs[r] + gpuFlagsBytes }
+func (g *gpuBackend) bulk(r int) uintptr   { return g.peers.Ptrs[r] + gpuFlagsBytes + gpuDirectBytes }
 
 // Submit enqueues the launch's kernels and copies on its stream and returns.
 func (g *gpuBackend) Submit(e *Engine, l *launch) error {
@@ -247,9 +255,29 @@ func maxChannels() int {
 	return gpuMaxChannels
 }
 
+// bulkBytes is the bulk area size GCCL_GPU_BUFFSIZE asks for, rounded
+// down to 64 KiB within gpuBulkMin..gpuBulkMax, or gpuBulkBytes.
+func bulkBytes() int {
+	if v := env.Get().GPUBuffSize; v > 0 {
+		return min(max(v, gpuBulkMin), gpuBulkMax) &^ (64<<10 - 1)
+	}
+	return gpuBulkBytes
+}
+
+// orDefault is v when it is positive, else def.
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// bufBytes is the size of the communication buffer: flags, direct and bulk.
+func (g *gpuBackend) bufBytes() int { return gpuFlagsBytes + gpuDirectBytes + g.bulkBytes }
+
 // llPolicy reads GCCL_PROTO for the all-reduce's LL one-shot path: allowed
-// unless the list leaves LL out; forced (whenever the LL area holds the
-// operation, not only up to gpuOneShotMax) when it allows LL but not Simple.
+// unless the list leaves LL out; forced (whenever the direct area holds the
+// operation, not only up to g.llMax) when it allows LL but not Simple.
 // A leading ^ excludes the listed protocols, as in NCCL.
 func llPolicy(proto string) (allowed, forced bool) {
 	s := strings.ToUpper(strings.TrimSpace(proto))

@@ -78,11 +78,15 @@ func (g *gpuBackend) comm(n int, area func(int) uintptr, bytes int) kernels.Comm
 func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream) error {
 	n, me, es := e.nranks, e.rank, o.Type.Size()
 	bytes := o.Count * es
-	kernel, c, grid := kernels.AllReducePipelined, g.comm(n, g.bulk, gpuBulkBytes), g.channels(bytes)
-	oneShot := g.llAllowed && (g.llForced || bytes <= gpuOneShotMax)
-	if oneShot && kernels.OneShotScratchBytes(bytes, n) <= gpuLLBytes && !keyed(e) {
-		kernel, c = kernels.AllReduceOneShot, g.comm(n, g.ll, gpuLLBytes)
+	kernel, c, grid := kernels.AllReducePipelined, g.comm(n, g.bulk, g.bulkBytes), g.channels(bytes)
+	oneShot := g.llAllowed && (g.llForced || bytes <= g.llMax)
+	switch {
+	case keyed(e): // registrations exist: only kernels that check the key at a barrier
+	case oneShot && kernels.OneShotScratchBytes(bytes, n) <= gpuDirectBytes:
+		kernel, c = kernels.AllReduceOneShot, g.comm(n, g.direct, gpuDirectBytes)
 		grid = min(max(1, ((bytes+7)/8+kernels.Threads-1)/kernels.Threads), g.maxCh)
+	case !g.llForced && bytes <= g.pushMax && kernels.PushScratchBytes(bytes, n) <= gpuDirectBytes:
+		kernel, c = kernels.AllReducePush, g.comm(n, g.direct, gpuDirectBytes)
 	}
 	name, scalar, err := g.redKernel(e, kernel, o)
 	if err != nil {
@@ -95,7 +99,7 @@ func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream) error {
 // staged launches a staged kernel (one per operation, through every
 // rank's bulk area; staged.cuh) with this rank's in and out buffers.
 func (g *gpuBackend) staged(e *Engine, o *Op, s cuda.Stream, name string, bytes int, args func(*cuda.Args)) error {
-	c := g.comm(e.nranks, g.bulk, gpuBulkBytes)
+	c := g.comm(e.nranks, g.bulk, g.bulkBytes)
 	c.In[e.rank], c.Out[e.rank], c.Root = o.Send, o.Recv, int32(o.Root)
 	return g.launch(name, g.channels(bytes), s, &c, args)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -97,12 +98,15 @@ func sumInt32(blocks [][]byte, off, n int) []byte {
 }
 
 // stagedStandIns registers Go versions of the staged kernels (int32 sums)
-// on every rank's fake GPU.
-func stagedStandIns(rs []*regRank) {
+// on every rank's fake GPU. The returned function reports how many times
+// each all-reduce kernel ran, on any rank.
+func stagedStandIns(rs []*regRank) (allReduces func() map[string]int) {
 	m := newStagedMeet(rs)
+	var mu sync.Mutex
+	ran := map[string]int{}
 	kernel := func(nbytes func(c kernels.Comm, a *cuda.Args) int, out func(c kernels.Comm, a *cuda.Args, all [][]byte) ([]byte, uintptr)) cudafake.Kernel {
 		return func(_ *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
-			c := decodeComm(a.Arg(0))
+			c := decodeWholeComm(a.Arg(0))
 			return m.run(c, nbytes(c, a), func(all [][]byte) ([]byte, uintptr) { return out(c, a, all) })
 		}
 	}
@@ -110,11 +114,21 @@ func stagedStandIns(rs []*regRank) {
 	blocks := func(c kernels.Comm, a *cuda.Args) int { return 4 * int(a.Uint64(1)) * int(c.NRanks) }
 	nb := func(c kernels.Comm, a *cuda.Args) int { return int(a.Uint64(1)) }
 	for _, x := range rs {
-		allReduce := kernel(count, func(c kernels.Comm, a *cuda.Args, all [][]byte) ([]byte, uintptr) {
-			return sumInt32(all, 0, int(a.Uint64(1))), c.Out[c.Rank]
-		})
-		x.f.RegisterKernel("gccl_allreduce_pipelined_i32_sum", allReduce)
-		x.f.RegisterKernel("gccl_allreduce_oneshot_i32_sum", allReduce)
+		for _, k := range []string{kernels.AllReducePipelined, kernels.AllReduceOneShot, kernels.AllReducePush} {
+			scratch := uint64(x.e.backend.(*gpuBackend).bulkBytes)
+			if k != kernels.AllReducePipelined {
+				scratch = gpuDirectBytes
+			}
+			x.f.RegisterKernel("gccl_"+k+"_i32_sum", kernel(count, func(c kernels.Comm, a *cuda.Args, all [][]byte) ([]byte, uintptr) {
+				mu.Lock()
+				ran[k]++
+				mu.Unlock()
+				if c.ScratchBytes != scratch {
+					panic(fmt.Sprintf("%s launched with a %d-byte scratch, want %d", k, c.ScratchBytes, scratch))
+				}
+				return sumInt32(all, 0, int(a.Uint64(1))), c.Out[c.Rank]
+			}))
+		}
 		x.f.RegisterKernel("gccl_reducescatter_staged_i32_sum", kernel(blocks, func(c kernels.Comm, a *cuda.Args, all [][]byte) ([]byte, uintptr) {
 			n := int(a.Uint64(1))
 			return sumInt32(all, int(c.Rank)*n, n), c.Out[c.Rank]
@@ -132,6 +146,11 @@ func stagedStandIns(rs []*regRank) {
 			return all[c.Root], c.Out[c.Rank]
 		}))
 	}
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(ran)
+	}
 }
 
 // TestStagedCollectives runs every staged collective (buffers not
@@ -142,9 +161,10 @@ func stagedStandIns(rs []*regRank) {
 func TestStagedCollectives(t *testing.T) {
 	const n = 3
 	rs := regWorld(t, n)
-	stagedStandIns(rs)
+	allReduces := stagedStandIns(rs)
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, count := range []int{1, 1001, 20000} { // 20000 int32: past the one-shot all-reduce
+	// All-reduce: one-shot up to gpuLLMax, push up to gpuPushMax, then pipelined.
+	for _, count := range []int{1, 1001, 100_000, 1_100_000} {
 		for _, inPlace := range []bool{false, true} {
 			for _, k := range []Kind{AllReduce, ReduceScatter, Reduce, AllGather, Broadcast} {
 				t.Run(fmt.Sprintf("%v/count=%d/inplace=%v", k, count, inPlace), func(t *testing.T) {
@@ -153,6 +173,7 @@ func TestStagedCollectives(t *testing.T) {
 			}
 		}
 	}
+	assert.Equal(t, map[string]int{kernels.AllReduceOneShot: 2 * 2 * n, kernels.AllReducePush: 2 * n, kernels.AllReducePipelined: 2 * n}, allReduces())
 	for r, x := range rs {
 		assert.Zero(t, x.e.Stats().ZeroCopyOps, "rank %d", r)
 		assert.NotZero(t, x.e.Stats().StagedBytes, "rank %d", r)

@@ -62,7 +62,7 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 	gs := make([]*gpuBackend, n)
 	offers := make([]p2p.Offer, n)
 	for r := range n {
-		f := cudafake.New(cudafake.Config{MemBytes: 64 << 20})
+		f := cudafake.New(cudafake.Config{MemBytes: 256 << 20})
 		lr := &launchRank{}
 		var drv cuda.Driver = f
 		if k := registerCheckingKernel(f, lr, n, r); direct {
@@ -79,7 +79,7 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 			if err := g.allocate([]byte("stand-in kernels")); err != nil {
 				return err
 			}
-			offers[r], err = p2p.NewOffer(g.drv, d.Ordinal(), topo.HostHash(), g.buf, gpuBufBytes)
+			offers[r], err = p2p.NewOffer(g.drv, d.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
 			return err
 		}))
 		gs[r] = g
@@ -125,7 +125,7 @@ func registerCheckingKernel(f *cudafake.Fake, lr *launchRank, n, me int) cudafak
 			ok = ok && c.Scratch[r] != 0 && c.Flags[r] != 0
 		}
 		ok = ok && c.Counters != 0 && c.AbortFlag != 0 && c.Status != 0 && c.TimeoutNs == uint64(10*time.Second) &&
-			c.ScratchBytes == gpuLLBytes
+			c.ScratchBytes == gpuDirectBytes
 		if !ok {
 			return fmt.Errorf("one-shot stand-in on rank %d: unexpected launch %+v count %d scalar %v grid %v", me, c, count, scalar, grid)
 		}

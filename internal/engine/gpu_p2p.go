@@ -127,11 +127,11 @@ func p2pChannels(n, nbytes, maxCh int) int {
 
 // p2pRegionBytes is the part of each rank's bulk area that carries what it
 // sends to one peer (every peer has its own, by rank).
-func p2pRegionBytes(n int) int {
+func (g *gpuBackend) p2pRegionBytes(n int) int {
 	if r := p2pTestRegion.Load(); r > 0 {
 		return int(r)
 	}
-	return gpuBulkBytes / max(1, n-1) / 16 * 16
+	return g.bulkBytes / max(1, n-1) / 16 * 16
 }
 
 // p2pLaunch launches kernels.P2P for pairs, one block per channel.
@@ -140,8 +140,8 @@ func (g *gpuBackend) p2pLaunch(n int, pairs []p2pPair, s cuda.Stream) error {
 	for _, p := range pairs {
 		grid += p.nch
 	}
-	c := g.comm(n, g.bulk, gpuBulkBytes)
-	region := p2pRegionBytes(n)
+	c := g.comm(n, g.bulk, g.bulkBytes)
+	region := g.p2pRegionBytes(n)
 	return g.launch(kernels.P2P, grid, s, &c, func(a *cuda.Args) {
 		putP2PDesc(a.Slot(p2pDescBytes, p2pDescAlign), pairs, region)
 	})

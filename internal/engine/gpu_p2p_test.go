@@ -36,7 +36,11 @@ func TestP2PDescLayout(t *testing.T) {
 		// A rank talking to every peer with the most channels stays in the grid.
 		assert.LessOrEqual(t, (n-1)*p2pChannels(n, 1<<30, gpuMaxChannels), kernels.MaxChannels, "n=%d", n)
 		// Every channel's halves hold at least 16 bytes.
-		assert.GreaterOrEqual(t, p2pRegionBytes(n)/p2pChannels(n, 1<<30, gpuMaxChannels)/2, 16<<10, "n=%d", n)
+		// Every channel's halves hold at least 16 KiB, with the smallest bulk area.
+		g := &gpuBackend{bulkBytes: gpuBulkMin}
+		assert.GreaterOrEqual(t, g.p2pRegionBytes(n)/p2pChannels(n, 1<<30, gpuMaxChannels)/2, 4<<10, "n=%d", n)
+		g.bulkBytes = gpuBulkBytes
+		assert.GreaterOrEqual(t, g.p2pRegionBytes(n)/p2pChannels(n, 1<<30, gpuMaxChannels)/2, 16<<10, "n=%d", n)
 	}
 }
 

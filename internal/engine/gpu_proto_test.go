@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/env"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,13 +39,35 @@ func TestLLPolicy(t *testing.T) {
 // TestSameSettings: ranks whose GPU settings differ are told which setting
 // to align, with ErrInvalidUsage; a short entry is a remote error.
 func TestSameSettings(t *testing.T) {
-	mine := gpuSettings{32, 1, 0}
-	require.NoError(t, sameSettings(mine, append(mine[:], 9, 9, 9), 1))
-	for _, other := range []gpuSettings{{16, 1, 0}, {32, 0, 0}, {32, 1, 1}} {
-		err := sameSettings(mine, append(other[:], 1, 2), 2)
-		require.ErrorIs(t, err, gccl.ErrInvalidUsage, "%v", other)
+	mine := gpuSettings{32, true, false, 16 << 10, gpuLLMax, gpuPushMax}
+	require.NoError(t, sameSettings(mine, append(mine.encode(), 9, 9, 9), 1))
+	other := []gpuSettings{mine, mine, mine, mine, mine, mine}
+	other[0].MaxCh = 16
+	other[1].LLAllowed = false
+	other[2].LLForce = true
+	other[3].BulkKiB = 64 << 10
+	other[4].LLMax = 64 << 10
+	other[5].PushMax = gpuPushMax + 16
+	for _, o := range other {
+		err := sameSettings(mine, append(o.encode(), 1, 2), 2)
+		require.ErrorIs(t, err, gccl.ErrInvalidUsage, "%v", o)
 		assert.Contains(t, err.Error(), "rank 2")
-		assert.Contains(t, err.Error(), "GCCL_MAX_NCHANNELS")
+		for _, name := range []string{"GCCL_MAX_NCHANNELS", "GCCL_GPU_BUFFSIZE", "GCCL_GPU_PUSH_MAX", o.String(), mine.String()} {
+			assert.Contains(t, err.Error(), name)
+		}
 	}
-	require.ErrorIs(t, sameSettings(mine, []byte{32}, 3), gccl.ErrRemote)
+	require.ErrorIs(t, sameSettings(mine, mine.encode()[:5], 3), gccl.ErrRemote)
+	assert.Equal(t, len(mine.encode()), gpuSettingsLen)
+}
+
+// TestBulkBytes: GCCL_GPU_BUFFSIZE is clamped and rounded; unset is the default.
+func TestBulkBytes(t *testing.T) {
+	t.Cleanup(func() { env.Reload() })
+	for _, c := range []struct{ set, want int }{
+		{0, gpuBulkBytes}, {1, gpuBulkMin}, {64<<20 + 5, 64 << 20}, {3<<20 + 100<<10, 3<<20 + 64<<10}, {4 << 30, gpuBulkMax},
+	} {
+		t.Setenv("GCCL_GPU_BUFFSIZE", strconv.Itoa(c.set))
+		env.Reload()
+		assert.Equal(t, c.want, bulkBytes(), "GCCL_GPU_BUFFSIZE=%d", c.set)
+	}
 }

@@ -105,19 +105,6 @@ func (c *countingDriver) EventQuery(e cuda.Event) (bool, error) {
 	return c.Fake.EventQuery(e)
 }
 
-// decodeComm reads kernels.Comm back from a launch's first argument.
-func decodeComm(b []byte) kernels.Comm {
-	le := binary.LittleEndian
-	var c kernels.Comm
-	for i := range kernels.MaxRanks {
-		c.In[i] = uintptr(le.Uint64(b[8*i:]))
-		c.Out[i] = uintptr(le.Uint64(b[8*(kernels.MaxRanks+i):]))
-	}
-	tail := b[4*kernels.MaxRanks*8+5*8:]
-	c.NRanks, c.Rank, c.Root, c.RegKey = int32(le.Uint32(tail)), int32(le.Uint32(tail[4:])), int32(le.Uint32(tail[8:])), le.Uint32(tail[12:])
-	return c
-}
-
 func mem(f *cudafake.Fake, p uintptr, n int) []byte {
 	b, err := f.Bytes(p, n)
 	if err != nil {
@@ -140,7 +127,7 @@ func standIns(f *cudafake.Fake) {
 		}
 	}
 	f.RegisterKernel("gccl_allreduce_twoshot_i32_sum", func(f *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
-		c, count := decodeComm(a.Arg(0)), int(a.Uint64(1))
+		c, count := decodeWholeComm(a.Arg(0)), int(a.Uint64(1))
 		per := (count + int(c.NRanks) - 1) / int(c.NRanks)
 		b, e := min(count, per*int(c.Rank)), min(count, per*int(c.Rank+1))
 		dst := make([]uintptr, c.NRanks)
@@ -151,19 +138,19 @@ func standIns(f *cudafake.Fake) {
 		return nil
 	})
 	f.RegisterKernel("gccl_reducescatter_i32_sum", func(f *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
-		c, count := decodeComm(a.Arg(0)), int(a.Uint64(1))
+		c, count := decodeWholeComm(a.Arg(0)), int(a.Uint64(1))
 		sum(f, c, c.In[:c.NRanks], int(c.Rank)*count, count, []uintptr{c.Out[c.Rank]})
 		return nil
 	})
 	f.RegisterKernel(kernels.AllGather, func(f *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
-		c, nb := decodeComm(a.Arg(0)), int(a.Uint64(1))
+		c, nb := decodeWholeComm(a.Arg(0)), int(a.Uint64(1))
 		for r := range c.NRanks {
 			copy(mem(f, c.Out[r]+uintptr(int(c.Rank)*nb), nb), mem(f, c.In[c.Rank], nb))
 		}
 		return nil
 	})
 	f.RegisterKernel(kernels.Broadcast, func(f *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
-		c, nb := decodeComm(a.Arg(0)), int(a.Uint64(1))
+		c, nb := decodeWholeComm(a.Arg(0)), int(a.Uint64(1))
 		for r := range c.NRanks {
 			if r != c.Root {
 				copy(mem(f, c.Out[r], nb), mem(f, c.In[c.Root], nb))

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -32,7 +35,7 @@ func newGPUBackend(ctx context.Context, e *Engine, dev *device.CUDADevice) (*gpu
 			return err
 		}
 		var err error
-		offer, err = p2p.NewOffer(g.drv, dev.Ordinal(), topo.HostHash(), g.buf, gpuBufBytes)
+		offer, err = p2p.NewOffer(g.drv, dev.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
 		return err
 	})
 	if err != nil {
@@ -60,8 +63,10 @@ func (g *gpuBackend) setBase(timeout time.Duration, nranks, rank int) {
 // newBackendState is a backend of dev with its settings from the
 // environment and nothing allocated yet.
 func newBackendState(dev *device.CUDADevice) *gpuBackend {
-	g := &gpuBackend{dev: dev, drv: dev.Driver(), fns: map[string]cuda.Function{}, maxCh: maxChannels()}
-	g.llAllowed, g.llForced = llPolicy(env.Get().Proto)
+	set := env.Get()
+	g := &gpuBackend{dev: dev, drv: dev.Driver(), fns: map[string]cuda.Function{}, maxCh: maxChannels(), bulkBytes: bulkBytes(),
+		llMax: orDefault(set.GPULLMax, gpuLLMax), pushMax: orDefault(set.GPUPushMax, gpuPushMax)}
+	g.llAllowed, g.llForced = llPolicy(set.Proto)
 	return g
 }
 
@@ -71,8 +76,8 @@ func (g *gpuBackend) allocate(img []byte) error {
 	if g.mod, err = g.drv.ModuleLoadData(img); err != nil {
 		return gccl.Errorf(gccl.Code(err), "kernels", "loading the kernel module: %w", err)
 	}
-	if g.buf, err = g.drv.MemAlloc(gpuBufBytes); err != nil {
-		return gccl.Errorf(gccl.Code(err), "comm", "allocating the %d-byte communication buffer: %w", gpuBufBytes, err)
+	if g.buf, err = g.drv.MemAlloc(g.bufBytes()); err != nil {
+		return gccl.Errorf(gccl.Code(err), "comm", "allocating the %d-byte communication buffer: %w", g.bufBytes(), err)
 	}
 	ctrBytes := kernels.CounterWords * 4
 	if g.ctrs, err = g.drv.MemAlloc(ctrBytes); err != nil {
@@ -85,7 +90,7 @@ func (g *gpuBackend) allocate(img []byte) error {
 	if g.ctlDev, err = g.drv.MemHostGetDevicePointer(g.ctlHost); err != nil {
 		return err
 	}
-	if err := g.drv.MemsetD8Async(g.buf, 0, gpuBufBytes, 0); err != nil {
+	if err := g.drv.MemsetD8Async(g.buf, 0, g.bufBytes(), 0); err != nil {
 		return err
 	}
 	if err := g.drv.MemsetD8Async(g.ctrs, 0, ctrBytes, 0); err != nil {
@@ -103,7 +108,7 @@ func (g *gpuBackend) exchange(ctx context.Context, e *Engine, offer p2p.Offer) e
 		return err
 	}
 	set := g.settings()
-	all, err := e.boot.AllGather(ctx, append(set[:], b...))
+	all, err := e.boot.AllGather(ctx, append(set.encode(), b...))
 	if err != nil {
 		return gccl.Errorf(gccl.Code(err), "bootstrap", "exchanging GPU buffer handles: %w", err)
 	}
@@ -115,7 +120,7 @@ func (g *gpuBackend) exchange(ctx context.Context, e *Engine, offer p2p.Offer) e
 		if err := sameSettings(set, b, r); err != nil {
 			return err
 		}
-		if err := offers[r].UnmarshalBinary(b[len(set):]); err != nil {
+		if err := offers[r].UnmarshalBinary(b[gpuSettingsLen:]); err != nil {
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d: %w", r, err)
 		}
 	}
@@ -128,42 +133,50 @@ func (g *gpuBackend) exchange(ctx context.Context, e *Engine, offer p2p.Offer) e
 
 // gpuSettings are the settings every rank derives its grids and kernel
 // choices from; ranks that differ would launch kernels that never meet.
-type gpuSettings [3]byte
-
-// settings are this rank's: the channel cap and the LL policy.
-func (g *gpuBackend) settings() gpuSettings {
-	return gpuSettings{byte(g.maxCh), boolByte(g.llAllowed), boolByte(g.llForced)}
+type gpuSettings struct {
+	MaxCh              uint8  // GCCL_MAX_NCHANNELS
+	LLAllowed, LLForce bool   // GCCL_PROTO
+	BulkKiB            uint32 // GCCL_GPU_BUFFSIZE
+	LLMax, PushMax     uint32 // GCCL_GPU_LL_MAX, GCCL_GPU_PUSH_MAX
 }
 
-func boolByte(b bool) byte {
-	if b {
-		return 1
+// gpuSettingsLen is the encoded size of gpuSettings.
+var gpuSettingsLen = binary.Size(gpuSettings{})
+
+// settings are this rank's.
+func (g *gpuBackend) settings() gpuSettings {
+	return gpuSettings{uint8(g.maxCh), g.llAllowed, g.llForced, uint32(g.bulkBytes >> 10), uint32(g.llMax), uint32(g.pushMax)}
+}
+
+func (s gpuSettings) encode() []byte {
+	b, _ := binary.Append(nil, binary.LittleEndian, s)
+	return b
+}
+
+func (s gpuSettings) String() string {
+	ll := "up to " + strconv.Itoa(int(s.LLMax)) + " bytes"
+	switch {
+	case !s.LLAllowed:
+		ll = "off"
+	case s.LLForce:
+		ll = "forced"
 	}
-	return 0
+	return fmt.Sprintf("%d channels, LL %s, push up to %d bytes, a %d KiB staging area", s.MaxCh, ll, s.PushMax, s.BulkKiB)
 }
 
 // sameSettings checks rank r's exchanged entry b, which starts with its
-// settings, against this rank's.
+// encoded settings, against this rank's.
 func sameSettings(mine gpuSettings, b []byte, r int) error {
-	if len(b) < len(mine) {
+	var theirs gpuSettings
+	if _, err := binary.Decode(b, binary.LittleEndian, &theirs); err != nil {
 		return gccl.Errorf(gccl.RemoteError, "peer", "rank %d sent a %d-byte GPU setup entry", r, len(b))
 	}
-	if theirs := gpuSettings(b[:len(mine)]); theirs != mine {
+	if theirs != mine {
 		return gccl.Errorf(gccl.InvalidUsage, "environment",
-			"rank %d runs GPU kernels with %d channels and LL %s, this rank with %d and LL %s: set GCCL_MAX_NCHANNELS and GCCL_PROTO the same on every rank",
-			r, theirs[0], llName(theirs), mine[0], llName(mine))
+			"rank %d runs GPU kernels with %v, this rank with %v: set GCCL_MAX_NCHANNELS, GCCL_PROTO, GCCL_GPU_BUFFSIZE, GCCL_GPU_LL_MAX and GCCL_GPU_PUSH_MAX the same on every rank",
+			r, theirs, mine)
 	}
 	return nil
-}
-
-func llName(s gpuSettings) string {
-	switch {
-	case s[1] == 0:
-		return "off"
-	case s[2] == 1:
-		return "forced"
-	}
-	return "up to 32 KiB"
 }
 
 // free releases what allocate and exchange made (current context set).

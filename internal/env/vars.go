@@ -31,7 +31,7 @@ var Vars = []Var{
 	{"GCCL_NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD", "0", "sockets per helper goroutine (0 = automatic)"},
 	{"GCCL_CHUNKSIZE", "NCCL_CHUNKSIZE", "0", "bytes per pipeline chunk (0 = chosen by the cost model)"},
 	{"GCCL_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS", "0", "most channels (CTAs) of a GPU collective kernel, 1 to 64 (0 = 32); must be the same on every rank"},
-	{"GCCL_GPU_BUFFSIZE", "", "16M", "bytes of each rank's GPU staging area (1M to 1G; K, M, G suffixes); must be the same on every rank"},
+	{"GCCL_GPU_BUFFSIZE", "", "64M", "bytes of each rank's GPU staging area (1M to 1G; K, M, G suffixes); must be the same on every rank"},
 	{"GCCL_GPU_LL_MAX", "", "128K", "largest GPU all-reduce that takes the LL one-shot kernel (bytes; K, M suffixes); must be the same on every rank"},
-	{"GCCL_GPU_PUSH_MAX", "", "4M", "largest GPU all-reduce that takes the push kernel (one barrier, every rank reduces every copy); must be the same on every rank"},
+	{"GCCL_GPU_PUSH_MAX", "", "1M", "largest GPU all-reduce that takes the push kernel (one barrier, every rank reduces every copy); must be the same on every rank"},
 }
