@@ -41,8 +41,8 @@ const (
 	// AllReducePush: every rank stores its input into every peer's direct
 	// area, one barrier, every rank reduces all copies (medium sizes).
 	AllReducePush = "allreduce_push"
-	ReduceScatter      = "reducescatter"
-	Reduce             = "reduce"
+	ReduceScatter = "reducescatter"
+	Reduce        = "reduce"
 	// The staged forms: user buffers not mapped by the peers go through
 	// the scratch buffers, in one kernel per operation (staged.cuh).
 	ReduceScatterStaged = "reducescatter_staged"

@@ -127,8 +127,8 @@ func gpuDevice(d device.Device) (*device.CUDADevice, bool) {
 	return cd, ok && d.Kind() == device.CUDA
 }
 
-// ll, bulk and flags are rank r's areas as mapped here.
-func (g *gpuBackend) flags(r int) uintptr { return g.peers.Ptrs[r] }
+// flags, direct and bulk are rank r's areas as mapped here.
+func (g *gpuBackend) flags(r int) uintptr  { return g.peers.Ptrs[r] }
 func (g *gpuBackend) direct(r int) uintptr { return g.peers.Ptrs[r] + gpuFlagsBytes }
 func (g *gpuBackend) bulk(r int) uintptr   { return g.peers.Ptrs[r] + gpuFlagsBytes + gpuDirectBytes }
 
