@@ -45,8 +45,9 @@ type Peer struct {
 
 // netState is what the registry keeps per collective network.
 type netState struct {
-	comm Comm
-	seq  uint64 // collective Register calls made so far
+	comm   Comm
+	seq    uint64 // collective registrations made so far (Register and RegisterGraph)
+	graphs uint64 // of which RegisterGraph
 }
 
 // RegisterOn is Register on communicator c whose ranks all-gather through
@@ -374,13 +375,13 @@ func LookupNet(net Net, ptr uintptr, n int) (*Registration, int, bool) {
 }
 
 // Collective reports how many collective Register calls were made through
-// net: the same number on every rank between two operations, since
-// Register is collective.
+// net (graph registrations not counted): the same number on every rank
+// between two operations, since Register is collective.
 func Collective(net Net) uint64 {
 	registry.Lock()
 	defer registry.Unlock()
 	if st := registry.nets[net]; st != nil {
-		return st.seq
+		return st.seq - st.graphs
 	}
 	return 0
 }

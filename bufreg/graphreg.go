@@ -5,6 +5,55 @@ import (
 	"github.com/gccl/gccl/graph"
 )
 
+// RegisterGraph is the collective form of graph registration: every rank
+// of c calls it for the same buffer of an operation that every rank is
+// capturing (the engine decides that together), and it registers
+// [ptr, ptr+size) as RegisterOn does, mapping every peer's buffer, for
+// the lifetime of the graph that s is being captured into. The result has
+// no handle: it is released when the last operation that holds it (the
+// caller must Acquire it and tie the release to the graph, as the engine's
+// captured operations do) lets go. Peers is nil when the buffers cannot be
+// mapped; operations then stage. On error every rank stages as well: a
+// failed registration is an error on every rank (see RegisterOn).
+//
+// Eager operations do not use graph registrations (LookupNet finds them,
+// Registration.Graph tells them apart), and Collective does not count
+// them, so the kernels of eager operations are chosen as if they did
+// not exist.
+func RegisterGraph(c Comm, net Net, ptr uintptr, size int) (*Registration, error) {
+	if err := checkComm(c); err != nil {
+		return nil, err
+	}
+	if net == nil {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "net", "nil bootstrap network")
+	}
+	seq := nextSeq(c, net)
+	registry.Lock()
+	registry.nets[net].graphs++
+	registry.Unlock()
+	r, err := resolve(c, ptr, size)
+	if err == nil {
+		r.handles = 1 // its own until inserted, so Export's hold does not release it
+	}
+	h, err := registerOn(c, net, r, seq, err)
+	if err != nil {
+		if r != nil {
+			_ = r.release()
+		}
+		return nil, err
+	}
+	if h.reg == nil {
+		if r != nil {
+			_ = r.release()
+		}
+		return nil, gccl.Errorf(gccl.InvalidUsage, "registration", "local registration is disabled (GCCL_LOCAL_REGISTER=0)")
+	}
+	registry.Lock()
+	h.reg.Graph, h.reg.handles = true, 0
+	registry.Unlock()
+	return h.reg, nil
+}
+
 // ForGraph holds the registration of [ptr, ptr+n) for the lifetime of the
 // graph that stream s is being captured into, for an operation of c that
 // is being captured. When a local registration (Register) covers the

@@ -137,7 +137,7 @@ func (c *Comm) build(ctx context.Context, roots []wire.RootID) error {
 		return err
 	}
 	s := env.Get()
-	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Device: c.dev,
+	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Comm: c, Device: c.dev,
 		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Algo: s.Algo, ChunkBytes: s.ChunkSize})
 	return err
 }

@@ -93,6 +93,9 @@ type Driver interface {
 	MemRetainAllocationHandle(p uintptr) (MemHandle, error)
 
 	StreamBeginCapture(s Stream, mode CaptureMode) error
+	// ThreadExchangeStreamCaptureMode sets the calling thread's capture
+	// interaction mode and returns the previous one.
+	ThreadExchangeStreamCaptureMode(mode CaptureMode) (CaptureMode, error)
 	StreamEndCapture(s Stream) (Graph, error)
 	StreamIsCapturing(s Stream) (CaptureStatus, error)
 	StreamGetCaptureInfo(s Stream) (CaptureInfo, error)

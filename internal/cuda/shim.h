@@ -139,6 +139,7 @@ typedef struct {
 		(CUmemGenericAllocationHandle *h, uintptr_t os, int t), (h, os, t)) \
 	X(cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle", 11000, (CUmemGenericAllocationHandle *h, uintptr_t p), (h, p)) \
 	X(cuStreamBeginCapture, "cuStreamBeginCapture", 10010, (CUstream s, int mode), (s, mode)) \
+	X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", 10010, (int *mode), (mode)) \
 	X(cuStreamEndCapture, "cuStreamEndCapture", 10000, (CUstream s, CUgraph *g), (s, g)) \
 	X(cuStreamIsCapturing, "cuStreamIsCapturing", 10000, (CUstream s, int *st), (s, st)) \
 	X(cuStreamGetCaptureInfo_v3, "cuStreamGetCaptureInfo", 12030, \

@@ -70,6 +70,12 @@ func (d driver) StreamBeginCapture(s Stream, mode CaptureMode) error {
 	return d.check("cuStreamBeginCapture", C.gccl_cuStreamBeginCapture(C.CUstream(s), C.int(mode)))
 }
 
+func (d driver) ThreadExchangeStreamCaptureMode(mode CaptureMode) (CaptureMode, error) {
+	m := C.int(mode)
+	err := d.check("cuThreadExchangeStreamCaptureMode", C.gccl_cuThreadExchangeStreamCaptureMode(&m))
+	return CaptureMode(m), err
+}
+
 func (d driver) StreamEndCapture(s Stream) (Graph, error) {
 	var g C.CUgraph
 	err := d.check("cuStreamEndCapture", C.gccl_cuStreamEndCapture(C.CUstream(s), &g))

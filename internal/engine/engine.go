@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/transport"
@@ -45,12 +46,17 @@ type Config struct {
 	Backend Backend
 	// Reducer does the host backend's arithmetic; nil = DefaultReducer.
 	Reducer Reducer
+	// Comm is the communicator whose registrations (package bufreg) the
+	// GPU backend uses; with it, captured operations register their
+	// buffers for the graph's lifetime (GCCL_GRAPH_REGISTER). nil = none.
+	Comm bufreg.Comm
 }
 
 // Engine is one rank's engine for one communicator.
 type Engine struct {
 	rank, nranks int
 	boot         Bootstrap
+	regComm      bufreg.Comm
 	dev          device.Device
 	timeout      time.Duration
 	log          *slog.Logger
@@ -99,7 +105,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "GCCL_ALGO", "%v", err)
 	}
-	e := &Engine{rank: cfg.Rank, nranks: cfg.NRanks, boot: cfg.Boot, dev: cfg.Device, timeout: cfg.Timeout,
+	e := &Engine{rank: cfg.Rank, nranks: cfg.NRanks, boot: cfg.Boot, regComm: cfg.Comm, dev: cfg.Device, timeout: cfg.Timeout,
 		log: cfg.Log, backend: cfg.Backend, allowed: allowed, chunk: cfg.ChunkBytes, redops: newRedopTable()}
 	if e.timeout <= 0 {
 		e.timeout = 5 * time.Minute

@@ -56,11 +56,19 @@ func (b regBuf) at(r int) uintptr { return b.reg.Peers[r].Ptr + uintptr(b.off) }
 // at their first barrier, so ranks that disagree (registered on some ranks
 // only, other offsets or registrations) fail with gccl.ErrInvalidUsage
 // before touching a peer's memory.
+//
+// While s is being captured, the ranks agree on registrations held for the
+// graph's lifetime instead (capturedRegs, gpu_graphreg.go).
 func (g *gpuBackend) zeroCopy(e *Engine, o *Op, s cuda.Stream) (bool, error) {
-	if bufreg.Collective(e.boot) == 0 {
-		return false, nil
+	var bufs []regBuf
+	var ok bool
+	var err error
+	switch {
+	case g.capturing(e, s):
+		bufs, ok, err = g.capturedRegs(e, o)
+	case bufreg.Collective(e.boot) > 0:
+		bufs, ok, err = g.lookupRegs(e, o)
 	}
-	bufs, ok, err := g.lookupRegs(e, o)
 	if !ok || err != nil {
 		return false, err
 	}
@@ -91,26 +99,34 @@ func (g *gpuBackend) zeroCopy(e *Engine, o *Op, s cuda.Stream) (bool, error) {
 	return err == nil, err
 }
 
-// lookupRegs finds the buffers of o that peers address. ok is false when
-// the kind has no zero-copy path or a buffer is not registered with
-// mapped peers on this rank.
-func (g *gpuBackend) lookupRegs(e *Engine, o *Op) ([]regBuf, bool, error) {
+// wanted lists the buffers of o that peers address (pointer, length), or
+// nil when the kind has no zero-copy path.
+func wanted(e *Engine, o *Op) [][2]uintptr {
 	send, recv := o.sizes(e.nranks)
-	var want [][2]uintptr // pointer, length
 	switch o.Kind {
 	case AllReduce:
-		want = [][2]uintptr{{o.Send, uintptr(send)}, {o.Recv, uintptr(recv)}}
+		return [][2]uintptr{{o.Send, uintptr(send)}, {o.Recv, uintptr(recv)}}
 	case AllGather, Broadcast: // peers store into the receive buffers (the root's is the source)
-		want = [][2]uintptr{{o.Recv, uintptr(recv)}}
+		return [][2]uintptr{{o.Recv, uintptr(recv)}}
 	case ReduceScatter: // peers load the send buffers
-		want = [][2]uintptr{{o.Send, uintptr(send)}}
-	default:
+		return [][2]uintptr{{o.Send, uintptr(send)}}
+	}
+	return nil
+}
+
+// lookupRegs finds the buffers of o that peers address. ok is false when
+// the kind has no zero-copy path or a buffer is not registered (Register;
+// graph registrations serve captured operations only) with mapped peers
+// on this rank.
+func (g *gpuBackend) lookupRegs(e *Engine, o *Op) ([]regBuf, bool, error) {
+	want := wanted(e, o)
+	if want == nil {
 		return nil, false, nil
 	}
 	bufs := make([]regBuf, len(want))
 	for i, w := range want {
 		r, off, ok := bufreg.LookupNet(e.boot, w[0], int(w[1]))
-		if !ok || len(r.Peers) != e.nranks {
+		if !ok || r.Graph || len(r.Peers) != e.nranks {
 			return nil, false, nil
 		}
 		for p, peer := range r.Peers {

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/cuda"
 )
 
 // Backend runs launched operations: the host backend enqueues a task on a
@@ -102,6 +104,9 @@ func LaunchGroup(works []Work) error {
 		}
 		ls = append(ls, l)
 	}
+	if len(ls) > 1 && capturingRegs(works, ls) {
+		return submitConcurrently(works, ls)
+	}
 	var err error
 	for i, w := range works {
 		if ls[i] == nil {
@@ -115,6 +120,37 @@ func LaunchGroup(works []Work) error {
 		}
 	}
 	return err
+}
+
+// capturingRegs reports whether a GPU engine of the group captures its
+// launch with graph registration on: its submit then agrees with its peers
+// (capturedRegs), and peers in this process are engines of the same group,
+// so the engines must submit at the same time.
+func capturingRegs(works []Work, ls []*launch) bool {
+	for i, w := range works {
+		if g, ok := w.Engine.backend.(*gpuBackend); ok && ls[i] != nil && g.capturing(w.Engine, cuda.Stream(ls[i].stream)) {
+			return true
+		}
+	}
+	return false
+}
+
+// submitConcurrently submits every engine's launch on its own goroutine and
+// returns the first error.
+func submitConcurrently(works []Work, ls []*launch) error {
+	errs := make([]error, len(works))
+	var wg sync.WaitGroup
+	for i, w := range works {
+		if ls[i] == nil {
+			continue
+		}
+		wg.Go(func() {
+			errs[i] = w.Engine.submit(ls[i])
+			w.Engine.recycle(ls[i], true)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // appearsBefore reports whether works[i]'s engine is also one of works[:i]'s.

@@ -12,6 +12,7 @@ import (
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/group"
+	"github.com/gccl/gccl/graph"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
@@ -19,10 +20,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var replays = flag.Int("gccl.replays", 1000, "replays of every captured graph in TestGraphEveryOperation")
+var (
+	replays     = flag.Int("gccl.replays", 1000, "replays of every captured graph in TestGraphEveryOperation")
+	captureMode = flag.String("gccl.capture", "relaxed", "capture mode of TestGraphEveryOperation: global, thread or relaxed")
+)
 
-// Element counts: one-shot sized buffers for every graph, and one
-// pipelined-size all-reduce.
+// mode is -gccl.capture as a cuda.CaptureMode.
+func mode() cuda.CaptureMode {
+	switch *captureMode {
+	case "global":
+		return cuda.CaptureModeGlobal
+	case "thread":
+		return cuda.CaptureModeThreadLocal
+	}
+	return cuda.CaptureModeRelaxed
+}
+
+// Element counts: one-shot sized buffers for every graph, and
+// pipelined-size all-reduce, all-gather and reduce-scatter (past the push
+// kernel: with graph registration on, the default, they run zero-copy on
+// buffers registered for the graph).
 const (
 	graphSmall = 1000
 	graphBig   = 300_001
@@ -67,6 +84,10 @@ type graphCase struct {
 	ins    []graphIn
 	outs   []graphOut
 	launch func() error
+	// big: past the push kernel, so with graph registration on (the
+	// default) the captured collective runs zero-copy on buffers
+	// registered for the graph.
+	big bool
 }
 
 // graphRig holds the communicator, its device, buffers and stream.
@@ -131,25 +152,25 @@ func (g *graphRig) reduceMax(root int) graphCase {
 }
 
 // allGather: count is per rank, recvbuff holds n×count.
-func (g *graphRig) allGather() graphCase {
-	in := g.in(gccl.BFloat16, graphSmall)
-	out := g.out(gccl.BFloat16, g.n*graphSmall, true, func(v [][][]byte) []byte { return bytes.Join(v[0], nil) })
-	return graphCase{name: fmt.Sprintf("allgather bfloat16 count=%d", graphSmall),
+func (g *graphRig) allGather(count int) graphCase {
+	in := g.in(gccl.BFloat16, count)
+	out := g.out(gccl.BFloat16, g.n*count, true, func(v [][][]byte) []byte { return bytes.Join(v[0], nil) })
+	return graphCase{name: fmt.Sprintf("allgather bfloat16 count=%d", count),
 		ins: []graphIn{in}, outs: []graphOut{out},
-		launch: func() error { return coll.AllGather(g.cm, in.p, out.p, graphSmall, gccl.BFloat16, g.s) }}
+		launch: func() error { return coll.AllGather(g.cm, in.p, out.p, count, gccl.BFloat16, g.s) }}
 }
 
 // reduceScatter: count is the per-rank output, sendbuff holds n×count.
-func (g *graphRig) reduceScatter() graphCase {
-	in := g.in(gccl.Int32, g.n*graphSmall)
-	block := graphSmall * gccl.Int32.Size()
+func (g *graphRig) reduceScatter(count int) graphCase {
+	in := g.in(gccl.Int32, g.n*count)
+	block := count * gccl.Int32.Size()
 	out := g.out(gccl.Int32, graphSmall, false, func(v [][][]byte) []byte {
 		return reduce.Reference(v[0], gccl.Int32, gccl.Sum, 0)[g.rank*block : (g.rank+1)*block]
 	})
-	return graphCase{name: fmt.Sprintf("reducescatter int32 sum count=%d", graphSmall),
+	return graphCase{name: fmt.Sprintf("reducescatter int32 sum count=%d", count),
 		ins: []graphIn{in}, outs: []graphOut{out},
 		launch: func() error {
-			return coll.ReduceScatter(g.cm, in.p, out.p, graphSmall, gccl.Int32, gccl.Sum, g.s)
+			return coll.ReduceScatter(g.cm, in.p, out.p, count, gccl.Int32, gccl.Sum, g.s)
 		}}
 }
 
@@ -192,23 +213,25 @@ func (g *graphRig) groupMixed() graphCase {
 func (g *graphRig) cases() []func() graphCase {
 	return []func() graphCase{
 		func() graphCase { return g.allReduce(graphSmall) },
-		func() graphCase { return g.allReduce(graphBig) },
+		func() graphCase { c := g.allReduce(graphBig); c.big = true; return c },
 		func() graphCase { return g.broadcast(2 % g.n) },
 		func() graphCase { return g.reduceMax(3 % g.n) },
-		g.allGather,
-		g.reduceScatter,
+		func() graphCase { return g.allGather(graphSmall) },
+		func() graphCase { c := g.allGather(2 * graphBig); c.big = true; return c },
+		func() graphCase { return g.reduceScatter(graphSmall) },
+		func() graphCase { c := g.reduceScatter(graphBig); c.big = true; return c },
 		g.ringShift,
 		g.groupMixed,
 	}
 }
 
-// captureGraph records one call of launch on s (relaxed mode) and
+// captureGraph records one call of launch on s (-gccl.capture mode) and
 // instantiates it; capture always ends, so s is usable after a failure.
 func captureGraph(dev *device.CUDADevice, s gccl.Stream, launch func() error) (cuda.GraphExec, error) {
 	drv := dev.Driver()
 	var exec cuda.GraphExec
 	err := dev.Do(func() error {
-		if err := drv.StreamBeginCapture(cuda.Stream(s), cuda.CaptureModeRelaxed); err != nil {
+		if err := drv.StreamBeginCapture(cuda.Stream(s), mode()); err != nil {
 			return err
 		}
 		lerr := launch()
@@ -292,8 +315,18 @@ func compareOutput(got, want []byte, o graphOut, nranks int) error {
 // rank agrees after the capture and after every replay, so all of them
 // stop at the same point when any fails.
 func (g *graphRig) runGraphCase(t *testing.T, dev *device.CUDADevice, c graphCase) {
+	before := g.cm.Engine().Stats()
 	exec, err := captureGraph(dev, g.s, c.launch)
 	if !harness.Agree(t, errList(err, "capture")) {
+		return
+	}
+	after := g.cm.Engine().Stats()
+	zc := after.ZeroCopyOps - before.ZeroCopyOps
+	t.Logf("captured: %d zero-copy ops, %d bytes staged per replay", zc, after.StagedBytes-before.StagedBytes)
+	if c.big && graph.RegisterEnabled() && zc != 1 {
+		err = fmt.Errorf("%s captured with graph registration on ran %d zero-copy ops, want 1", c.name, zc)
+	}
+	if !harness.Agree(t, errList(err, "graph registration")) {
 		return
 	}
 	t.Cleanup(func() { _ = dev.Do(func() error { return dev.Driver().GraphExecDestroy(exec) }) })

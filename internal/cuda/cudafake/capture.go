@@ -38,6 +38,24 @@ func (f *Fake) StreamBeginCapture(h cuda.Stream, mode cuda.CaptureMode) error {
 	return nil
 }
 
+// ThreadExchangeStreamCaptureMode keeps one mode for the whole fake (its
+// captures do not police unsafe calls) and counts the calls.
+func (f *Fake) ThreadExchangeStreamCaptureMode(mode cuda.CaptureMode) (cuda.CaptureMode, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	prev := f.captureMode
+	f.captureMode = mode
+	f.modeExchanges++
+	return prev, nil
+}
+
+// CaptureModeExchanges reports how many times the mode was exchanged.
+func (f *Fake) CaptureModeExchanges() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.modeExchanges
+}
+
 func (f *Fake) graphHandle(g *graph) cuda.Graph {
 	f.mu.Lock()
 	defer f.mu.Unlock()

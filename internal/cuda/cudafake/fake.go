@@ -30,27 +30,29 @@ type Kernel func(f *Fake, grid, block cuda.Dim3, args *cuda.Args) error
 type Fake struct {
 	cfg Config
 
-	mu        sync.Mutex
-	current   int // device of the current context, -1 none
-	retained  []int
-	used      []int
-	peers     map[[2]int]bool
-	nextVA    uintptr
-	regions   []*region // device address ranges, sorted by start
-	hosts     map[uintptr]hostRange
-	phys      map[cuda.MemHandle]*phys
-	nextH     uint64
-	kernels   map[string]Kernel
-	modules   map[cuda.Module]bool
-	funcs     map[cuda.Function]string
-	fnByName  map[string]cuda.Function
-	streams   map[cuda.Stream]*stream
-	events    map[cuda.Event]*event
-	graphs    map[cuda.Graph]*graph
-	execs     map[cuda.GraphExec]*graph
-	objects   map[cuda.UserObject]*userObject
-	reserved  map[uintptr]int
-	captureID uint64
+	mu            sync.Mutex
+	current       int // device of the current context, -1 none
+	retained      []int
+	used          []int
+	peers         map[[2]int]bool
+	nextVA        uintptr
+	regions       []*region // device address ranges, sorted by start
+	hosts         map[uintptr]hostRange
+	phys          map[cuda.MemHandle]*phys
+	nextH         uint64
+	kernels       map[string]Kernel
+	modules       map[cuda.Module]bool
+	funcs         map[cuda.Function]string
+	fnByName      map[string]cuda.Function
+	streams       map[cuda.Stream]*stream
+	events        map[cuda.Event]*event
+	graphs        map[cuda.Graph]*graph
+	execs         map[cuda.GraphExec]*graph
+	objects       map[cuda.UserObject]*userObject
+	reserved      map[uintptr]int
+	captureID     uint64
+	captureMode   cuda.CaptureMode
+	modeExchanges int
 }
 
 var _ cuda.Driver = (*Fake)(nil)

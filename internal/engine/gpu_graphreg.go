@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"slices"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/bufreg"
+	"github.com/gccl/gccl/graph"
+	"github.com/gccl/gccl/internal/cuda"
+)
+
+// gpuGraphRegMin is the smallest collective (bytes per rank) whose buffers
+// a captured operation registers for its graph: below it the one-shot and
+// push kernels beat zero-copy, and they need no registration.
+const gpuGraphRegMin = gpuPushMax + 1
+
+// graphReg is one buffer's state in a graph registration agreement.
+const graphRegEntry = 1 + 8 + 8 // flags, registration seq, offset
+
+const (
+	regUsable = 1 // a collective registration with mapped peers covers it
+	regUser   = 2 // ... made by Register (not a graph registration)
+)
+
+// capturedRegs decides, for a collective o that s is capturing, whether it
+// runs zero-copy on registrations held for the graph's lifetime (NCCL's
+// graph registration). Every rank of the operation is capturing it, so
+// they decide together: each all-gathers what covers its buffers; where
+// every rank has the same registration at the same offset it is used,
+// otherwise (none, or graph registrations that differ because ranks
+// destroyed their graphs at different times) every rank registers the
+// buffer anew with bufreg.RegisterGraph. A buffer that Register covers on
+// some ranks only is gccl.ErrInvalidUsage, as in eager operations. ok is
+// false when the operation stages (no zero-copy form, too small, or the
+// buffers cannot be mapped), the same on every rank.
+//
+// The registration calls the driver while s is capturing, so it runs with
+// the thread's capture mode relaxed (cuThreadExchangeStreamCaptureMode):
+// captures in global or thread-local mode stay valid.
+func (g *gpuBackend) capturedRegs(e *Engine, o *Op) (bufs []regBuf, ok bool, err error) {
+	want := wanted(e, o)
+	if want == nil || o.Count*o.Type.Size() < gpuGraphRegMin || e.regComm == nil {
+		return nil, false, nil
+	}
+	runtime.LockOSThread() // the mode is the thread's; Do nests on this thread
+	defer runtime.UnlockOSThread()
+	var prev cuda.CaptureMode
+	if err := g.dev.Do(func() (err error) { prev, err = g.drv.ThreadExchangeStreamCaptureMode(cuda.CaptureModeRelaxed); return err }); err != nil {
+		return nil, false, err
+	}
+	defer func() {
+		_ = g.dev.Do(func() error { _, err := g.drv.ThreadExchangeStreamCaptureMode(prev); return err })
+	}()
+
+	bufs = make([]regBuf, len(want))
+	mine := make([]byte, 0, len(want)*graphRegEntry)
+	for i, w := range want {
+		var flags byte
+		r, off, found := bufreg.LookupNet(e.boot, w[0], int(w[1]))
+		if found && len(r.Peers) == e.nranks && off+int(w[1]) <= minPeerLen(r) {
+			flags = regUsable
+			if !r.Graph {
+				flags |= regUser
+			}
+			bufs[i] = regBuf{reg: r, off: off}
+		}
+		mine = append(mine, flags)
+		mine = binary.LittleEndian.AppendUint64(mine, seqOf(bufs[i]))
+		mine = binary.LittleEndian.AppendUint64(mine, uint64(bufs[i].off))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+	defer cancel()
+	all, err := e.boot.AllGather(ctx, mine)
+	if err != nil {
+		return nil, false, gccl.Errorf(gccl.Code(err), "bootstrap", "agreeing on graph registration: %w", err)
+	}
+	for r, b := range all {
+		if len(b) != len(mine) {
+			return nil, false, gccl.Errorf(gccl.RemoteError, "peer", "rank %d sent a %d-byte graph registration entry, want %d", r, len(b), len(mine))
+		}
+	}
+	for i, w := range want {
+		same, users := agreeBuf(all, i, mine[i*graphRegEntry:(i+1)*graphRegEntry])
+		if j := slices.Index(want[:i], w); j >= 0 && !same { // in place: one registration
+			bufs[i] = bufs[j]
+			continue
+		}
+		switch {
+		case same:
+			continue
+		case users != "":
+			return nil, false, gccl.Errorf(gccl.InvalidUsage, "buffer",
+				"%v: buffer %d is registered (Register) on ranks %s but not alike on every rank; register it on every rank, at the same offset, or on none", o.Kind, i, users)
+		}
+		r, err := bufreg.RegisterGraph(e.regComm, e.boot, w[0], int(w[1]))
+		if err != nil || len(r.Peers) != e.nranks {
+			e.log.Info("graph registration failed; the captured operation stages", "op", o.Kind.String(), "err", err)
+			return nil, false, nil // the same verdict on every rank
+		}
+		bufs[i] = regBuf{reg: r}
+	}
+	return bufs, true, nil
+}
+
+// agreeBuf reports whether entry i is usable and the same on every rank,
+// and lists the ranks where a Register registration covers it.
+func agreeBuf(all [][]byte, i int, mine []byte) (same bool, users string) {
+	same = mine[0]&regUsable != 0
+	for r, b := range all {
+		ent := b[i*graphRegEntry : (i+1)*graphRegEntry]
+		if string(ent) != string(mine) {
+			same = false
+		}
+		if ent[0]&regUser != 0 {
+			users += fmt.Sprintf("%d,", r)
+		}
+	}
+	if same {
+		return true, ""
+	}
+	if users != "" {
+		users = users[:len(users)-1]
+	}
+	return false, users
+}
+
+func seqOf(b regBuf) uint64 {
+	if b.reg == nil {
+		return 0
+	}
+	return b.reg.Seq
+}
+
+// minPeerLen is the shortest registered length over r's ranks.
+func minPeerLen(r *bufreg.Registration) int {
+	n := r.Size
+	for _, p := range r.Peers {
+		n = min(n, p.Len)
+	}
+	return n
+}
+
+// capturing reports whether graph registration applies to an op on s:
+// on, with a communicator to register through, and s capturing.
+func (g *gpuBackend) capturing(e *Engine, s cuda.Stream) bool {
+	if e.regComm == nil || !graph.RegisterEnabled() {
+		return false
+	}
+	active, _, err := graph.Capturing(g.drv, gccl.Stream(s))
+	return err == nil && active
+}
