@@ -49,7 +49,10 @@ func (g *gpuBackend) capturedRegs(e *Engine, o *Op) (bufs []regBuf, ok bool, err
 	runtime.LockOSThread() // the mode is the thread's; Do nests on this thread
 	defer runtime.UnlockOSThread()
 	var prev cuda.CaptureMode
-	if err := g.dev.Do(func() (err error) { prev, err = g.drv.ThreadExchangeStreamCaptureMode(cuda.CaptureModeRelaxed); return err }); err != nil {
+	if err := g.dev.Do(func() (err error) {
+		prev, err = g.drv.ThreadExchangeStreamCaptureMode(cuda.CaptureModeRelaxed)
+		return err
+	}); err != nil {
 		return nil, false, err
 	}
 	defer func() {

@@ -11,8 +11,8 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
-	"github.com/gccl/gccl/group"
 	"github.com/gccl/gccl/graph"
+	"github.com/gccl/gccl/group"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
@@ -164,7 +164,7 @@ func (g *graphRig) allGather(count int) graphCase {
 func (g *graphRig) reduceScatter(count int) graphCase {
 	in := g.in(gccl.Int32, g.n*count)
 	block := count * gccl.Int32.Size()
-	out := g.out(gccl.Int32, graphSmall, false, func(v [][][]byte) []byte {
+	out := g.out(gccl.Int32, count, false, func(v [][][]byte) []byte {
 		return reduce.Reference(v[0], gccl.Int32, gccl.Sum, 0)[g.rank*block : (g.rank+1)*block]
 	})
 	return graphCase{name: fmt.Sprintf("reducescatter int32 sum count=%d", count),
