@@ -69,6 +69,12 @@
 // of the graph (package graph, GCCL_GRAPH_REGISTER / NCCL_GRAPH_REGISTER)
 // and releases them when the graph is destroyed; buffers already
 // registered locally are held for the graph's lifetime instead.
+// RegisterGraph is its collective form, which the GPU engine uses: while
+// every rank captures a large collective, the ranks agree which buffers
+// need a registration and register them together, mapping the peers'
+// buffers, so that the captured kernels run zero-copy; the registrations
+// have no handle and go with the last graph that holds them. Eager
+// operations ignore them and Collective does not count them.
 //
 // # Agreement
 //
