@@ -13,13 +13,9 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 )
 
-// gpuGraphRegMin is the smallest collective (bytes per rank) whose buffers
-// a captured operation registers for its graph: below it the one-shot and
-// push kernels beat zero-copy, and they need no registration.
-const gpuGraphRegMin = gpuPushMax + 1
-
-// graphReg is one buffer's state in a graph registration agreement.
-const graphRegEntry = 1 + 8 + 8 // flags, registration seq, offset
+// graphRegEntry is the bytes of one buffer in the graph registration
+// agreement: flags, the covering registration's seq and the offset in it.
+const graphRegEntry = 1 + 8 + 8
 
 const (
 	regUsable = 1 // a collective registration with mapped peers covers it
@@ -43,7 +39,9 @@ const (
 // captures in global or thread-local mode stay valid.
 func (g *gpuBackend) capturedRegs(e *Engine, o *Op) (bufs []regBuf, ok bool, err error) {
 	want := wanted(e, o)
-	if want == nil || o.Count*o.Type.Size() < gpuGraphRegMin || e.regComm == nil {
+	// Up to the push kernel's limit (the same on every rank) the one-shot
+	// and push kernels beat zero-copy and need no registration.
+	if want == nil || o.Count*o.Type.Size() <= g.pushMax || e.regComm == nil {
 		return nil, false, nil
 	}
 	runtime.LockOSThread() // the mode is the thread's; Do nests on this thread
