@@ -31,17 +31,16 @@ const (
 // destroyed their graphs at different times) every rank registers the
 // buffer anew with bufreg.RegisterGraph. A buffer that Register covers on
 // some ranks only is gccl.ErrInvalidUsage, as in eager operations. ok is
-// false when the operation stages (no zero-copy form, too small, or the
-// buffers cannot be mapped), the same on every rank.
+// false when the operation stages (no zero-copy form, or the buffers cannot
+// be mapped), the same on every rank. zeroCopy calls it for operations past
+// the push kernel's limit only (the same on every rank).
 //
 // The registration calls the driver while s is capturing, so it runs with
 // the thread's capture mode relaxed (cuThreadExchangeStreamCaptureMode):
 // captures in global or thread-local mode stay valid.
 func (g *gpuBackend) capturedRegs(e *Engine, o *Op) (bufs []regBuf, ok bool, err error) {
 	want := wanted(e, o)
-	// Up to the push kernel's limit (the same on every rank) the one-shot
-	// and push kernels beat zero-copy and need no registration.
-	if want == nil || o.Count*o.Type.Size() <= g.pushMax || e.regComm == nil {
+	if want == nil {
 		return nil, false, nil
 	}
 	runtime.LockOSThread() // the mode is the thread's; Do nests on this thread

@@ -57,14 +57,16 @@ func (b regBuf) at(r int) uintptr { return b.reg.Peers[r].Ptr + uintptr(b.off) }
 // only, other offsets or registrations) fail with gccl.ErrInvalidUsage
 // before touching a peer's memory.
 //
-// While s is being captured, the ranks agree on registrations held for the
-// graph's lifetime instead (capturedRegs, gpu_graphreg.go).
+// While s is being captured, an op past the push kernel's limit runs on
+// registrations the ranks agree on and hold for the graph's lifetime
+// instead (capturedRegs, gpu_graphreg.go); up to that limit the one-shot
+// and push kernels beat zero-copy and need no registration.
 func (g *gpuBackend) zeroCopy(e *Engine, o *Op, s cuda.Stream) (bool, error) {
 	var bufs []regBuf
 	var ok bool
 	var err error
 	switch {
-	case g.capturing(e, s):
+	case o.Count*o.Type.Size() > g.pushMax && g.capturing(e, s): // size first: capturing asks the driver
 		bufs, ok, err = g.capturedRegs(e, o)
 	case bufreg.Collective(e.boot) > 0:
 		bufs, ok, err = g.lookupRegs(e, o)
