@@ -68,13 +68,20 @@ type netState struct {
 // Register calls RegisterOn with the communicator's bootstrap network when
 // it has one (*comm.Comm does).
 func RegisterOn(c Comm, net Net, ptr uintptr, size int) (*Handle, error) {
+	return register(c, net, ptr, size, false)
+}
+
+// register is RegisterOn, and RegisterGraph's registration when graph is
+// set: then GCCL_LOCAL_REGISTER does not apply and the call is counted as
+// a graph registration.
+func register(c Comm, net Net, ptr uintptr, size int, graph bool) (*Handle, error) {
 	if err := checkComm(c); err != nil {
 		return nil, err
 	}
 	if net == nil {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "net", "nil bootstrap network")
 	}
-	seq := nextSeq(c, net)
+	seq := nextSeq(c, net, graph)
 	var r *Registration
 	var err error
 	switch {
@@ -82,7 +89,7 @@ func RegisterOn(c Comm, net Net, ptr uintptr, size int) (*Handle, error) {
 		err = gccl.Errorf(gccl.InvalidArgument, "ptr", "nil buffer; pass memory from MemAlloc or Device.Alloc")
 	case size <= 0 || ptr+uintptr(size) < ptr:
 		err = gccl.Errorf(gccl.InvalidArgument, "size", "cannot register %d bytes at %#x", size, ptr)
-	case !env.Get().LocalRegister:
+	case !graph && !env.Get().LocalRegister:
 	default:
 		if r, err = resolve(c, ptr, size); err == nil {
 			r.handles = 1 // its own until inserted, so Export's hold does not release it
@@ -130,8 +137,8 @@ func registerOn(c Comm, net Net, r *Registration, seq uint64, failed error) (*Ha
 	return &Handle{comm: c, reg: r}, nil
 }
 
-// nextSeq counts a collective Register call on net.
-func nextSeq(c Comm, net Net) uint64 {
+// nextSeq counts a collective registration on net (graph: by RegisterGraph).
+func nextSeq(c Comm, net Net, graph bool) uint64 {
 	registry.Lock()
 	defer registry.Unlock()
 	st := registry.nets[net]
@@ -140,6 +147,9 @@ func nextSeq(c Comm, net Net) uint64 {
 		registry.nets[net] = st
 	}
 	st.seq++
+	if graph {
+		st.graphs++
+	}
 	return st.seq
 }
 

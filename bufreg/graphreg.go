@@ -21,33 +21,11 @@ import (
 // them, so the kernels of eager operations are chosen as if they did
 // not exist.
 func RegisterGraph(c Comm, net Net, ptr uintptr, size int) (*Registration, error) {
-	if err := checkComm(c); err != nil {
-		return nil, err
-	}
-	if net == nil {
-		return nil, gccl.Errorf(gccl.InvalidArgument, "net", "nil bootstrap network")
-	}
-	seq := nextSeq(c, net)
-	registry.Lock()
-	registry.nets[net].graphs++
-	registry.Unlock()
-	r, err := resolve(c, ptr, size)
-	if err == nil {
-		r.handles = 1 // its own until inserted, so Export's hold does not release it
-	}
-	h, err := registerOn(c, net, r, seq, err)
+	h, err := register(c, net, ptr, size, true)
 	if err != nil {
-		if r != nil {
-			_ = r.release()
-		}
 		return nil, err
 	}
-	if h.reg == nil {
-		if r != nil {
-			_ = r.release()
-		}
-		return nil, gccl.Errorf(gccl.InvalidUsage, "registration", "local registration is disabled (GCCL_LOCAL_REGISTER=0)")
-	}
+	// GCCL_LOCAL_REGISTER does not apply, so h has its registration.
 	registry.Lock()
 	h.reg.Graph, h.reg.handles = true, 0
 	registry.Unlock()
