@@ -47,6 +47,10 @@ const (
 	// the scratch buffers, in one kernel per operation (staged.cuh).
 	ReduceScatterStaged = "reducescatter_staged"
 	ReduceStaged        = "reduce_staged"
+	// The one-shot (LL) forms for small sizes: every rank stores its data
+	// into the peers' direct areas as flag-in-data lines, no barrier.
+	ReduceScatterOneShot = "reducescatter_oneshot"
+	ReduceOneShot        = "reduce_oneshot"
 )
 
 // The data-type independent kernels' entry points.
@@ -56,10 +60,13 @@ const (
 	// Staged forms, through the scratch buffers.
 	AllGatherStaged = "gccl_allgather_staged" // (Comm, nbytes uint64 per rank)
 	BroadcastStaged = "gccl_broadcast_staged" // (Comm, nbytes uint64)
-	P2PCopy         = "gccl_p2p_copy"         // (Comm, nbytes uint64, recv int32)
-	Barrier         = "gccl_barrier"          // (Comm)
-	FillU32         = "gccl_fill_u32"         // (p uintptr, n uint64, seed uint32): test kernel
-	P2P             = "gccl_p2p"              // (Comm, gcclP2PDesc by value): a launch's sends and receives (p2p.cu)
+	// One-shot (LL) forms, through the direct areas.
+	AllGatherOneShot = "gccl_allgather_oneshot" // (Comm, nbytes uint64 per rank)
+	BroadcastOneShot = "gccl_broadcast_oneshot" // (Comm, nbytes uint64)
+	P2PCopy          = "gccl_p2p_copy"          // (Comm, nbytes uint64, recv int32)
+	Barrier          = "gccl_barrier"           // (Comm)
+	FillU32          = "gccl_fill_u32"          // (p uintptr, n uint64, seed uint32): test kernel
+	P2P              = "gccl_p2p"               // (Comm, gcclP2PDesc by value): a launch's sends and receives (p2p.cu)
 )
 
 var typeSuffix = map[gccl.DataType]string{
@@ -88,7 +95,8 @@ func ReductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error
 }
 
 // reductionKernels are the kernels with one entry point per type and operator.
-var reductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce, ReduceScatterStaged, ReduceStaged, AllReducePush}
+var reductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce, ReduceScatterStaged, ReduceStaged, AllReducePush,
+	ReduceScatterOneShot, ReduceOneShot}
 
 // reductionNames[kernel][type][opSlot(op)] is reductionName's result, or ""
 // where that is an error.
@@ -143,7 +151,8 @@ func reductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error
 }
 
 // OneShotScratchBytes is the LL scratch each rank needs for a one-shot
-// all-reduce of nbytes over nranks: two halves (alternate launches) of
+// collective of nbytes per rank (per block for reduce-scatter) over
+// nranks: two halves (alternate launches) of
 // nranks slots, each holding 16 bytes per 8 bytes of data. A larger scratch
 // serves every smaller size.
 func OneShotScratchBytes(nbytes, nranks int) int {

@@ -8,9 +8,10 @@ import (
 
 // collective enqueues one collective on s. Registered buffers are used in
 // place (gpu_reg.go); otherwise user buffers are not mapped by the peers,
-// so data is staged through the mapped LL area (small all-reduces) or the
-// bulk area, one kernel per operation that moves the data through it
-// segment by segment (kernels/staged.cuh).
+// so data goes through the mapped direct area (small operations: one-shot
+// LL kernels, and the push all-reduce) or the bulk area, one kernel per
+// operation that moves the data through it segment by segment
+// (kernels/staged.cuh).
 func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 	if o.Count == 0 {
 		return nil
@@ -79,13 +80,10 @@ func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream) error {
 	n, me, es := e.nranks, e.rank, o.Type.Size()
 	bytes := o.Count * es
 	kernel, c, grid := kernels.AllReducePipelined, g.comm(n, g.bulk, g.bulkBytes), g.channels(bytes)
-	oneShot := g.llAllowed && (g.llForced || bytes <= g.llMax)
 	switch {
-	case keyed(e): // registrations exist: only kernels that check the key at a barrier
-	case oneShot && kernels.OneShotScratchBytes(bytes, n) <= gpuDirectBytes:
-		kernel, c = kernels.AllReduceOneShot, g.comm(n, g.direct, gpuDirectBytes)
-		grid = min(max(1, ((bytes+7)/8+kernels.Threads-1)/kernels.Threads), g.maxCh)
-	case !g.llForced && bytes <= g.pushMax && kernels.PushScratchBytes(bytes, n) <= gpuDirectBytes:
+	case g.oneShot(e, bytes):
+		kernel, c, grid = kernels.AllReduceOneShot, g.comm(n, g.direct, gpuDirectBytes), g.llGrid(bytes)
+	case !keyed(e) && !g.llForced && bytes <= g.pushMax && kernels.PushScratchBytes(bytes, n) <= gpuDirectBytes:
 		kernel, c = kernels.AllReducePush, g.comm(n, g.direct, gpuDirectBytes)
 	}
 	name, scalar, err := g.redKernel(e, kernel, o)
@@ -96,37 +94,76 @@ func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream) error {
 	return g.launch(name, grid, s, &c, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
 }
 
-// staged launches a staged kernel (one per operation, through every
-// rank's bulk area; staged.cuh) with this rank's in and out buffers.
-func (g *gpuBackend) staged(e *Engine, o *Op, s cuda.Stream, name string, bytes int, args func(*cuda.Args)) error {
-	c := g.comm(e.nranks, g.bulk, g.bulkBytes)
-	c.In[e.rank], c.Out[e.rank], c.Root = o.Send, o.Recv, int32(o.Root)
-	return g.launch(name, g.channels(bytes), s, &c, args)
+// oneShot reports whether a collective of bytes per rank (per block for
+// reduce-scatter) takes a one-shot (LL) kernel through the direct areas:
+// LL allowed, bytes within GCCL_GPU_LL_MAX (any size that fits when
+// GCCL_PROTO allows LL alone), and no registrations (those communicators
+// use only kernels that check the registration key at a barrier).
+func (g *gpuBackend) oneShot(e *Engine, bytes int) bool {
+	return !keyed(e) && g.llAllowed && (g.llForced || bytes <= g.llMax) &&
+		kernels.OneShotScratchBytes(bytes, e.nranks) <= gpuDirectBytes
 }
 
-// stagedReduction launches the staged reduction kernel over count elements.
-func (g *gpuBackend) stagedReduction(e *Engine, o *Op, s cuda.Stream, kernel string) error {
+// llGrid is the grid of a one-shot kernel: a thread per 8 bytes, within
+// the grid cap.
+func (g *gpuBackend) llGrid(bytes int) int {
+	return min(max(1, ((bytes+7)/8+kernels.Threads-1)/kernels.Threads), g.maxCh)
+}
+
+// run launches kernel name with this rank's buffers and the root: a
+// one-shot through the direct areas, else a staged kernel through the bulk
+// areas (one per operation, staged.cuh); bytes sizes the grid.
+func (g *gpuBackend) run(e *Engine, o *Op, s cuda.Stream, name string, oneShot bool, bytes int, args func(*cuda.Args)) error {
+	c, grid := g.comm(e.nranks, g.bulk, g.bulkBytes), g.channels(bytes)
+	if oneShot {
+		c, grid = g.comm(e.nranks, g.direct, gpuDirectBytes), g.llGrid(bytes)
+	}
+	c.In[e.rank], c.Out[e.rank], c.Root = o.Send, o.Recv, int32(o.Root)
+	return g.launch(name, grid, s, &c, args)
+}
+
+// reduction launches a reduction kernel over count elements (per block
+// for reduce-scatter): its one-shot form where oneShot allows, else staged.
+func (g *gpuBackend) reduction(e *Engine, o *Op, s cuda.Stream, oneShot, staged string) error {
+	bytes := o.Count * o.Type.Size()
+	kernel, ll := g.form(e, bytes, oneShot, staged)
 	name, scalar, err := g.redKernel(e, kernel, o)
 	if err != nil {
 		return err
 	}
-	return g.staged(e, o, s, name, o.Count*o.Type.Size(), func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
+	return g.run(e, o, s, name, ll, bytes, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
+}
+
+// moving launches a data-type independent kernel over count elements'
+// bytes (per rank for all-gather): one-shot where oneShot allows, else
+// staged.
+func (g *gpuBackend) moving(e *Engine, o *Op, s cuda.Stream, oneShot, staged string) error {
+	n := o.Count * o.Type.Size()
+	name, ll := g.form(e, n, oneShot, staged)
+	return g.run(e, o, s, name, ll, n, func(a *cuda.Args) { a.U64(uint64(n)) })
+}
+
+// form is the one-shot kernel where oneShot allows bytes (and true), else
+// the staged one.
+func (g *gpuBackend) form(e *Engine, bytes int, oneShot, staged string) (string, bool) {
+	if g.oneShot(e, bytes) {
+		return oneShot, true
+	}
+	return staged, false
 }
 
 func (g *gpuBackend) reduceScatter(e *Engine, o *Op, s cuda.Stream) error {
-	return g.stagedReduction(e, o, s, kernels.ReduceScatterStaged)
+	return g.reduction(e, o, s, kernels.ReduceScatterOneShot, kernels.ReduceScatterStaged)
 }
 
 func (g *gpuBackend) reduce(e *Engine, o *Op, s cuda.Stream) error {
-	return g.stagedReduction(e, o, s, kernels.ReduceStaged)
+	return g.reduction(e, o, s, kernels.ReduceOneShot, kernels.ReduceStaged)
 }
 
 func (g *gpuBackend) allGather(e *Engine, o *Op, s cuda.Stream) error {
-	n := o.Count * o.Type.Size()
-	return g.staged(e, o, s, kernels.AllGatherStaged, n, func(a *cuda.Args) { a.U64(uint64(n)) })
+	return g.moving(e, o, s, kernels.AllGatherOneShot, kernels.AllGatherStaged)
 }
 
 func (g *gpuBackend) broadcast(e *Engine, o *Op, s cuda.Stream) error {
-	n := o.Count * o.Type.Size()
-	return g.staged(e, o, s, kernels.BroadcastStaged, n, func(a *cuda.Args) { a.U64(uint64(n)) })
+	return g.moving(e, o, s, kernels.BroadcastOneShot, kernels.BroadcastStaged)
 }

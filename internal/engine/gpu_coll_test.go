@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,74 +98,80 @@ func sumInt32(blocks [][]byte, off, n int) []byte {
 	return out
 }
 
-// stagedStandIns registers Go versions of the staged kernels (int32 sums)
-// on every rank's fake GPU. The returned function reports how many times
-// each all-reduce kernel ran, on any rank.
-func stagedStandIns(rs []*regRank) (allReduces func() map[string]int) {
+// stagedStandIns registers Go versions of the staged and one-shot kernels
+// (int32 sums) on every rank's fake GPU. The returned function reports how
+// many times each kernel ran, on any rank.
+func stagedStandIns(rs []*regRank) (ran func() map[string]int) {
 	m := newStagedMeet(rs)
 	var mu sync.Mutex
-	ran := map[string]int{}
-	kernel := func(nbytes func(c kernels.Comm, a *cuda.Args) int, out func(c kernels.Comm, a *cuda.Args, all [][]byte) ([]byte, uintptr)) cudafake.Kernel {
-		return func(_ *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
-			c := decodeWholeComm(a.Arg(0))
-			return m.run(c, nbytes(c, a), func(all [][]byte) ([]byte, uintptr) { return out(c, a, all) })
-		}
-	}
+	runs := map[string]int{}
 	count := func(c kernels.Comm, a *cuda.Args) int { return 4 * int(a.Uint64(1)) }
 	blocks := func(c kernels.Comm, a *cuda.Args) int { return 4 * int(a.Uint64(1)) * int(c.NRanks) }
 	nb := func(c kernels.Comm, a *cuda.Args) int { return int(a.Uint64(1)) }
-	for _, x := range rs {
-		for _, k := range []string{kernels.AllReducePipelined, kernels.AllReduceOneShot, kernels.AllReducePush} {
-			scratch := uint64(x.e.backend.(*gpuBackend).bulkBytes)
-			if k != kernels.AllReducePipelined {
-				scratch = gpuDirectBytes
-			}
-			x.f.RegisterKernel("gccl_"+k+"_i32_sum", kernel(count, func(c kernels.Comm, a *cuda.Args, all [][]byte) ([]byte, uintptr) {
-				mu.Lock()
-				ran[k]++
-				mu.Unlock()
-				if c.ScratchBytes != scratch {
-					panic(fmt.Sprintf("%s launched with a %d-byte scratch, want %d", k, c.ScratchBytes, scratch))
-				}
-				return sumInt32(all, 0, int(a.Uint64(1))), c.Out[c.Rank]
-			}))
+	type standIn struct {
+		nbytes func(c kernels.Comm, a *cuda.Args) int
+		out    func(c kernels.Comm, a *cuda.Args, all [][]byte) []byte // nil: no output on this rank
+	}
+	allReduce := standIn{count, func(c kernels.Comm, a *cuda.Args, all [][]byte) []byte { return sumInt32(all, 0, int(a.Uint64(1))) }}
+	reduceScatter := standIn{blocks, func(c kernels.Comm, a *cuda.Args, all [][]byte) []byte {
+		n := int(a.Uint64(1))
+		return sumInt32(all, int(c.Rank)*n, n)
+	}}
+	reduce := standIn{count, func(c kernels.Comm, a *cuda.Args, all [][]byte) []byte {
+		if c.Rank != c.Root {
+			return nil
 		}
-		x.f.RegisterKernel("gccl_reducescatter_staged_i32_sum", kernel(blocks, func(c kernels.Comm, a *cuda.Args, all [][]byte) ([]byte, uintptr) {
-			n := int(a.Uint64(1))
-			return sumInt32(all, int(c.Rank)*n, n), c.Out[c.Rank]
-		}))
-		x.f.RegisterKernel("gccl_reduce_staged_i32_sum", kernel(count, func(c kernels.Comm, a *cuda.Args, all [][]byte) ([]byte, uintptr) {
-			if c.Rank != c.Root {
-				return nil, 0
+		return sumInt32(all, 0, int(a.Uint64(1)))
+	}}
+	allGather := standIn{nb, func(c kernels.Comm, _ *cuda.Args, all [][]byte) []byte { return bytes.Join(all, nil) }}
+	broadcast := standIn{nb, func(c kernels.Comm, _ *cuda.Args, all [][]byte) []byte { return all[c.Root] }}
+	red := func(k string) string { return "gccl_" + k + "_i32_sum" }
+	standIns := map[string]standIn{
+		red(kernels.AllReducePipelined): allReduce, red(kernels.AllReduceOneShot): allReduce, red(kernels.AllReducePush): allReduce,
+		red(kernels.ReduceScatterStaged): reduceScatter, red(kernels.ReduceScatterOneShot): reduceScatter,
+		red(kernels.ReduceStaged): reduce, red(kernels.ReduceOneShot): reduce,
+		kernels.AllGatherStaged: allGather, kernels.AllGatherOneShot: allGather,
+		kernels.BroadcastStaged: broadcast, kernels.BroadcastOneShot: broadcast,
+	}
+	for _, x := range rs {
+		bulk := uint64(x.e.backend.(*gpuBackend).bulkBytes)
+		for name, k := range standIns {
+			scratch := uint64(gpuDirectBytes) // one-shot and push kernels use the direct area
+			if strings.Contains(name, "staged") || strings.Contains(name, "pipelined") {
+				scratch = bulk
 			}
-			return sumInt32(all, 0, int(a.Uint64(1))), c.Out[c.Rank]
-		}))
-		x.f.RegisterKernel(kernels.AllGatherStaged, kernel(nb, func(c kernels.Comm, _ *cuda.Args, all [][]byte) ([]byte, uintptr) {
-			return bytes.Join(all, nil), c.Out[c.Rank]
-		}))
-		x.f.RegisterKernel(kernels.BroadcastStaged, kernel(nb, func(c kernels.Comm, _ *cuda.Args, all [][]byte) ([]byte, uintptr) {
-			return all[c.Root], c.Out[c.Rank]
-		}))
+			x.f.RegisterKernel(name, func(_ *cudafake.Fake, _, _ cuda.Dim3, a *cuda.Args) error {
+				c := decodeWholeComm(a.Arg(0))
+				if c.ScratchBytes != scratch {
+					return fmt.Errorf("%s launched with a %d-byte scratch, want %d", name, c.ScratchBytes, scratch)
+				}
+				mu.Lock()
+				runs[name]++
+				mu.Unlock()
+				return m.run(c, k.nbytes(c, a), func(all [][]byte) ([]byte, uintptr) { return k.out(c, a, all), c.Out[c.Rank] })
+			})
+		}
 	}
 	return func() map[string]int {
 		mu.Lock()
 		defer mu.Unlock()
-		return maps.Clone(ran)
+		return maps.Clone(runs)
 	}
 }
 
-// TestStagedCollectives runs every staged collective (buffers not
-// registered) through the engine on fake GPUs, in and out of place, with
-// random inputs, roots and poisoned outputs, and checks every element on
-// every rank: the engine passes each rank's buffers, root and counts as the
-// staged kernels expect them.
+// TestStagedCollectives runs every collective on buffers that are not
+// registered (one-shot up to gpuLLMax, the push all-reduce up to
+// gpuPushMax, staged above) through the engine on fake GPUs, in and out of
+// place, with random inputs, roots and poisoned outputs, and checks every
+// element on every rank: the engine passes each rank's buffers, root and
+// counts as the kernels expect them.
 func TestStagedCollectives(t *testing.T) {
 	const n = 3
 	rs := regWorld(t, n)
-	allReduces := stagedStandIns(rs)
+	ran := stagedStandIns(rs)
 	rng := rand.New(rand.NewPCG(11, 12))
-	// All-reduce: one-shot up to gpuLLMax, push up to gpuPushMax, then pipelined.
-	for _, count := range []int{1, 1001, 100_000, 1_100_000} {
+	counts := []int{1, 1001, 100_000, 1_100_000} // int32: 4 B and 4 KB one-shot, 400 KB push or staged, 4.4 MB staged
+	for _, count := range counts {
 		for _, inPlace := range []bool{false, true} {
 			for _, k := range []Kind{AllReduce, ReduceScatter, Reduce, AllGather, Broadcast} {
 				t.Run(fmt.Sprintf("%v/count=%d/inplace=%v", k, count, inPlace), func(t *testing.T) {
@@ -173,7 +180,15 @@ func TestStagedCollectives(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, map[string]int{kernels.AllReduceOneShot: 2 * 2 * n, kernels.AllReducePush: 2 * n, kernels.AllReducePipelined: 2 * n}, allReduces())
+	red := func(k string) string { return "gccl_" + k + "_i32_sum" }
+	const ll, big = 2 * 2 * n, 2 * 2 * n // two counts each, in and out of place, every rank
+	assert.Equal(t, map[string]int{
+		red(kernels.AllReduceOneShot): ll, red(kernels.AllReducePush): big / 2, red(kernels.AllReducePipelined): big / 2,
+		red(kernels.ReduceScatterOneShot): ll, red(kernels.ReduceScatterStaged): big,
+		red(kernels.ReduceOneShot): ll, red(kernels.ReduceStaged): big,
+		kernels.AllGatherOneShot: ll, kernels.AllGatherStaged: big,
+		kernels.BroadcastOneShot: ll, kernels.BroadcastStaged: big,
+	}, ran())
 	for r, x := range rs {
 		assert.Zero(t, x.e.Stats().ZeroCopyOps, "rank %d", r)
 		assert.NotZero(t, x.e.Stats().StagedBytes, "rank %d", r)

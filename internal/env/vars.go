@@ -18,7 +18,7 @@ var Vars = []Var{
 	{"GCCL_IB_DISABLE", "NCCL_IB_DISABLE", "0", "1 disables the InfiniBand verbs transport"},
 	{"GCCL_BUFFSIZE", "NCCL_BUFFSIZE", "4194304", "bytes of staging buffer per channel and peer"},
 	{"GCCL_ALGO", "NCCL_ALGO", "", "allowed algorithms, e.g. Ring,Tree (empty = chosen by the cost model)"},
-	{"GCCL_PROTO", "NCCL_PROTO", "", "allowed protocols, e.g. LL,LL128,Simple (empty = chosen by the cost model); on GPUs, LL without Simple sends every all-reduce that fits the LL area through the one-shot kernel, Simple without LL none; must be the same on every rank"},
+	{"GCCL_PROTO", "NCCL_PROTO", "", "allowed protocols, e.g. LL,LL128,Simple (empty = chosen by the cost model); on GPUs, LL without Simple sends every collective that fits the LL area through a one-shot kernel, Simple without LL none; must be the same on every rank"},
 	{"GCCL_NVLS_ENABLE", "NCCL_NVLS_ENABLE", "0", "1 enables NVLink SHARP (multicast); off unless exactly 1"},
 	{"GCCL_LOCAL_REGISTER", "NCCL_LOCAL_REGISTER", "1", "1 lets registered user buffers skip the staging copy"},
 	{"GCCL_GRAPH_REGISTER", "NCCL_GRAPH_REGISTER", "1", "1 registers user buffers captured in CUDA graphs"},
@@ -32,6 +32,6 @@ var Vars = []Var{
 	{"GCCL_CHUNKSIZE", "NCCL_CHUNKSIZE", "0", "bytes per pipeline chunk (0 = chosen by the cost model)"},
 	{"GCCL_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS", "0", "most channels (CTAs) of a GPU collective kernel, 1 to 64 (0 = 32); must be the same on every rank"},
 	{"GCCL_GPU_BUFFSIZE", "", "64M", "bytes of each rank's GPU staging area (1M to 1G; K, M, G suffixes); must be the same on every rank"},
-	{"GCCL_GPU_LL_MAX", "", "128K", "largest GPU all-reduce that takes the LL one-shot kernel (bytes; K, M suffixes); must be the same on every rank"},
+	{"GCCL_GPU_LL_MAX", "", "128K", "largest GPU collective (bytes per rank) that takes an LL one-shot kernel (K, M suffixes); must be the same on every rank"},
 	{"GCCL_GPU_PUSH_MAX", "", "1M", "largest GPU all-reduce that takes the push kernel (one barrier, every rank reduces every copy); must be the same on every rank"},
 }

@@ -26,6 +26,12 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if *sharedRanks > 1 && os.Getenv("CUDA_MODULE_LOADING") == "" {
+		// Lazily loading a kernel may wait for the context's running
+		// kernels: with every rank in one context, a rank's first launch
+		// would wait for a peer's kernel that waits for this rank.
+		_ = os.Setenv("CUDA_MODULE_LOADING", "EAGER")
+	}
 	if *fatbinDir != "" {
 		if err := kernels.UseBuilt(*fatbinDir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
