@@ -56,6 +56,12 @@ func (g *gpuBackend) capturedRegs(e *Engine, o *Op) (bufs []regBuf, ok bool, err
 		_ = g.dev.Do(func() error { _, err := g.drv.ThreadExchangeStreamCaptureMode(prev); return err })
 	}()
 
+	var fresh []*bufreg.Registration // made here: dropped again if the op stages or fails
+	defer func() {
+		if !ok || err != nil {
+			dropUnheld(fresh)
+		}
+	}()
 	bufs = make([]regBuf, len(want))
 	mine := make([]byte, 0, len(want)*graphRegEntry)
 	for i, w := range want {
@@ -97,6 +103,9 @@ func (g *gpuBackend) capturedRegs(e *Engine, o *Op) (bufs []regBuf, ok bool, err
 				"%v: buffer %d is registered (Register) on ranks %s but not alike on every rank; register it on every rank, at the same offset, or on none", o.Kind, i, users)
 		}
 		r, err := bufreg.RegisterGraph(e.regComm, e.boot, w[0], int(w[1]))
+		if r != nil {
+			fresh = append(fresh, r)
+		}
 		if err != nil || len(r.Peers) != e.nranks {
 			e.log.Info("graph registration failed; the captured operation stages", "op", o.Kind.String(), "err", err)
 			return nil, false, nil // the same verdict on every rank
@@ -104,6 +113,17 @@ func (g *gpuBackend) capturedRegs(e *Engine, o *Op) (bufs []regBuf, ok bool, err
 		bufs[i] = regBuf{reg: r}
 	}
 	return bufs, true, nil
+}
+
+// dropUnheld releases graph registrations that no operation holds (an
+// operation that would have held them stages instead); one that another
+// operation holds stays until that lets go.
+func dropUnheld(regs []*bufreg.Registration) {
+	for _, r := range regs {
+		if release, err := r.Acquire(); err == nil {
+			release()
+		}
+	}
 }
 
 // agreeBuf reports whether entry i is usable and the same on every rank,

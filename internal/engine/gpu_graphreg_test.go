@@ -98,3 +98,53 @@ func TestGraphRegistration(t *testing.T) {
 		}, 5*time.Second, 5*time.Millisecond, "rank %d: released with the graph", r)
 	}
 }
+
+// TestGraphRegistrationFailureReleases: when a captured all-reduce's
+// receive buffer cannot be registered (its IPC handle fails on every rank)
+// after its send buffer was, the operation stages on every rank and the
+// send buffer's registration, which nothing holds, is released at once
+// instead of living until the communicator is destroyed.
+func TestGraphRegistrationFailureReleases(t *testing.T) {
+	const n = 2
+	count := gpuPushMax/4 + 5 // int32, past the push kernel
+	rs := regWorld(t, n)
+	stagedStandIns(rs)
+	sends, recvs := make([]uintptr, n), make([]uintptr, n)
+	for r, x := range rs {
+		x.e.regComm = x
+		var err error
+		sends[r], err = x.d.Alloc(4 * count)
+		require.NoError(t, err)
+		recvs[r], err = x.d.Alloc(4 * count)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = x.d.Free(sends[r]); _ = x.d.Free(recvs[r]) })
+		x.drv.failIPC.Store(recvs[r])
+	}
+	graphs := make([]cuda.Graph, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r, x := range rs {
+		wg.Go(func() {
+			if errs[r] = x.f.StreamBeginCapture(cuda.Stream(x.s), cuda.CaptureModeGlobal); errs[r] != nil {
+				return
+			}
+			errs[r] = x.e.Launch([]Op{{Kind: AllReduce, Count: count, Type: gccl.Int32, Op: gccl.Sum, Send: sends[r], Recv: recvs[r], Stream: x.s}})
+			var err error
+			graphs[r], err = x.f.StreamEndCapture(cuda.Stream(x.s))
+			if errs[r] == nil {
+				errs[r] = err
+			}
+		})
+	}
+	wg.Wait()
+	for r, x := range rs {
+		require.NoError(t, errs[r], "rank %d", r)
+		assert.Zero(t, x.e.Stats().ZeroCopyOps, "rank %d", r)
+		assert.NotZero(t, x.e.Stats().StagedBytes, "rank %d", r)
+		for i, p := range []uintptr{sends[r], recvs[r]} {
+			_, _, ok := bufreg.LookupNet(x.boot, p, 4*count)
+			assert.False(t, ok, "rank %d buffer %d: no registration may outlive the failed agreement", r, i)
+		}
+		require.NoError(t, x.f.GraphDestroy(graphs[r]))
+	}
+}

@@ -78,11 +78,20 @@ func regWorld(t *testing.T, n int) []*regRank {
 }
 
 // countingDriver is the fake driver counting the calls that holding
-// registrations makes; failQuery makes cuEventQuery fail.
+// registrations makes; failQuery makes cuEventQuery fail, failIPC
+// cuIpcGetMemHandle of that one address.
 type countingDriver struct {
 	*cudafake.Fake
 	hostFuncs, eventsMade, timedEvents atomic.Int64
 	failQuery                          atomic.Bool
+	failIPC                            atomic.Uintptr
+}
+
+func (c *countingDriver) IpcGetMemHandle(p uintptr) (cuda.IpcMemHandle, error) {
+	if p != 0 && p == c.failIPC.Load() {
+		return cuda.IpcMemHandle{}, cuda.NewError("cuIpcGetMemHandle", cuda.ErrorInvalidValue, "(test)")
+	}
+	return c.Fake.IpcGetMemHandle(p)
 }
 
 func (c *countingDriver) LaunchHostFunc(s cuda.Stream, fn func()) error {
