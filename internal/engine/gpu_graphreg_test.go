@@ -26,35 +26,8 @@ func TestGraphRegistration(t *testing.T) {
 	count := gpuPushMax/4 + 5 // int32, past the push kernel
 	rs := regWorld(t, n)
 	rng := rand.New(rand.NewPCG(21, 22))
-	sends, recvs := make([]uintptr, n), make([]uintptr, n)
+	sends, recvs, graphs := captureAllReduce(t, rs, count, func(int, uintptr, uintptr) {})
 	for r, x := range rs {
-		x.e.regComm = x
-		var err error
-		sends[r], err = x.d.Alloc(4 * count)
-		require.NoError(t, err)
-		recvs[r], err = x.d.Alloc(4 * count)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = x.d.Free(sends[r]); _ = x.d.Free(recvs[r]) })
-	}
-	graphs := make([]cuda.Graph, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r, x := range rs {
-		wg.Go(func() {
-			if errs[r] = x.f.StreamBeginCapture(cuda.Stream(x.s), cuda.CaptureModeGlobal); errs[r] != nil {
-				return
-			}
-			errs[r] = x.e.Launch([]Op{{Kind: AllReduce, Count: count, Type: gccl.Int32, Op: gccl.Sum, Send: sends[r], Recv: recvs[r], Stream: x.s}})
-			var err error
-			graphs[r], err = x.f.StreamEndCapture(cuda.Stream(x.s))
-			if errs[r] == nil {
-				errs[r] = err
-			}
-		})
-	}
-	wg.Wait()
-	for r, x := range rs {
-		require.NoError(t, errs[r], "rank %d", r)
 		st := x.e.Stats()
 		assert.Equal(t, uint64(1), st.ZeroCopyOps, "rank %d", r)
 		assert.Zero(t, st.StagedBytes, "rank %d", r)
@@ -109,7 +82,25 @@ func TestGraphRegistrationFailureReleases(t *testing.T) {
 	count := gpuPushMax/4 + 5 // int32, past the push kernel
 	rs := regWorld(t, n)
 	stagedStandIns(rs)
-	sends, recvs := make([]uintptr, n), make([]uintptr, n)
+	sends, recvs, graphs := captureAllReduce(t, rs, count, func(r int, _, recv uintptr) { rs[r].drv.failIPC.Store(recv) })
+	for r, x := range rs {
+		assert.Zero(t, x.e.Stats().ZeroCopyOps, "rank %d", r)
+		assert.NotZero(t, x.e.Stats().StagedBytes, "rank %d", r)
+		for i, p := range []uintptr{sends[r], recvs[r]} {
+			_, _, ok := bufreg.LookupNet(x.boot, p, 4*count)
+			assert.False(t, ok, "rank %d buffer %d: no registration may outlive the failed agreement", r, i)
+		}
+		require.NoError(t, x.f.GraphDestroy(graphs[r]))
+	}
+}
+
+// captureAllReduce allocates every rank's send and receive buffers of
+// count int32, calls prepare(r) with them, then captures an out-of-place
+// all-reduce on every rank at once (global capture mode) and returns the
+// buffers and the captured graphs.
+func captureAllReduce(t *testing.T, rs []*regRank, count int, prepare func(r int, send, recv uintptr)) (sends, recvs []uintptr, graphs []cuda.Graph) {
+	n := len(rs)
+	sends, recvs = make([]uintptr, n), make([]uintptr, n)
 	for r, x := range rs {
 		x.e.regComm = x
 		var err error
@@ -118,9 +109,9 @@ func TestGraphRegistrationFailureReleases(t *testing.T) {
 		recvs[r], err = x.d.Alloc(4 * count)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = x.d.Free(sends[r]); _ = x.d.Free(recvs[r]) })
-		x.drv.failIPC.Store(recvs[r])
+		prepare(r, sends[r], recvs[r])
 	}
-	graphs := make([]cuda.Graph, n)
+	graphs = make([]cuda.Graph, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r, x := range rs {
@@ -137,14 +128,8 @@ func TestGraphRegistrationFailureReleases(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for r, x := range rs {
+	for r := range rs {
 		require.NoError(t, errs[r], "rank %d", r)
-		assert.Zero(t, x.e.Stats().ZeroCopyOps, "rank %d", r)
-		assert.NotZero(t, x.e.Stats().StagedBytes, "rank %d", r)
-		for i, p := range []uintptr{sends[r], recvs[r]} {
-			_, _, ok := bufreg.LookupNet(x.boot, p, 4*count)
-			assert.False(t, ok, "rank %d buffer %d: no registration may outlive the failed agreement", r, i)
-		}
-		require.NoError(t, x.f.GraphDestroy(graphs[r]))
 	}
+	return sends, recvs, graphs
 }
