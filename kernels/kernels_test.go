@@ -37,6 +37,26 @@ func TestFatbinFresh(t *testing.T) {
 
 // TestSourcesHashMatchesShell checks that SourcesHash computes what
 // build.sh records.
+// TestFatbinHasEveryEntryPoint: build.sh's ptxas report of the committed
+// fatbin names every entry point the engine can launch, for sm_80 and
+// sm_90, so a kernel the Go side names but no .cu file defines fails here
+// rather than at a launch on a GPU.
+func TestFatbinHasEveryEntryPoint(t *testing.T) {
+	if !Built() {
+		t.Skip("fatbin not built yet (kernels/build.sh on a machine with nvcc)")
+	}
+	report, err := os.ReadFile("fatbin/ptxas.txt")
+	require.NoError(t, err)
+	names := EntryPoints()
+	require.Len(t, names, len(reductionKernels)*len(gccl.DataTypes())*(int(gccl.NumBuiltinOps)+1)+10)
+	for _, name := range names {
+		require.NotEmpty(t, name)
+		for _, arch := range []string{"sm_80", "sm_90"} {
+			assert.Contains(t, string(report), "Compiling entry function '"+name+"' for '"+arch+"'")
+		}
+	}
+}
+
 func TestSourcesHashMatchesShell(t *testing.T) {
 	if _, err := exec.LookPath("sha256sum"); err != nil {
 		t.Skip("no sha256sum")

@@ -94,6 +94,22 @@ func ReductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error
 	return reductionName(kernel, t, op)
 }
 
+// EntryPoints lists every entry point of the fatbin that gccl launches:
+// each reduction kernel for every data type and operator (premultiplied
+// sums as the premulsum entry), then the data-type independent kernels.
+func EntryPoints() []string {
+	var names []string
+	for k := range reductionKernels {
+		for _, t := range gccl.DataTypes() {
+			for op := range gccl.NumBuiltinOps + 1 {
+				names = append(names, reductionNames[k][t][op])
+			}
+		}
+	}
+	return append(names, AllGather, Broadcast, AllGatherStaged, BroadcastStaged, AllGatherOneShot, BroadcastOneShot,
+		P2PCopy, Barrier, FillU32, P2P)
+}
+
 // reductionKernels are the kernels with one entry point per type and operator.
 var reductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce, ReduceScatterStaged, ReduceStaged, AllReducePush,
 	ReduceScatterOneShot, ReduceOneShot}

@@ -21,7 +21,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudatest"
 	"github.com/gccl/gccl/kernels"
@@ -161,17 +160,7 @@ func checkFill(t *testing.T, d cuda.Driver, p uintptr, n int, seed uint32) {
 func TestGPUKernelsEventsHostFuncs(t *testing.T) {
 	d, _, _ := gpu(t, 1)
 	m := loadKernels(t, d)
-	for _, k := range []string{kernels.AllReduceOneShot, kernels.AllReduceTwoShot, kernels.AllReducePipelined, kernels.ReduceScatter, kernels.Reduce} {
-		for _, dt := range gccl.DataTypes() {
-			for _, op := range append(gccl.RedOps(), gccl.NumBuiltinOps) {
-				name, err := kernels.ReductionName(k, dt, op)
-				require.NoError(t, err)
-				_, err = d.ModuleGetFunction(m, name)
-				require.NoError(t, err, name)
-			}
-		}
-	}
-	for _, name := range []string{kernels.AllGather, kernels.Broadcast, kernels.P2PCopy, kernels.Barrier} {
+	for _, name := range kernels.EntryPoints() {
 		_, err := d.ModuleGetFunction(m, name)
 		require.NoError(t, err, name)
 	}
