@@ -118,8 +118,8 @@ func TestArgsErrors(t *testing.T) {
 func TestCallbackTable(t *testing.T) {
 	before := pendingCallbacks()
 	hits := 0
-	h1 := registerCallback(func() { hits++ })
-	h2 := registerCallback(func() { hits += 10 })
+	h1 := registerCallback(func() { hits++ }, true)
+	h2 := registerCallback(func() { hits += 10 }, true)
 	assert.NotEqual(t, h1, h2)
 	assert.Equal(t, before+2, pendingCallbacks())
 	runCallback(h2)
@@ -127,8 +127,19 @@ func TestCallbackTable(t *testing.T) {
 	runCallback(h1)
 	assert.Equal(t, 11, hits)
 	assert.Equal(t, before, pendingCallbacks())
-	h3 := registerCallback(func() { panic("boom") })
+	h3 := registerCallback(func() { panic("boom") }, true)
 	assert.NotPanics(t, func() { runCallback(h3) })
+	// A lasting handle (a host node of a graph) runs at every call until dropped.
+	h4 := registerCallback(func() { hits += 100 }, false)
+	for range 3 {
+		runCallback(h4)
+	}
+	assert.Equal(t, 311, hits)
+	assert.Equal(t, before+1, pendingCallbacks())
+	assert.NotNil(t, takeCallback(h4))
+	runCallback(h4) // dropped: ignored
+	assert.Equal(t, 311, hits)
+	assert.Equal(t, before, pendingCallbacks())
 }
 
 func TestPointerAttrSlots(t *testing.T) {

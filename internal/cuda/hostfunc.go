@@ -8,17 +8,46 @@ import "C"
 //export gcclHostCallback
 func gcclHostCallback(h C.uintptr_t) { runCallback(uintptr(h)) }
 
+// LaunchHostFunc enqueues fn. On a stream being captured the host node runs
+// at every launch of the graph, so fn's handle then lives until the graph
+// and its executables are destroyed (a user object the graph owns drops
+// it); otherwise it runs once.
 func (d driver) LaunchHostFunc(s Stream, fn func()) error {
-	h := registerCallback(fn)
-	err := d.check("cuLaunchHostFunc", C.gccl_launch_host_func(C.CUstream(s), C.uintptr_t(h)))
+	info, err := d.StreamGetCaptureInfo(s)
 	if err != nil {
+		return err
+	}
+	captured := info.Status == CaptureActive
+	h := registerCallback(fn, !captured)
+	if captured {
+		if err := d.dropWithGraph(info.Graph, h); err != nil {
+			return err
+		}
+	}
+	err = d.check("cuLaunchHostFunc", C.gccl_launch_host_func(C.CUstream(s), C.uintptr_t(h)))
+	if err != nil && !captured {
 		takeCallback(h)
 	}
 	return err
 }
 
+// dropWithGraph drops callback h once graph g and every executable made
+// from it are destroyed; on error h is dropped now.
+func (d driver) dropWithGraph(g Graph, h uintptr) error {
+	o, err := d.UserObjectCreate(func() { takeCallback(h) })
+	if err != nil {
+		takeCallback(h)
+		return err
+	}
+	if err := d.GraphRetainUserObject(g, o, 1, true); err != nil {
+		_ = d.UserObjectRelease(o, 1) // its destructor drops h
+		return err
+	}
+	return nil
+}
+
 func (d driver) UserObjectCreate(fn func()) (UserObject, error) {
-	h := registerCallback(fn)
+	h := registerCallback(fn, true)
 	var o C.CUuserObject
 	err := d.check("cuUserObjectCreate", C.gccl_user_object_create(&o, C.uintptr_t(h)))
 	if err != nil {
