@@ -2,7 +2,9 @@
 # run-gpu.sh — run a gccl bundle (made by `make gpu-bundle`) on a GPU
 # machine: unit tests of the GPU packages with GCCL_REQUIRE_GPU=1 (a missing
 # GPU fails instead of skipping), the MPI suite and examples on the GPUs
-# under mpirun, then the benchmark if bundled. NVLS stays off.
+# under mpirun, then the benchmark if bundled. NVLS stays off. On a machine
+# with one GPU the suite also runs with ranks sharing it (TestSharedGPU, and
+# two processes with -gccl.device 0).
 # Environment: NP (processes for the MPI runs; default: number of GPUs),
 # PERF_ARGS (arguments of gccl-perf), MPIRUN_TIMEOUT (seconds per run, default 300),
 # LARGE=true (also the 64 MiB counts of the GPU suite: several minutes; raise
@@ -40,6 +42,12 @@ for n in $(printf '%s\n' 2 "$np" | sort -un); do
 		check "example $ex np=$n" ./mpirun.sh "$n" "examples/$ex"
 	done
 done
+if [ "$ngpu" -eq 1 ]; then # one GPU: ranks share it, in one process and in two
+	check "gpu suite 4 ranks sharing GPU 0 in one process" bash -c \
+		"cd tests/test-gpu && timeout 600 ./pkg.test -test.count=1 -test.run TestSharedGPU -gccl.shared 4 -gccl.large=false"
+	check "gpu suite np=2 sharing GPU 0" ./mpirun.sh 2 tests/test-gpu/pkg.test -test.count=1 -test.timeout=280s \
+		-gccl.device 0 -gccl.counts 0,1,7,1000 -gccl.large=false
+fi
 if [ "$ngpu" -ge 4 ]; then # the GPU suite with two GPUs per process
 	check "gpu suite several GPUs np=$((ngpu / 2))" ./mpirun.sh $((ngpu / 2)) tests/test-gpu/pkg.test -test.count=1 -test.run TestSeveralGPUs
 fi
