@@ -22,8 +22,12 @@ func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 			return err
 		}
 	}
-	if done, err := g.zeroCopy(e, o, s); done || err != nil { // registration hook
-		return err
+	// Up to the one-shot limit the size alone decides (the same on every
+	// rank, whatever each registered), and the one-shot beats zero-copy.
+	if !g.oneShot(e, o.Count*o.Type.Size()) {
+		if done, err := g.zeroCopy(e, o, s); done || err != nil { // registration hook
+			return err
+		}
 	}
 	g.countStaged(e, o)
 	switch o.Kind {
@@ -118,12 +122,13 @@ func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream) error {
 }
 
 // oneShot reports whether a collective of bytes per rank (per block for
-// reduce-scatter) takes a one-shot (LL) kernel through the direct areas:
-// LL allowed, bytes within GCCL_GPU_LL_MAX (any size that fits when
-// GCCL_PROTO allows LL alone), and no registrations (those communicators
-// use only kernels that check the registration key at a barrier).
+// reduce-scatter) takes a one-shot (LL) kernel through the direct areas,
+// registered buffers or not: LL allowed and bytes within GCCL_GPU_LL_MAX
+// (any size that fits when GCCL_PROTO allows LL alone). It depends on the
+// size and the settings only, which every rank shares, so ranks cannot
+// disagree on it (larger operations check the registration key instead).
 func (g *gpuBackend) oneShot(e *Engine, bytes int) bool {
-	return !keyed(e) && g.llAllowed && (g.llForced || bytes <= g.llMax) &&
+	return g.llAllowed && (g.llForced || bytes <= g.llMax) &&
 		kernels.OneShotScratchBytes(bytes, e.nranks) <= gpuDirectBytes
 }
 

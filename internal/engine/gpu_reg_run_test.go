@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/kernels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,6 +26,18 @@ func chunks(t *testing.T, rs []*regRank) ([]uintptr, []*bufreg.Handle) {
 		ptrs[r] = p
 	}
 	return ptrs, register(t, rs, ptrs, chunkBytes)
+}
+
+// zeroCopyWorld is regWorld with the one-shot kernels off (as
+// GCCL_PROTO=^LL turns them off): they take every operation up to the LL
+// limit, registered or not, and these tests use small counts to exercise
+// the zero-copy kernels.
+func zeroCopyWorld(t *testing.T, n int) []*regRank {
+	rs := regWorld(t, n)
+	for _, x := range rs {
+		x.e.backend.(*gpuBackend).llAllowed = false
+	}
+	return rs
 }
 
 // launchAll launches op(r) on every rank and waits for the streams.
@@ -53,7 +66,7 @@ func (x *regRank) get(t *testing.T, p uintptr, n int) []byte {
 // that nothing was staged.
 func TestZeroCopyCollectives(t *testing.T) {
 	const n, count = 3, 1001
-	rs := regWorld(t, n)
+	rs := zeroCopyWorld(t, n)
 	base, _ := chunks(t, rs)
 	rng := rand.New(rand.NewPCG(7, 8))
 	off := uintptr(16 * rng.IntN(1000))
@@ -128,7 +141,7 @@ func TestZeroCopyCollectives(t *testing.T) {
 // op past a peer's smaller registration is gccl.ErrInvalidUsage.
 func TestZeroCopyKeysAndBounds(t *testing.T) {
 	const n = 2
-	rs := regWorld(t, n)
+	rs := zeroCopyWorld(t, n)
 	base, _ := chunks(t, rs)
 	key := func(r int, off uintptr) uint32 {
 		g := rs[r].e.backend.(*gpuBackend)
@@ -202,7 +215,7 @@ func (x *regRank) gather(t *testing.T, base uintptr, i int, s gccl.Stream) {
 // ever enqueued; closing the engine releases the rest.
 func TestZeroCopyHoldsRegistration(t *testing.T) {
 	const n = 2
-	rs := regWorld(t, n)
+	rs := zeroCopyWorld(t, n)
 	base, hs := chunks(t, rs)
 	open := rs[0].gate(t, rs[0].s)
 	for r, x := range rs {
@@ -232,7 +245,7 @@ func TestZeroCopyHoldsRegistration(t *testing.T) {
 // result is checked and nothing stays held.
 func TestZeroCopyEventPool(t *testing.T) {
 	const n, count, iters, burst = 2, 257, 20, 40
-	rs := regWorld(t, n)
+	rs := zeroCopyWorld(t, n)
 	base, hs := chunks(t, rs)
 	rng := rand.New(rand.NewPCG(11, 12))
 	recv := func(r int) uintptr { return base[r] + 256<<10 }
@@ -286,7 +299,7 @@ func TestZeroCopyEventPool(t *testing.T) {
 // every stream passed them; the events in use stay one per stream.
 func TestZeroCopyStreamsHold(t *testing.T) {
 	const n, streams, perStream = 2, 3, 5
-	rs := regWorld(t, n)
+	rs := zeroCopyWorld(t, n)
 	base, hs := chunks(t, rs)
 	x := rs[0]
 	ss := make([]gccl.Stream, streams)
@@ -318,7 +331,7 @@ func TestZeroCopyStreamsHold(t *testing.T) {
 // queried (a broken stream) the hold ends rather than pinning the
 // registration.
 func TestZeroCopyFailedQueryReleases(t *testing.T) {
-	rs := regWorld(t, 2)
+	rs := zeroCopyWorld(t, 2)
 	base, hs := chunks(t, rs)
 	x := rs[0]
 	open := x.gate(t, x.s)
@@ -338,7 +351,7 @@ func TestZeroCopyFailedQueryReleases(t *testing.T) {
 // held by a host function instead, and everything is released once the
 // streams pass.
 func TestZeroCopyHostFuncFallback(t *testing.T) {
-	rs := regWorld(t, 2)
+	rs := zeroCopyWorld(t, 2)
 	base, hs := chunks(t, rs)
 	x := rs[0]
 	g := x.e.backend.(*gpuBackend)
@@ -363,4 +376,50 @@ func TestZeroCopyHostFuncFallback(t *testing.T) {
 	}
 	assert.Zero(t, reg.Uses())
 	require.NoError(t, bufreg.Deregister(hs[0]))
+}
+
+// TestRegisteredSmallOpsOneShot: up to the LL limit an operation takes the
+// one-shot kernel whether its buffers are registered or not, so ranks that
+// registered differently still agree (no key to check) and get the right
+// result; past the limit the same registered buffers run zero-copy.
+func TestRegisteredSmallOpsOneShot(t *testing.T) {
+	const n, small = 2, 1001
+	rs := regWorld(t, n)
+	ran := stagedStandIns(rs)
+	base, _ := chunks(t, rs)
+	rng := rand.New(rand.NewPCG(41, 42))
+	in := make([][]byte, n)
+	sends, recvs := make([]uintptr, n), make([]uintptr, n)
+	for r, x := range rs {
+		in[r], _ = randInt32s(rng, small)
+		sends[r], recvs[r] = base[r], base[r]+64<<10
+		if r == 1 { // rank 1's buffers are not registered
+			p, err := x.d.Alloc(2 * 4 * small)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = x.d.Free(p) })
+			sends[r], recvs[r] = p, p+4*small
+		}
+		x.put(t, sends[r], in[r])
+		x.put(t, recvs[r], bytes.Repeat([]byte{0xA5}, 4*small))
+	}
+	launchAll(t, rs, func(r int) Op {
+		return Op{Kind: AllReduce, Send: sends[r], Recv: recvs[r], Count: small, Type: gccl.Int32, Op: gccl.Sum}
+	})
+	for r, x := range rs {
+		require.Equal(t, sumInt32(in, 0, small), x.get(t, recvs[r], 4*small), "rank %d", r)
+		assert.Zero(t, x.e.Stats().ZeroCopyOps, "rank %d", r)
+	}
+	assert.Equal(t, map[string]int{"gccl_" + kernels.AllReduceOneShot + "_i32_sum": n}, ran())
+	big := gpuLLMax/4 + 3 // registered on both ranks: zero-copy
+	for r, x := range rs {
+		in[r], _ = randInt32s(rng, big)
+		x.put(t, base[r], in[r])
+	}
+	launchAll(t, rs, func(r int) Op {
+		return Op{Kind: AllReduce, Send: base[r], Recv: base[r] + 256<<10, Count: big, Type: gccl.Int32, Op: gccl.Sum}
+	})
+	for r, x := range rs {
+		require.Equal(t, sumInt32(in, 0, big), x.get(t, base[r]+256<<10, 4*big), "rank %d", r)
+		assert.Equal(t, uint64(1), x.e.Stats().ZeroCopyOps, "rank %d", r)
+	}
 }

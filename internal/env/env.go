@@ -35,7 +35,7 @@ type Settings struct {
 	ChunkSize       int
 	MaxNChannels    int    // GPU kernels' grid cap, 0 = built-in default
 	GPUBuffSize     int    // bytes of a rank's GPU staging area, 0 = built-in default
-	GPULLMax        int    // largest GPU all-reduce (bytes) on the LL one-shot, 0 = built-in default
+	GPULLMax        int    // largest GPU collective (bytes per rank) on the LL one-shots, 0 = built-in default
 	GPUPushMax      int    // largest GPU all-reduce (bytes) on the push kernel, 0 = built-in default
 	FatbinDir       string // a kernels/build.sh output to load instead of the embedded fatbin
 

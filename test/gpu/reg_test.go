@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
 	"github.com/gccl/gccl/test/harness"
@@ -36,11 +37,15 @@ func regSetup(t *testing.T, cm *comm.Comm, alloc func(int) (uintptr, error), fre
 // TestRegisteredCollectives registers one chunk per rank (cudaMalloc and
 // bufreg.MemAlloc memory) and runs all-reduce, all-gather, broadcast and
 // reduce-scatter on random data at several sizes, in and out of place,
-// checking every element and the engine's counters: with peers mapped no
-// byte is staged and every op runs zero-copy. cuMem memory of other
+// checking every element and the engine's counters: up to the one-shot
+// limit the one-shot kernels run it; past it, with peers mapped, no byte is
+// staged and every op runs zero-copy. cuMem memory of other
 // processes cannot be mapped (gccl passes no file descriptors between
 // processes yet), so there the ops must be correct and staged.
 func TestRegisteredCollectives(t *testing.T) {
+	if set := env.Get(); set.GPULLMax != 0 || set.Proto != "" {
+		t.Skip("TestRegisteredCollectives expects the default one-shot limit (GCCL_GPU_LL_MAX and GCCL_PROTO unset)")
+	}
 	for _, mem := range []string{"cudamalloc", "memalloc"} {
 		t.Run(mem, func(t *testing.T) {
 			cm := world(t)
@@ -66,6 +71,10 @@ func TestRegisteredCollectives(t *testing.T) {
 		})
 	}
 }
+
+// oneShotMax is the default GCCL_GPU_LL_MAX: operations up to this many
+// bytes per rank take the one-shot kernels whatever their registration.
+const oneShotMax = 128 << 10
 
 func regCases(n int) []harness.Case {
 	var cases []harness.Case
@@ -135,6 +144,12 @@ func runRegistered(cm *comm.Comm, dev device.Device, s gccl.Stream, chunk uintpt
 	}
 	after := cm.Engine().Stats()
 	staged, zc := after.StagedBytes-before.StagedBytes, after.ZeroCopyOps-before.ZeroCopyOps
+	if c.Count*es <= oneShotMax { // the one-shot kernels take it, registered or not
+		if zc != 0 {
+			return fmt.Errorf("op of %d bytes per rank ran %d zero-copy ops; want the one-shot kernel", c.Count*es, zc)
+		}
+		return nil
+	}
 	if zeroCopy && (staged != 0 || zc != 1) {
 		return fmt.Errorf("registered op staged %d bytes and ran %d zero-copy ops; want 0 and 1", staged, zc)
 	}
