@@ -24,7 +24,8 @@ func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 	}
 	// Up to the one-shot limit the size alone decides (the same on every
 	// rank, whatever each registered), and the one-shot beats zero-copy.
-	if !g.oneShot(e, o.Count*o.Type.Size()) {
+	ll := g.oneShot(e, o.Count*o.Type.Size())
+	if !ll {
 		if done, err := g.zeroCopy(e, o, s); done || err != nil { // registration hook
 			return err
 		}
@@ -32,15 +33,15 @@ func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 	g.countStaged(e, o)
 	switch o.Kind {
 	case AllReduce:
-		return g.allReduce(e, o, s)
+		return g.allReduce(e, o, s, ll)
 	case ReduceScatter:
-		return g.reduceScatter(e, o, s)
+		return g.reduction(e, o, s, ll, pick(ll, kernels.ReduceScatterOneShot, kernels.ReduceScatterStaged))
 	case Reduce:
-		return g.reduce(e, o, s)
+		return g.reduction(e, o, s, ll, pick(ll, kernels.ReduceOneShot, kernels.ReduceStaged))
 	case AllGather:
-		return g.allGather(e, o, s)
+		return g.moving(e, o, s, ll, pick(ll, kernels.AllGatherOneShot, kernels.AllGatherStaged))
 	case Broadcast:
-		return g.broadcast(e, o, s)
+		return g.moving(e, o, s, ll, pick(ll, kernels.BroadcastOneShot, kernels.BroadcastStaged))
 	}
 	return gccl.Errorf(gccl.InternalError, "kind", "%v is not a collective", o.Kind)
 }
@@ -103,12 +104,14 @@ func (g *gpuBackend) comm(n int, area func(int) uintptr, bytes int) kernels.Comm
 	return c
 }
 
-func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream) error {
+// allReduce launches o's all-reduce kernel: the one-shot when ll, else the
+// push kernel up to its limit, else the staged pipeline.
+func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream, ll bool) error {
 	n, me, es := e.nranks, e.rank, o.Type.Size()
 	bytes := o.Count * es
 	kernel, c, grid := kernels.AllReducePipelined, g.comm(n, g.bulk, g.bulkBytes), g.channels(bytes)
 	switch {
-	case g.oneShot(e, bytes):
+	case ll:
 		kernel, c, grid = kernels.AllReduceOneShot, g.comm(n, g.direct, gpuDirectBytes), g.llGrid(bytes)
 	case !keyed(e) && !g.llForced && bytes <= g.pushMax && kernels.PushScratchBytes(bytes, n) <= gpuDirectBytes:
 		kernel, c = kernels.AllReducePush, g.comm(n, g.direct, gpuDirectBytes)
@@ -150,48 +153,27 @@ func (g *gpuBackend) run(e *Engine, o *Op, s cuda.Stream, name string, oneShot b
 	return g.launch(name, grid, s, &c, args)
 }
 
-// reduction launches a reduction kernel over count elements (per block
-// for reduce-scatter): its one-shot form where oneShot allows, else staged.
-func (g *gpuBackend) reduction(e *Engine, o *Op, s cuda.Stream, oneShot, staged string) error {
-	bytes := o.Count * o.Type.Size()
-	kernel, ll := g.form(e, bytes, oneShot, staged)
+// reduction launches reduction kernel over o's count elements (per block
+// for reduce-scatter), a one-shot when ll.
+func (g *gpuBackend) reduction(e *Engine, o *Op, s cuda.Stream, ll bool, kernel string) error {
 	name, scalar, err := g.redKernel(e, kernel, o)
 	if err != nil {
 		return err
 	}
-	return g.run(e, o, s, name, ll, bytes, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
+	return g.run(e, o, s, name, ll, o.Count*o.Type.Size(), func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
 }
 
-// moving launches a data-type independent kernel over count elements'
-// bytes (per rank for all-gather): one-shot where oneShot allows, else
-// staged.
-func (g *gpuBackend) moving(e *Engine, o *Op, s cuda.Stream, oneShot, staged string) error {
+// moving launches data-type independent kernel name over o's bytes (per
+// rank for all-gather), a one-shot when ll.
+func (g *gpuBackend) moving(e *Engine, o *Op, s cuda.Stream, ll bool, name string) error {
 	n := o.Count * o.Type.Size()
-	name, ll := g.form(e, n, oneShot, staged)
 	return g.run(e, o, s, name, ll, n, func(a *cuda.Args) { a.U64(uint64(n)) })
 }
 
-// form is the one-shot kernel where oneShot allows bytes (and true), else
-// the staged one.
-func (g *gpuBackend) form(e *Engine, bytes int, oneShot, staged string) (string, bool) {
-	if g.oneShot(e, bytes) {
-		return oneShot, true
+// pick is the one-shot kernel when ll, else the staged one.
+func pick(ll bool, oneShot, staged string) string {
+	if ll {
+		return oneShot
 	}
-	return staged, false
-}
-
-func (g *gpuBackend) reduceScatter(e *Engine, o *Op, s cuda.Stream) error {
-	return g.reduction(e, o, s, kernels.ReduceScatterOneShot, kernels.ReduceScatterStaged)
-}
-
-func (g *gpuBackend) reduce(e *Engine, o *Op, s cuda.Stream) error {
-	return g.reduction(e, o, s, kernels.ReduceOneShot, kernels.ReduceStaged)
-}
-
-func (g *gpuBackend) allGather(e *Engine, o *Op, s cuda.Stream) error {
-	return g.moving(e, o, s, kernels.AllGatherOneShot, kernels.AllGatherStaged)
-}
-
-func (g *gpuBackend) broadcast(e *Engine, o *Op, s cuda.Stream) error {
-	return g.moving(e, o, s, kernels.BroadcastOneShot, kernels.BroadcastStaged)
+	return staged
 }
