@@ -1,8 +1,6 @@
 package graph
 
 import (
-	"sync/atomic"
-
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/env"
@@ -68,19 +66,7 @@ func RetainForGraph(drv cuda.Driver, s gccl.Stream, release func()) (bool, error
 	if err != nil || !c.Active {
 		return false, err
 	}
-	var armed atomic.Bool
-	armed.Store(true)
-	obj, err := drv.UserObjectCreate(func() {
-		if armed.Load() {
-			go release()
-		}
-	})
-	if err != nil {
-		return false, err
-	}
-	if err := drv.GraphRetainUserObject(c.Graph, obj, 1, true); err != nil {
-		armed.Store(false)
-		_ = drv.UserObjectRelease(obj, 1)
+	if err := cuda.RetainByGraph(drv, c.Graph, func() { go release() }); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -20,7 +20,8 @@ func (d driver) LaunchHostFunc(s Stream, fn func()) error {
 	captured := info.Status == CaptureActive
 	h := registerCallback(fn, !captured)
 	if captured {
-		if err := d.dropWithGraph(info.Graph, h); err != nil {
+		if err := RetainByGraph(d, info.Graph, func() { takeCallback(h) }); err != nil {
+			takeCallback(h)
 			return err
 		}
 	}
@@ -29,21 +30,6 @@ func (d driver) LaunchHostFunc(s Stream, fn func()) error {
 		takeCallback(h)
 	}
 	return err
-}
-
-// dropWithGraph drops callback h once graph g and every executable made
-// from it are destroyed; on error h is dropped now.
-func (d driver) dropWithGraph(g Graph, h uintptr) error {
-	o, err := d.UserObjectCreate(func() { takeCallback(h) })
-	if err != nil {
-		takeCallback(h)
-		return err
-	}
-	if err := d.GraphRetainUserObject(g, o, 1, true); err != nil {
-		_ = d.UserObjectRelease(o, 1) // its destructor drops h
-		return err
-	}
-	return nil
 }
 
 func (d driver) UserObjectCreate(fn func()) (UserObject, error) {
