@@ -78,8 +78,9 @@ type gpuBackend struct {
 
 	llAllowed, llForced bool // GCCL_PROTO for the one-shot path (llPolicy)
 
-	stats  regStats  // Stats: staged bytes, zero-copy ops (gpu_reg.go)
-	events eventPool // completion events of zero-copy holds (gpu_regevents.go)
+	stats  regStats    // Stats: staged bytes, zero-copy ops (gpu_reg.go)
+	events eventPool   // completion events of zero-copy holds (gpu_regevents.go)
+	chain  streamChain // issue order across streams (gpu_chain.go), under the ticket
 
 	mu     sync.Mutex
 	closed bool
@@ -148,10 +149,14 @@ func (g *gpuBackend) Submit(e *Engine, l *launch) error {
 	return nil
 }
 
-// enqueue issues l's collectives in order, then its point-to-point ops
-// (device context current, l's ticket held).
+// enqueue issues l's collectives in order, then its point-to-point ops,
+// after the communicator's previous launch whatever its stream (device
+// context current, l's ticket held).
 func (g *gpuBackend) enqueue(e *Engine, l *launch) error {
 	s := cuda.Stream(l.stream)
+	if err := g.join(s); err != nil {
+		return err
+	}
 	first := len(l.ops)
 	for i := range l.ops {
 		if l.ops[i].Kind.IsP2P() {

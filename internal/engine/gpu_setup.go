@@ -188,6 +188,7 @@ func (g *gpuBackend) free() error {
 		}
 	}
 	keep(g.events.destroy(g.drv)) // after the device's work: pending holds then count as done
+	keep(g.destroyChain())
 	keep(g.peers.Close())
 	g.peers = nil
 	for _, p := range []*uintptr{&g.buf, &g.ctrs} {
