@@ -9,7 +9,13 @@
 // Every launch therefore makes every rank hear from every peer (a data line
 // or, where an operation sends nothing that way, a hello line): hearing
 // from the peer in launch e+1 proves it started e+1, so (stream order) it
-// finished e. Broadcast and reduce send one way, so they exchange hellos.
+// finished e. Broadcast and reduce send one way, so they exchange hellos:
+// between the root and the others the way no data goes, and between every
+// two non-roots, which exchange no data at all. (With hellos to the root
+// only, a non-root A could finish e+1 on the root's data alone and, in e+2,
+// overwrite its slot in non-root B's half while B, descheduled, still read
+// A's lines of e: wrong data or a wait that never ends, seen with three
+// processes sharing one GPU.)
 #pragma once
 
 #include "sync.cuh"
@@ -104,18 +110,18 @@ __device__ __forceinline__ bool llReduceUnit(const gcclComm &c, const LLHalf &h,
 	return true;
 }
 
-// llHello sends a hello line (unit 0 of this rank's slot) to peer, or to
-// every peer when peer < 0. Block 0 does it, one thread per peer.
-__device__ __forceinline__ void llHello(const gcclComm &c, const LLHalf &h, int peer) {
+// llHello sends a hello line (unit 0 of this rank's slot) to every peer
+// but skip (skip < 0: every peer). Block 0 does it, one thread per peer.
+__device__ __forceinline__ void llHello(const gcclComm &c, const LLHalf &h, int skip) {
 	const int t = threadIdx.x;
-	if (blockIdx.x == 0 && t < c.nranks && t != c.rank && (peer < 0 || t == peer)) llPush(c, h, t, 0, make_uint2(0, 0));
+	if (blockIdx.x == 0 && t < c.nranks && t != c.rank && t != skip) llPush(c, h, t, 0, make_uint2(0, 0));
 }
 
-// llHear waits for the hello line of peer, or of every peer when peer < 0.
-// Block 0 does it; the launch ends only after it.
-__device__ __forceinline__ void llHear(const gcclComm &c, const LLHalf &h, int peer) {
+// llHear waits for the hello line of every peer but skip (skip < 0: every
+// peer). Block 0 does it; the launch ends only after it.
+__device__ __forceinline__ void llHear(const gcclComm &c, const LLHalf &h, int skip) {
 	const int t = threadIdx.x;
-	if (blockIdx.x == 0 && t < c.nranks && t != c.rank && (peer < 0 || t == peer)) {
+	if (blockIdx.x == 0 && t < c.nranks && t != c.rank && t != skip) {
 		Waiter w(c);
 		uint2 v;
 		llPull(c, h, t, 0, v, w);

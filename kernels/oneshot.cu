@@ -26,7 +26,8 @@ __device__ __forceinline__ void reducescatter_oneshot(const gcclComm &c, size_t 
 }
 
 // reduce_oneshot: every rank sends its input to the root, which reduces
-// them all; the root says hello to the others (they receive no data).
+// them all; the root says hello to the others (they receive no data), and
+// the others to each other (ll.cuh).
 template <typename T, int OP> __device__ __forceinline__ void reduce_oneshot(const gcclComm &c, size_t count, double scalar) {
 	const int me = c.rank, root = c.root;
 	const size_t bytes = count * sizeof(T), units = llUnits(bytes);
@@ -37,7 +38,8 @@ template <typename T, int OP> __device__ __forceinline__ void reduce_oneshot(con
 			llPush(c, h, root, u, loadUnit(c.in[me], u, bytes));
 			return true;
 		});
-		llHear(c, h, root);
+		llHello(c, h, root);
+		llHear(c, h, -1);
 	} else {
 		llHello(c, h, -1);
 		const Red<T, OP> red(scalar, c.nranks);
@@ -80,7 +82,8 @@ extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_allgather_onesho
 
 // gccl_broadcast_oneshot: the root sends its nbytes input to every peer
 // (and copies it to its output unless in place); the others say hello to
-// the root (it receives no data) and store what arrives.
+// every peer (the root receives no data, nor do they from each other) and
+// store what arrives.
 extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_broadcast_oneshot(const gcclComm c, unsigned long long nbytes) {
 	const int n = c.nranks, me = c.rank, root = c.root;
 	const size_t units = llUnits(nbytes);
@@ -96,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_broadcast_onesho
 		});
 		llHear(c, h, -1);
 	} else {
-		llHello(c, h, root);
+		llHello(c, h, -1);
 		forEachUnit(units, [&](size_t u) {
 			Waiter w(c);
 			uint2 v;
@@ -104,6 +107,7 @@ extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_broadcast_onesho
 			storeUnit(c.out[me], u, nbytes, v);
 			return true;
 		});
+		llHear(c, h, root);
 	}
 	llFinish(c, h.epoch);
 }
