@@ -6,9 +6,16 @@
 // a root listener (one per process and address, shared by every
 // communicator) and registers a rendezvous under a random 128-bit key with a
 // random 128-bit secret; both travel inside the unique ID. Each rank dials
-// the root, presents key and secret (compared in constant time; a wrong
-// secret is logged and the connection rejected, never accepted) and its own
-// listen address. When all ranks have arrived the root answers every one with
+// the root and proves it holds the secret by challenge-response (package
+// internal/auth: the root's fresh nonce, the rank's nonce, HMAC-SHA256 both
+// ways; the secret never crosses the wire, a captured exchange cannot be
+// replayed, a wrong proof is logged and the connection rejected), then
+// presents its own listen address.
+//
+// Before a peer has proven the secret, a listener (the root, and each rank's
+// mesh listener) runs at most 256 handshakes at once (more connections wait
+// in the kernel's backlog), gives each 5 s, and reads at most 80 bytes from
+// it; its accept loop (package internal/accept) rides out fd exhaustion. When all ranks have arrived the root answers every one with
 // the full address list; a rendezvous completes once, so a unique ID creates
 // exactly one communicator. Two ranks claiming the same rank, or disagreeing
 // on the number of ranks, fail the whole rendezvous with InvalidArgument; a
@@ -24,7 +31,7 @@
 //
 // Mesh. Every rank listens (on the interface GCCL_SOCKET_IFNAME selects, else
 // the first non-loopback interface that is up, else loopback) and, after the
-// rendezvous, dials every other rank, authenticating with the same secret, so
+// rendezvous, dials every other rank, proving the same secret, so
 // that each ordered pair of ranks has one connection. A goroutine reads each
 // incoming connection into per-(peer, tag) mailboxes; messages of one tag
 // from one peer arrive in order. Because every rank is connected to every

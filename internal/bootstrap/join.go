@@ -9,10 +9,10 @@ import (
 	"github.com/gccl/gccl/internal/wire"
 )
 
-// join dials the root of id, presents h and returns the address list. The
-// connection is returned open (for a relay), or nil after an error.
+// join dials the root of id, proves the secret, presents h and returns the
+// address list. The connection is returned open (for a relay), or nil after
+// an error.
 func join(ctx context.Context, id wire.RootID, h wire.Hello) (net.Conn, [][]byte, error) {
-	h.Key, h.Secret = id.Key, id.Secret
 	if d, ok := ctx.Deadline(); ok {
 		h.TimeoutMs = uint64(max(time.Until(d).Milliseconds(), 1))
 	}
@@ -24,6 +24,10 @@ func join(ctx context.Context, id wire.RootID, h wire.Hello) (net.Conn, [][]byte
 	}
 	stop := watch(ctx, c)
 	defer stop()
+	if err := dialAuth(c, id.Key, id.Secret); err != nil {
+		_ = c.Close()
+		return nil, nil, ioErr(ctx, err, "uniqueId", "authenticating with the root at "+id.Addr.String())
+	}
 	if err := wire.WriteFrame(c, wire.TypeHello, h.Encode()); err != nil {
 		_ = c.Close()
 		return nil, nil, ioErr(ctx, err, "uniqueId", "sending hello to the root at "+id.Addr.String())

@@ -13,35 +13,21 @@ import (
 
 var itoa = strconv.Itoa
 
-// accept takes the peers' connections until the listener is closed.
-func (n *Net) accept() {
-	for {
-		c, err := n.ln.Accept()
-		if err != nil {
-			return
-		}
-		n.mu.Lock()
-		if n.closed != nil {
-			n.mu.Unlock()
-			_ = c.Close()
-			return
-		}
-		n.pending[c] = struct{}{}
-		n.mu.Unlock()
-		n.wg.Go(func() { n.handshake(c) })
-	}
-}
-
 // handshake authenticates one incoming connection and starts its reader.
-func (n *Net) handshake(c net.Conn) {
-	_ = c.SetReadDeadline(time.Now().Add(min(n.timeout, helloTimeout)))
-	typ, p, err := wire.ReadFrame(c, handshakeMax)
-	if err == nil && typ != wire.TypePeerHello {
-		err = gccl.Errorf(gccl.InvalidArgument, "hello", "expected a peer hello, got %v", typ)
+func (n *Net) handshake(c net.Conn, authed func()) {
+	n.mu.Lock()
+	if n.closed != nil {
+		n.mu.Unlock()
+		_ = c.Close()
+		return
 	}
+	n.pending[c] = struct{}{}
+	n.mu.Unlock()
+	_, err := acceptAuth(c, n.lookup)
+	authed()
 	var h wire.PeerHello
 	if err == nil {
-		h, err = wire.DecodePeerHello(p)
+		h, err = readPeerHello(c, min(n.timeout, helloTimeout))
 	}
 	if err == nil {
 		err = n.admit(c, h)
@@ -50,21 +36,42 @@ func (n *Net) handshake(c net.Conn) {
 	delete(n.pending, c)
 	n.mu.Unlock()
 	if err != nil {
-		n.log.Warn("rejected a bootstrap peer connection", "rank", n.rank, "from", c.RemoteAddr(), "err", err)
+		if err == errWrongSecret {
+			n.log.Error("rejected a peer connection presenting a wrong secret", "rank", n.rank, "from", c.RemoteAddr())
+		} else {
+			n.log.Warn("rejected a bootstrap peer connection", "rank", n.rank, "from", c.RemoteAddr(), "err", err)
+		}
 		reject(c, err)
 		return
 	}
-	_ = c.SetDeadline(time.Time{})
 	n.read(int(h.From), c)
+}
+
+// lookup gives the communicator's secret for its own key.
+func (n *Net) lookup(k wire.Key) (wire.Secret, error) {
+	if subtle.ConstantTimeCompare(k[:], n.key[:]) != 1 {
+		return wire.Secret{}, gccl.Errorf(gccl.InvalidArgument, "uniqueId", "wrong communicator key")
+	}
+	return n.secret, nil
+}
+
+// readPeerHello reads an authenticated peer's hello.
+func readPeerHello(c net.Conn, timeout time.Duration) (wire.PeerHello, error) {
+	_ = c.SetReadDeadline(time.Now().Add(timeout))
+	defer c.SetReadDeadline(time.Time{})
+	typ, p, err := wire.ReadFrame(c, handshakeMax)
+	if err != nil {
+		return wire.PeerHello{}, err
+	}
+	if typ != wire.TypePeerHello {
+		return wire.PeerHello{}, gccl.Errorf(gccl.InvalidArgument, "hello", "expected a peer hello, got %v", typ)
+	}
+	return wire.DecodePeerHello(p)
 }
 
 // admit checks a peer hello and, if it is good, registers the connection
 // and acknowledges it.
 func (n *Net) admit(c net.Conn, h wire.PeerHello) error {
-	if subtle.ConstantTimeCompare(h.Key[:], n.key[:]) != 1 || subtle.ConstantTimeCompare(h.Secret[:], n.secret[:]) != 1 {
-		n.log.Error("rejected a peer connection presenting a wrong secret", "rank", n.rank, "from", c.RemoteAddr())
-		return gccl.Errorf(gccl.InvalidArgument, "uniqueId", "wrong communicator key or secret")
-	}
 	from := int(h.From)
 	if int(h.NRanks) != n.nranks || int(h.To) != n.rank || from == n.rank {
 		return gccl.Errorf(gccl.InvalidArgument, "rank",

@@ -91,7 +91,7 @@ func initNet(ctx context.Context, ids []wire.RootID, nranks, rank int, cfg Confi
 		return nil, err
 	}
 	n.ln = ln
-	n.wg.Go(n.accept)
+	n.wg.Go(func() { serve(ln, "rank "+itoa(rank), n.wg.Go, n.handshake) })
 	addrs, err := rendezvousScalable(ctx, ids, nranks, rank, ln.Addr().String())
 	if err == nil {
 		err = n.connect(ctx, addrs)
@@ -147,8 +147,11 @@ func (n *Net) dial(ctx context.Context, p int, addr string) error {
 		return ioErr(ctx, err, peerArg(p), "connecting to rank "+itoa(p)+" at "+addr)
 	}
 	stop := watch(ctx, c)
-	h := wire.PeerHello{Key: n.key, Secret: n.secret, NRanks: uint32(n.nranks), From: uint32(n.rank), To: uint32(p)}
-	err = wire.WriteFrame(c, wire.TypePeerHello, h.Encode())
+	h := wire.PeerHello{NRanks: uint32(n.nranks), From: uint32(n.rank), To: uint32(p)}
+	err = dialAuth(c, n.key, n.secret)
+	if err == nil {
+		err = wire.WriteFrame(c, wire.TypePeerHello, h.Encode())
+	}
 	if err == nil {
 		err = readStatus(c)
 	}

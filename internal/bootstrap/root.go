@@ -2,7 +2,6 @@ package bootstrap
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -14,8 +13,8 @@ import (
 	"github.com/gccl/gccl/internal/wire"
 )
 
-// helloTimeout bounds how long a fresh connection to the root may take to
-// present its hello.
+// helloTimeout bounds how long an authenticated rank may take to present
+// its hello (which may carry a slice's address list).
 const helloTimeout = 30 * time.Second
 
 // root is a process's rendezvous listener on one address, shared by every
@@ -75,57 +74,35 @@ func rootFor(ip netip.Addr) (*root, error) {
 	ap := ln.Addr().(*net.TCPAddr).AddrPort()
 	r := &root{ln: ln, addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), entries: map[wire.Key]*entry{}}
 	roots[ip] = r
-	go r.serve()
+	go serve(ln, "root "+r.addr.String(), nil, r.handle)
 	r.log().Info("root listener started", "addr", r.addr)
 	return r, nil
 }
 
-// serve accepts connections for the life of the process.
-func (r *root) serve() {
-	for {
-		c, err := r.ln.Accept()
-		if err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
-			}
-			r.log().Warn("root listener stopped", "addr", r.addr, "err", err)
-			return
-		}
-		go r.handle(c)
-	}
-}
-
-// handle reads one hello, authenticates it and hands the connection to its
-// rendezvous. Rejections are written by their own goroutines so that a
-// slow peer never holds the root's lock.
-func (r *root) handle(c net.Conn) {
-	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
-	typ, p, err := wire.ReadFrame(c, wire.MaxPayload)
-	if err == nil && typ != wire.TypeHello {
-		err = gccl.Errorf(gccl.InvalidArgument, "hello", "expected a hello, got %v", typ)
-	}
+// handle authenticates one connection, reads its hello and hands the
+// connection to its rendezvous. Rejections are written by their own
+// goroutines so that a slow peer never holds the root's lock.
+func (r *root) handle(c net.Conn, authed func()) {
+	key, err := acceptAuth(c, r.lookup)
+	authed()
 	var h wire.Hello
 	if err == nil {
-		h, err = wire.DecodeHello(p)
+		h, err = readHello(c)
 	}
 	if err != nil {
-		r.log().Warn("rejected a bootstrap connection", "from", c.RemoteAddr(), "err", err)
+		if err == errWrongSecret {
+			r.log().Error("rejected a connection presenting a wrong secret", "from", c.RemoteAddr())
+		} else {
+			r.log().Warn("rejected a bootstrap connection", "from", c.RemoteAddr(), "err", err)
+		}
 		reject(c, err)
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.entries[h.Key]
-	if !ok {
-		go reject(c, gccl.Errorf(gccl.InvalidArgument, "uniqueId",
-			"the root at %v never issued this unique ID (foreign ID, or the root process restarted); make a new one", r.addr))
-		return
-	}
-	if subtle.ConstantTimeCompare(e.secret[:], h.Secret[:]) != 1 {
-		r.log().Error("rejected a connection presenting a wrong secret", "from", c.RemoteAddr(), "rank", h.Base+h.Rank)
-		go reject(c, gccl.Errorf(gccl.InvalidArgument, "uniqueId",
-			"the root at %v rejected the unique ID's secret; the ID was altered or belongs to another job", r.addr))
+	e, ok := r.entries[key]
+	if !ok { // cannot happen: entries are never removed
+		go reject(c, r.unknown())
 		return
 	}
 	if e.used[h.Sub] {
@@ -139,6 +116,35 @@ func (r *root) handle(c net.Conn) {
 		e.subs[h.Sub] = rv
 	}
 	rv.join(c, h)
+}
+
+// lookup gives the secret of a rendezvous key this root issued.
+func (r *root) lookup(k wire.Key) (wire.Secret, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.entries[k]; ok {
+		return e.secret, nil
+	}
+	return wire.Secret{}, r.unknown()
+}
+
+func (r *root) unknown() error {
+	return gccl.Errorf(gccl.InvalidArgument, "uniqueId",
+		"the root at %v never issued this unique ID (foreign ID, or the root process restarted); make a new one", r.addr)
+}
+
+// readHello reads an authenticated rank's hello.
+func readHello(c net.Conn) (wire.Hello, error) {
+	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	defer c.SetReadDeadline(time.Time{})
+	typ, p, err := wire.ReadFrame(c, wire.MaxPayload)
+	if err != nil {
+		return wire.Hello{}, err
+	}
+	if typ != wire.TypeHello {
+		return wire.Hello{}, gccl.Errorf(gccl.InvalidArgument, "hello", "expected a hello, got %v", typ)
+	}
+	return wire.DecodeHello(p)
 }
 
 // log is looked up on each use, so the root (which lives as long as the

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/gccl/gccl"
@@ -65,6 +66,19 @@ func (e *Engine) runP2P(ctx context.Context, ops []Op) error {
 		}()
 	}
 	wg.Wait()
+	return causeErr(errs...)
+}
+
+// causeErr is the first error that is not a cancellation, else the first
+// error: when one lane fails it cancels its siblings, and the failure (a
+// dead peer, say), not a sibling's "cancelled while waiting", must reach
+// the caller.
+func causeErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
 	return firstErr(errs...)
 }
 

@@ -2,11 +2,13 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/gccl/gccl"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,4 +74,16 @@ func TestClosedEngine(t *testing.T) {
 	require.NoError(t, w.engines[0].Abort())
 	err := w.engines[0].Launch([]Op{{Kind: AllReduce, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Stream: w.streams[0]}})
 	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
+}
+
+// TestCauseErrPrefersTheFailure: a sibling lane cancelled because another
+// lane failed must not hide that failure, whatever the lanes' order.
+func TestCauseErrPrefersTheFailure(t *testing.T) {
+	// What a transport's wait returns when its context is cancelled.
+	cancelled := wrapPeer(gccl.Errorf(gccl.TimeoutError, "receive", "cancelled while waiting: %w", context.Canceled), 1, "receiving from")
+	dead := gccl.Errorf(gccl.RemoteError, "peer", "receiving from rank 2: it exited")
+	assert.Equal(t, dead, causeErr(nil, cancelled, dead, cancelled))
+	assert.Equal(t, dead, causeErr(dead, cancelled))
+	assert.Equal(t, cancelled, causeErr(nil, cancelled), "only cancellations: the first")
+	assert.NoError(t, causeErr(nil, nil))
 }

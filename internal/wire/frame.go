@@ -15,7 +15,7 @@ const (
 	MaxPayload = 16 << 20   // bytes in one frame's payload
 	MaxRanks   = 1 << 20    // entries in one address list
 	Magic      = 0x6763636c // "gccl"
-	Version    = 1
+	Version    = 2          // 2: challenge-response; the secret no longer crosses the wire
 )
 
 // Type is the type of a bootstrap message.
@@ -29,10 +29,13 @@ const (
 	TypeForward                   // slice leader → root: the full list to relay
 	TypePeerHello                 // rank → rank: open a mesh connection
 	TypeData                      // rank → rank: a tagged message
+	TypeChallenge                 // listener → dialer: a fresh nonce
+	TypeAuth                      // dialer → listener: key, nonce and proof of the secret
+	TypeProof                     // listener → dialer: the listener's proof of the secret
 	numTypes
 )
 
-var typeNames = [...]string{"", "hello", "status", "peers", "forward", "peer-hello", "data"}
+var typeNames = [...]string{"", "hello", "status", "peers", "forward", "peer-hello", "data", "challenge", "auth", "proof"}
 
 func (t Type) String() string {
 	if t > 0 && t < numTypes {

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/gccl/gccl/internal/auth"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,6 +31,20 @@ func fuzzDecoder[T any](f *testing.F, decode func([]byte) (T, error), encode fun
 func FuzzDecodeHello(f *testing.F) {
 	fuzzDecoder(f, DecodeHello, (*Hello).Encode, Hello{NRanks: 4, Rank: 2, Addr: []byte("10.0.0.1:5")},
 		Hello{NRanks: 1, Relay: true, TimeoutMs: 3000})
+}
+
+// FuzzDecodeAuth covers the one message a listener decodes before the
+// dialer has proven the secret.
+func FuzzDecodeAuth(f *testing.F) {
+	fuzzDecoder(f, DecodeAuth, (*Auth).Encode, Auth{Key: Key{1}, Nonce: auth.NewNonce(), MAC: auth.MAC{3}})
+}
+
+func FuzzDecodeChallenge(f *testing.F) {
+	fuzzDecoder(f, DecodeChallenge, (*Challenge).Encode, Challenge{Nonce: auth.NewNonce()})
+}
+
+func FuzzDecodeProof(f *testing.F) {
+	fuzzDecoder(f, DecodeProof, (*Proof).Encode, Proof{MAC: auth.MAC{9}})
 }
 
 func FuzzDecodeStatus(f *testing.F) {

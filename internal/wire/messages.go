@@ -14,10 +14,9 @@ type (
 	Secret [16]byte
 )
 
-// Hello is a rank's request to join a rendezvous at the root.
+// Hello is a rank's request to join a rendezvous at the root, sent once
+// the connection has authenticated (see Auth).
 type Hello struct {
-	Key       Key
-	Secret    Secret
 	Sub       uint8  // which rendezvous of the ID (0, or 1 for scalable slice leaders)
 	NRanks    uint32 // participants of this rendezvous
 	Rank      uint32 // this participant's index, < NRanks
@@ -30,8 +29,6 @@ type Hello struct {
 // Encode returns the payload of h.
 func (h *Hello) Encode() []byte {
 	e := &enc{}
-	e.raw(h.Key[:])
-	e.raw(h.Secret[:])
 	e.u8(h.Sub)
 	e.u32(h.NRanks)
 	e.u32(h.Rank)
@@ -45,7 +42,7 @@ func (h *Hello) Encode() []byte {
 // DecodeHello parses a Hello payload.
 func DecodeHello(b []byte) (Hello, error) {
 	d := newDec("hello", b)
-	h := Hello{Key: d.key(), Secret: Secret(d.key()), Sub: d.u8(), NRanks: d.u32(), Rank: d.u32(),
+	h := Hello{Sub: d.u8(), NRanks: d.u32(), Rank: d.u32(),
 		Base: d.u32(), TimeoutMs: d.u64(), Relay: d.boolean(), Addr: d.bytes(MaxPayload)}
 	if d.err == nil && (h.NRanks == 0 || h.NRanks > MaxRanks || h.Rank >= h.NRanks) {
 		d.fail("rank %d of %d is out of range", h.Rank, h.NRanks)
@@ -126,10 +123,9 @@ func DecodePeers(b []byte) (Peers, error) {
 	return p, d.done()
 }
 
-// PeerHello opens a mesh connection from rank From to rank To.
+// PeerHello opens a mesh connection from rank From to rank To, once the
+// connection has authenticated (see Auth).
 type PeerHello struct {
-	Key    Key
-	Secret Secret
 	NRanks uint32
 	From   uint32
 	To     uint32
@@ -138,8 +134,6 @@ type PeerHello struct {
 // Encode returns the payload of h.
 func (h *PeerHello) Encode() []byte {
 	e := &enc{}
-	e.raw(h.Key[:])
-	e.raw(h.Secret[:])
 	e.u32(h.NRanks)
 	e.u32(h.From)
 	e.u32(h.To)
@@ -149,7 +143,7 @@ func (h *PeerHello) Encode() []byte {
 // DecodePeerHello parses a PeerHello payload.
 func DecodePeerHello(b []byte) (PeerHello, error) {
 	d := newDec("peer-hello", b)
-	h := PeerHello{Key: d.key(), Secret: Secret(d.key()), NRanks: d.u32(), From: d.u32(), To: d.u32()}
+	h := PeerHello{NRanks: d.u32(), From: d.u32(), To: d.u32()}
 	if d.err == nil && (h.NRanks > MaxRanks || h.From >= h.NRanks || h.To >= h.NRanks) {
 		d.fail("ranks %d→%d of %d are out of range", h.From, h.To, h.NRanks)
 	}

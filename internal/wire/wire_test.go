@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/auth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -74,7 +75,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for range 100 {
 		n := 1 + r.Uint32N(1000)
-		h := Hello{Key: randKey(r), Secret: randKey(r), Sub: uint8(r.UintN(2)), NRanks: n, Rank: r.Uint32N(n),
+		h := Hello{Sub: uint8(r.UintN(2)), NRanks: n, Rank: r.Uint32N(n),
 			Base: r.Uint32(), TimeoutMs: r.Uint64(), Relay: r.IntN(2) == 1, Addr: randBytes(r, r.IntN(300))}
 		roundTrip(t, h, (*Hello).Encode, DecodeHello)
 		s := Status{Code: r.Uint32N(9), Arg: string(randBytes(r, r.IntN(20))), Msg: string(randBytes(r, r.IntN(200)))}
@@ -84,8 +85,14 @@ func TestMessagesRoundTrip(t *testing.T) {
 			p.Addrs[i] = randBytes(r, r.IntN(40))
 		}
 		roundTrip(t, p, (*Peers).Encode, DecodePeers)
-		ph := PeerHello{Key: randKey(r), Secret: randKey(r), NRanks: n, From: r.Uint32N(n), To: r.Uint32N(n)}
+		ph := PeerHello{NRanks: n, From: r.Uint32N(n), To: r.Uint32N(n)}
 		roundTrip(t, ph, (*PeerHello).Encode, DecodePeerHello)
+		a := Auth{Key: randKey(r), Nonce: auth.Nonce(randBytes(r, auth.NonceSize)), MAC: auth.MAC(randBytes(r, auth.MACSize))}
+		roundTrip(t, a, (*Auth).Encode, DecodeAuth)
+		ch := Challenge{Nonce: a.Nonce}
+		roundTrip(t, ch, (*Challenge).Encode, DecodeChallenge)
+		pr := Proof{MAC: a.MAC}
+		roundTrip(t, pr, (*Proof).Encode, DecodeProof)
 		d := Data{Internal: r.IntN(2) == 1, Tag: r.Uint64(), Payload: randBytes(r, r.IntN(500))}
 		roundTrip(t, d, (*Data).Encode, DecodeData)
 	}

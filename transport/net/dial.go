@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/auth"
 	"github.com/gccl/gccl/transport/internal/wait"
 )
 
@@ -27,7 +28,7 @@ func (l *Listener) Dial(ctx context.Context, addr string, channel, count int) ([
 	defer cancel()
 	socks := make([]gonet.Conn, 0, count)
 	for i := range count {
-		c, err := l.dialOne(ctx, addr, hello{id: l.id, rank: l.rank, channel: channel, index: i, count: count})
+		c, err := l.dialOne(ctx, addr, hello{rank: l.rank, channel: channel, index: i, count: count})
 		if err != nil {
 			for _, s := range socks {
 				s.Close()
@@ -56,13 +57,7 @@ func (l *Listener) dialOne(ctx context.Context, addr string, h hello) (gonet.Con
 	_ = c.SetDeadline(deadline)
 	it := interruptOn(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	setNoDelay(c)
-	ack := []byte{0}
-	if _, err = c.Write(h.marshal()); err == nil {
-		_, err = io.ReadFull(c, ack)
-	}
-	if err == nil && ack[0] != ackOK {
-		err = errors.New("rejected")
-	}
+	err = l.prove(c, &h)
 	it.disarm()
 	if err != nil {
 		c.Close()
@@ -73,6 +68,33 @@ func (l *Listener) dialOne(ctx context.Context, addr string, h hello) (gonet.Con
 	}
 	_ = c.SetDeadline(time.Time{})
 	return c, nil
+}
+
+// prove answers the listener's challenge with h signed by this listener's
+// identity and checks the listener's own proof in its acknowledgement.
+func (l *Listener) prove(c gonet.Conn, h *hello) error {
+	var challenge auth.Nonce
+	if _, err := io.ReadFull(c, challenge[:]); err != nil {
+		return err
+	}
+	h.sign(l.id, challenge)
+	if _, err := c.Write(h.marshal()); err != nil {
+		return err
+	}
+	b := make([]byte, ackSize)
+	if _, err := io.ReadFull(c, b[:1]); err != nil {
+		return err
+	}
+	if b[0] != ackOK {
+		return errors.New("rejected")
+	}
+	if _, err := io.ReadFull(c, b[1:]); err != nil {
+		return err
+	}
+	if !checkAck(b, l.id, *h, challenge) {
+		return errors.New("the listener could not prove it holds the secret")
+	}
+	return nil
 }
 
 // setNoDelay turns Nagle off on TCP sockets (Go's default, made explicit).

@@ -4,9 +4,15 @@
 // A Listener is opened per rank and communicator on the interface that
 // GCCL_SOCKET_IFNAME (or NCCL_SOCKET_IFNAME) allows. A connection for one
 // direction, one peer and one channel is a set of TCP sockets, each dialled by
-// the sending rank; every socket starts with a fixed-size hello carrying the
-// communicator id and the unique ID's secret, and the listener rejects (and
-// closes) sockets whose hello does not match.
+// the sending rank. Every socket starts with a challenge-response: the
+// listener sends a fresh nonce, the dialer a fixed-size hello (communicator
+// id, rank, channel, socket index, its own nonce) with an HMAC-SHA256 proof
+// of the unique ID's secret over both nonces and the hello, and the listener
+// acknowledges with its own proof; the secret never crosses the wire, a
+// replayed hello fails (new nonce), and either side refuses a peer that
+// cannot prove the secret. The listener runs internal/accept's loop: it
+// rides out fd exhaustion and runs at most 256 handshakes at once, each
+// within 10 s.
 //
 // Data travels as frames: a 24-byte header (magic, payload length, sequence
 // number, CRC32C of the payload, CRC32C of the header) and the payload. A

@@ -3,17 +3,27 @@ package net
 import (
 	"context"
 	"io"
+	"log/slog"
 	gonet "net"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/accept"
+	"github.com/gccl/gccl/internal/auth"
+	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/transport/internal/wait"
 )
 
-// maxPending bounds the accepted sockets no Accept has claimed yet.
-const maxPending = 4096
+// Bounds: the accepted sockets no Accept has claimed yet; the sockets in
+// their handshake at once (more wait in the kernel's backlog), and how long
+// a handshake (one round trip) may take.
+const (
+	maxPending       = 4096
+	maxHandshakes    = 256
+	handshakeTimeout = 10 * time.Second
+)
 
 type pendingKey struct{ rank, channel int }
 
@@ -53,33 +63,19 @@ func Listen(ip gonet.IP, id Identity, rank int, timeout time.Duration) (*Listene
 	l := &Listener{ln: ln, id: id, rank: rank, timeout: timeout,
 		pending: map[pendingKey][]gonet.Conn{}, shaking: map[gonet.Conn]struct{}{}, arrived: make(chan struct{}),
 		rejected: map[pendingKey]bool{}}
-	l.wg.Go(l.acceptLoop)
+	l.wg.Go(func() {
+		accept.Serve(ln, accept.Config{MaxPending: maxHandshakes, Go: l.wg.Go, Name: "transport rank " + strconv.Itoa(rank),
+			Log: func() *slog.Logger { return env.Logger("NET") }}, l.handshake)
+	})
 	return l, nil
 }
 
 // Addr is the address peers dial ("ip:port").
 func (l *Listener) Addr() string { return l.ln.Addr().String() }
 
-func (l *Listener) acceptLoop() {
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			return // closed
-		}
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			c.Close()
-			return
-		}
-		l.shaking[c] = struct{}{}
-		l.mu.Unlock()
-		l.wg.Go(func() { l.handshake(c) })
-	}
-}
-
-// handshake reads a socket's hello and parks it, or rejects and closes it.
-func (l *Listener) handshake(c gonet.Conn) {
+// handshake challenges a socket, checks its hello's proof and parks it, or
+// rejects and closes it.
+func (l *Listener) handshake(c gonet.Conn, authed func()) {
 	keep := false
 	defer func() {
 		l.mu.Lock()
@@ -89,17 +85,29 @@ func (l *Listener) handshake(c gonet.Conn) {
 			c.Close()
 		}
 	}()
-	_ = c.SetDeadline(time.Now().Add(min(l.timeout, 30*time.Second)))
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.shaking[c] = struct{}{}
+	l.mu.Unlock()
+	_ = c.SetDeadline(time.Now().Add(min(l.timeout, handshakeTimeout)))
+	challenge := auth.NewNonce()
+	if _, err := c.Write(challenge[:]); err != nil {
+		return
+	}
 	b := make([]byte, helloSize)
 	if _, err := io.ReadFull(c, b); err != nil {
 		return
 	}
 	h, err := parseHello(b)
-	if err != nil || !h.id.matches(l.id) {
+	if err != nil || !h.verify(l.id, challenge) {
 		_, _ = c.Write([]byte{ackRejected})
 		return
 	}
-	if _, err := c.Write([]byte{ackOK}); err != nil {
+	authed()
+	if _, err := c.Write(ack(l.id, h, challenge)); err != nil {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
