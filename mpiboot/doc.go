@@ -9,7 +9,8 @@
 // creates its communicators with NewComm (one device per process) or
 // NewComms (several devices per process); rank 0 makes the unique ID and
 // MPI broadcasts it, and the device of each process defaults to its local
-// rank, found by all-gathering a hash of the host name and the kernel boot ID.
+// rank, found by all-gathering the host hash the transports use (host name
+// and kernel boot ID, or GCCL_HOSTID when set).
 // Finalize ends it: it frees mpiboot's communicator and, only if Init started
 // MPI, calls MPI_Finalize.
 //
@@ -18,6 +19,11 @@
 //	c, err := mpiboot.NewComm(nil)          // rank, size and device from MPI
 //	...
 //	err = mpiboot.Wait(c.Device(), s, time.Minute) // instead of Synchronize
+//
+// Launchers. A binary built for Open MPI and started by MPICH's mpiexec (or
+// the reverse) runs as many 1-process worlds; Init and Join log a WARN when
+// the launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE)
+// counts more processes than MPI's world.
 //
 // Threads. mpiboot asks for MPI_THREAD_MULTIPLE. When MPI grants less, every
 // MPI call is funnelled through one goroutine locked to the OS thread that
