@@ -2,7 +2,9 @@
 // that links an MPI library, through a thin cgo layer: Open MPI by default
 // (pkg-config module "ompi"), MPICH with the build tag "mpich" (module
 // "mpich"). MPI constants and handles are named only on the C side, so the
-// same Go code works with both implementations.
+// same Go code works with both implementations. Built with CGO_ENABLED=0
+// the package has no MPI: it still compiles, and Init, Join and every other
+// call return a gccl.ErrSystem error saying so.
 //
 // A job starts MPI with Init (or, when the application has already started
 // MPI itself, for example with gompi's mpi.Start, attaches with Join), then

@@ -1,4 +1,4 @@
-//go:build !mpich
+//go:build cgo && !mpich
 
 package mpiboot
 

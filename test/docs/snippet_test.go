@@ -22,13 +22,10 @@ func TestREADMEProgramBuildsAndRuns(t *testing.T) {
 	src := goBlockAfter(t, string(b), "## Using it")
 	require.Contains(t, src, "package main")
 
-	dir, err := os.MkdirTemp(".", "_readme")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
+	dir := writeMain(t, src)
 	bin := filepath.Join(t.TempDir(), "readme")
-	goTool(t, "vet", "./"+dir)
-	goTool(t, "build", "-o", bin, "./"+dir)
+	goTool(t, nil, "vet", "./"+dir)
+	goTool(t, nil, "build", "-o", bin, "./"+dir)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -50,7 +47,20 @@ func goBlockAfter(t *testing.T, doc, heading string) string {
 	return src + "\n"
 }
 
-func goTool(t *testing.T, args ...string) {
-	out, err := exec.Command("go", args...).CombinedOutput()
+// writeMain writes src as main.go of a new directory of this module (its
+// name starts with _, so ./... skips it) and returns the directory.
+func writeMain(t *testing.T, src string) string {
+	dir, err := os.MkdirTemp(".", "_readme")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
+	return dir
+}
+
+// goTool runs the go command with extra environment variables.
+func goTool(t *testing.T, env []string, args ...string) {
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
 }

@@ -1,4 +1,4 @@
-//go:build !mpich
+//go:build cgo && !mpich
 
 // Command gompi shows gccl inside an application that starts MPI itself,
 // here with github.com/sbromberger/gompi: the application calls
