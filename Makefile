@@ -3,7 +3,7 @@
 #
 #   make run          the one-device-per-process example under mpirun -np $(NP)
 #                     (GPUs when present, else the host backend)
-#   make test         go vet, go test -race, then the mpirun tests (1-8 processes)
+#   make test         go mod tidy -diff, go vet, go test -race, then the mpirun tests (1-8 processes)
 #   make test-mpich   the same mpiboot/integration tests built against MPICH
 #   make lint         gofmt and go vet
 #   make gpu-bundle   binaries + run script for the GPU machine, in ./bundle
@@ -39,8 +39,13 @@ run: deps
 
 test: deps vet unit mpi-tests fault-ci fuzz-ci
 
+# go.mod and go.sum must be what `go mod tidy` makes of them; without cgo
+# everything must still build and vet (mpiboot then fails at call time).
 vet:
+	go mod tidy -diff
 	go vet ./...
+	CGO_ENABLED=0 go build ./...
+	CGO_ENABLED=0 go vet ./...
 
 unit:
 	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./...

@@ -179,11 +179,21 @@ func (c *Comm) open() error {
 	return nil
 }
 
-// Count is the number of ranks; Rank this rank's index.
-func (c *Comm) Count() int { return c.nranks }
+// Count is the number of ranks; 0 on a nil communicator.
+func (c *Comm) Count() int {
+	if c == nil {
+		return 0
+	}
+	return c.nranks
+}
 
-// Rank is this rank's index in [0, Count()).
-func (c *Comm) Rank() int { return c.rank }
+// Rank is this rank's index in [0, Count()); -1 on a nil communicator.
+func (c *Comm) Rank() int {
+	if c == nil {
+		return -1
+	}
+	return c.rank
+}
 
 // Device is the device this rank runs on; nil until the communicator is ready.
 func (c *Comm) Device() device.Device {
@@ -212,5 +222,11 @@ func (c *Comm) Bootstrap() *bootstrap.Net {
 	return c.boot
 }
 
-// Config returns the resolved configuration.
-func (c *Comm) Config() Config { return c.cfg }
+// Config returns the resolved configuration; the zero Config on a nil
+// communicator.
+func (c *Comm) Config() Config {
+	if c == nil {
+		return Config{}
+	}
+	return c.cfg
+}

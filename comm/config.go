@@ -10,16 +10,18 @@ import (
 
 // Config tunes a communicator. The zero value (or a nil *Config) means the
 // defaults, taken from the environment where a variable exists.
+//
+// NCCL's minCTAs, maxCTAs and netName have no field: the GPU kernels' grid
+// is bounded for the whole process by GCCL_MAX_NCHANNELS, and TCP sockets
+// are gccl's only network transport.
 type Config struct {
-	Blocking       *bool         // nil = GCCL_COMM_BLOCKING (default true)
-	Device         int           // local device ordinal, used when DeviceSet
-	DeviceSet      bool          // false = device 0
-	Backend        device.Kind   // device.Auto: GPU if a driver is present and GCCL_DEVICE != host
-	CTAMin, CTAMax int           // CTA limits on the GPU backend; 0 = automatic
-	NetName        string        // network transport to use; "" = automatic
-	SplitShare     bool          // accepted for NCCL compatibility; resources are not shared yet
-	Timeout        time.Duration // every wait's deadline; 0 = GCCL_TIMEOUT (default 5 min)
-	Name           string        // shown in logs
+	Blocking   *bool         // nil = GCCL_COMM_BLOCKING (default true)
+	Device     int           // local device ordinal, used when DeviceSet
+	DeviceSet  bool          // false = device 0
+	Backend    device.Kind   // device.Auto: GPU if a driver is present and GCCL_DEVICE != host
+	SplitShare bool          // accepted for NCCL compatibility; resources are not shared yet
+	Timeout    time.Duration // every wait's deadline; 0 = GCCL_TIMEOUT (default 5 min)
+	Name       string        // shown in logs
 }
 
 // resolve validates cfg and fills in the defaults.
@@ -47,10 +49,6 @@ func resolve(cfg *Config) (Config, error) {
 	}
 	if !c.DeviceSet {
 		c.Device = 0
-	}
-	if c.CTAMin < 0 || c.CTAMax < 0 || (c.CTAMax > 0 && c.CTAMin > c.CTAMax) {
-		return c, gccl.Errorf(gccl.InvalidArgument, "config.CTAMin",
-			"CTA limits [%d, %d] are invalid; use non-negative values with CTAMin <= CTAMax", c.CTAMin, c.CTAMax)
 	}
 	if c.Backend != device.Auto && c.Backend != device.Host && c.Backend != device.CUDA {
 		return c, gccl.Errorf(gccl.InvalidArgument, "config.Backend", "unknown backend %v; use device.Auto, Host or CUDA", c.Backend)

@@ -26,7 +26,6 @@ func TestBadArguments(t *testing.T) {
 		{"rank negative", 2, -1, nil, "rank"},
 		{"timeout", 1, 0, &Config{Timeout: -time.Second}, "config.Timeout"},
 		{"device", 1, 0, &Config{Device: -1, DeviceSet: true}, "config.Device"},
-		{"cta", 1, 0, &Config{CTAMin: 8, CTAMax: 4}, "config.CTAMin"},
 		{"backend", 1, 0, &Config{Backend: 42}, "config.Backend"},
 	}
 	for _, c := range cases {
@@ -123,4 +122,24 @@ func TestAbortWhileOthersWait(t *testing.T) {
 	}
 	require.NoError(t, comms[0].Abort(), "Abort twice")
 	assert.ErrorIs(t, comms[0].Status(), gccl.ErrInvalidUsage)
+}
+
+// TestNilComm: every method of a nil *Comm answers without panicking:
+// Rank -1, Count 0, nil accessors, InvalidArgument from the calls that
+// need a communicator, nil from Close and Abort.
+func TestNilComm(t *testing.T) {
+	var c *Comm
+	assert.Equal(t, -1, c.Rank())
+	assert.Equal(t, 0, c.Count())
+	assert.Nil(t, c.Device())
+	assert.Nil(t, c.Engine())
+	assert.Nil(t, c.Bootstrap())
+	assert.Equal(t, Config{}, c.Config())
+	assert.ErrorIs(t, c.Status(), gccl.ErrInvalidArgument)
+	assert.ErrorIs(t, c.Finalize(), gccl.ErrInvalidArgument)
+	_, err := c.Split(0, 0, nil)
+	assert.ErrorIs(t, err, gccl.ErrInvalidArgument)
+	assert.NotPanics(t, func() { _ = c.AsyncError() })
+	assert.NoError(t, c.Close())
+	assert.NoError(t, c.Abort())
 }

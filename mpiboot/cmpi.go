@@ -1,3 +1,5 @@
+//go:build cgo
+
 package mpiboot
 
 // The C boundary: every MPI call gccl makes goes through one of the small C

@@ -5,92 +5,32 @@ package mpiboot
 // MPI_COMM_WORLD, separate from mpiboot's bootstrap communicator, and map
 // gccl's types and operators to MPI's in C, never by constant value.
 
-/*
-#include <stdint.h>
-#include <stdlib.h>
-#include <mpi.h>
-
-enum { GCCL_T_INT8, GCCL_T_UINT8, GCCL_T_INT32, GCCL_T_UINT32, GCCL_T_INT64, GCCL_T_UINT64,
-	GCCL_T_FLOAT, GCCL_T_DOUBLE };
-enum { GCCL_OP_SUM, GCCL_OP_PROD, GCCL_OP_MAX, GCCL_OP_MIN };
-
-static MPI_Datatype gccl_mpi_type(int t) {
-	switch (t) {
-	case GCCL_T_INT8: return MPI_INT8_T;
-	case GCCL_T_UINT8: return MPI_UINT8_T;
-	case GCCL_T_INT32: return MPI_INT32_T;
-	case GCCL_T_UINT32: return MPI_UINT32_T;
-	case GCCL_T_INT64: return MPI_INT64_T;
-	case GCCL_T_UINT64: return MPI_UINT64_T;
-	case GCCL_T_FLOAT: return MPI_FLOAT;
-	default: return MPI_DOUBLE;
-	}
-}
-
-static MPI_Op gccl_mpi_op(int o) {
-	switch (o) {
-	case GCCL_OP_PROD: return MPI_PROD;
-	case GCCL_OP_MAX: return MPI_MAX;
-	case GCCL_OP_MIN: return MPI_MIN;
-	default: return MPI_SUM;
-	}
-}
-
-// A zero send address means MPI_IN_PLACE.
-static const void *gccl_send(uintptr_t p) { return p ? (const void *)p : MPI_IN_PLACE; }
-
-static MPI_Comm *gccl_coll_new(void) { return (MPI_Comm *)malloc(sizeof(MPI_Comm)); }
-
-static int gccl_coll_idup(MPI_Comm *c, MPI_Request *req) { return MPI_Comm_idup(MPI_COMM_WORLD, c, req); }
-
-static int gccl_coll_ready(MPI_Comm *c) { return MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN); }
-
-static int gccl_coll_free(MPI_Comm *c) {
-	int e = MPI_Comm_free(c);
-	free(c);
-	return e;
-}
-
-static int gccl_allreduce(MPI_Comm *c, uintptr_t s, uintptr_t r, int n, int t, int o) {
-	return MPI_Allreduce(gccl_send(s), (void *)r, n, gccl_mpi_type(t), gccl_mpi_op(o), *c);
-}
-
-static int gccl_allgather(MPI_Comm *c, uintptr_t s, uintptr_t r, int n, int t) {
-	MPI_Datatype dt = gccl_mpi_type(t);
-	return MPI_Allgather(gccl_send(s), n, dt, (void *)r, n, dt, *c);
-}
-
-static int gccl_reduce_scatter_block(MPI_Comm *c, uintptr_t s, uintptr_t r, int n, int t, int o) {
-	return MPI_Reduce_scatter_block(gccl_send(s), (void *)r, n, gccl_mpi_type(t), gccl_mpi_op(o), *c);
-}
-
-static int gccl_bcast(MPI_Comm *c, uintptr_t b, int n, int t, int root) {
-	return MPI_Bcast((void *)b, n, gccl_mpi_type(t), root, *c);
-}
-
-static int gccl_reduce(MPI_Comm *c, uintptr_t s, uintptr_t r, int n, int t, int o, int root) {
-	return MPI_Reduce(gccl_send(s), (void *)r, n, gccl_mpi_type(t), gccl_mpi_op(o), root, *c);
-}
-
-static int gccl_sendrecv(MPI_Comm *c, uintptr_t s, int sn, int dest, uintptr_t r, int rn, int src, int t) {
-	MPI_Datatype dt = gccl_mpi_type(t);
-	return MPI_Sendrecv((const void *)s, sn, dt, dest, 0, (void *)r, rn, dt, src, 0, *c, MPI_STATUS_IGNORE);
-}
-
-static int gccl_alltoall(MPI_Comm *c, uintptr_t s, uintptr_t r, int n, int t) {
-	MPI_Datatype dt = gccl_mpi_type(t);
-	return MPI_Alltoall((const void *)s, n, dt, (void *)r, n, dt, *c);
-}
-*/
-import "C"
-
 import (
 	"math"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/gccl/gccl"
+)
+
+// The types and operators MPI's collectives take, as the C side numbers
+// them (the enums of collectives_cgo.go, in the same order).
+const (
+	tInt8 = iota
+	tUint8
+	tInt32
+	tUint32
+	tInt64
+	tUint64
+	tFloat
+	tDouble
+)
+
+const (
+	opSum = iota
+	opProd
+	opMax
+	opMin
 )
 
 // Collectives runs MPI's collectives (MPI_Allreduce, MPI_Allgather,
@@ -108,7 +48,7 @@ import (
 // the same calls in the same order.
 type Collectives struct {
 	mu   sync.Mutex
-	comm *C.MPI_Comm // C memory; nil once closed
+	comm collComm // C memory; nil once closed
 	rank int
 	size int
 }
@@ -123,19 +63,19 @@ func NewCollectives() (*Collectives, error) {
 	defer live.RUnlock()
 	collMu.Lock()
 	defer collMu.Unlock()
-	c := &Collectives{comm: C.gccl_coll_new()}
+	c := &Collectives{comm: collNew()}
 	if c.comm == nil {
 		return nil, gccl.Errorf(gccl.SystemError, "mpi", "out of memory for an MPI communicator handle")
 	}
-	r := &request{}
-	if terr := e.do(func() { err = mpiError(C.gccl_coll_idup(c.comm, &r.req), "MPI_Comm_idup") }); terr != nil || err != nil {
-		C.free(unsafe.Pointer(c.comm))
+	var r *request
+	if terr := e.do(func() { r, err = collIdup(c.comm) }); terr != nil || err != nil {
+		collRelease(c.comm)
 		return nil, firstErr(terr, err)
 	}
 	if err := wait(e, r, deadline, "MPI_Comm_idup"); err != nil {
 		return nil, err // the handle stays allocated: MPI may still write it
 	}
-	if terr := e.do(func() { err = mpiError(C.gccl_coll_ready(c.comm), "MPI_Comm_set_errhandler") }); terr != nil || err != nil {
+	if terr := e.do(func() { err = collReady(c.comm) }); terr != nil || err != nil {
 		return nil, firstErr(terr, err)
 	}
 	c.rank, c.size = World()
@@ -161,7 +101,7 @@ func (c *Collectives) Close() error {
 	defer live.RUnlock()
 	p := c.comm
 	c.comm = nil
-	return firstErr(blocking(e, deadline, func() { err = mpiError(C.gccl_coll_free(p), "MPI_Comm_free") }), err)
+	return firstErr(blocking(e, deadline, func() { err = collFree(p) }), err)
 }
 
 // Rank and Size are this process's rank and the number of processes.
@@ -183,38 +123,38 @@ func MPIOp(op gccl.RedOp) error {
 	return err
 }
 
-func cType(t gccl.DataType) (C.int, error) {
+func cType(t gccl.DataType) (int, error) {
 	switch t {
 	case gccl.Int8:
-		return C.GCCL_T_INT8, nil
+		return tInt8, nil
 	case gccl.Uint8:
-		return C.GCCL_T_UINT8, nil
+		return tUint8, nil
 	case gccl.Int32:
-		return C.GCCL_T_INT32, nil
+		return tInt32, nil
 	case gccl.Uint32:
-		return C.GCCL_T_UINT32, nil
+		return tUint32, nil
 	case gccl.Int64:
-		return C.GCCL_T_INT64, nil
+		return tInt64, nil
 	case gccl.Uint64:
-		return C.GCCL_T_UINT64, nil
+		return tUint64, nil
 	case gccl.Float32:
-		return C.GCCL_T_FLOAT, nil
+		return tFloat, nil
 	case gccl.Float64:
-		return C.GCCL_T_DOUBLE, nil
+		return tDouble, nil
 	}
 	return 0, gccl.Errorf(gccl.InvalidArgument, "datatype", "MPI has no native type for %v; use int8..uint64, float32 or float64", t)
 }
 
-func cOp(op gccl.RedOp) (C.int, error) {
+func cOp(op gccl.RedOp) (int, error) {
 	switch op {
 	case gccl.Sum:
-		return C.GCCL_OP_SUM, nil
+		return opSum, nil
 	case gccl.Prod:
-		return C.GCCL_OP_PROD, nil
+		return opProd, nil
 	case gccl.Max:
-		return C.GCCL_OP_MAX, nil
+		return opMax, nil
 	case gccl.Min:
-		return C.GCCL_OP_MIN, nil
+		return opMin, nil
 	}
 	return 0, gccl.Errorf(gccl.InvalidArgument, "op", "MPI has no native operator for %v; use sum, prod, max or min", op)
 }
@@ -250,8 +190,8 @@ func (c *Collectives) Allreduce(send, recv uintptr, count int, t gccl.DataType, 
 		return 0, err
 	}
 	s := inPlace(send, recv)
-	return c.run("MPI_Allreduce", func(m *C.MPI_Comm) C.int {
-		return C.gccl_allreduce(m, C.uintptr_t(s), C.uintptr_t(recv), C.int(count), ct, co)
+	return c.run(func(m collComm) error {
+		return cAllreduce(m, s, recv, count, ct, co)
 	})
 }
 
@@ -267,8 +207,8 @@ func (c *Collectives) Allgather(send, recv uintptr, sendcount int, t gccl.DataTy
 	if send == recv+uintptr(c.rank*sendcount*t.Size()) {
 		s = 0
 	}
-	return c.run("MPI_Allgather", func(m *C.MPI_Comm) C.int {
-		return C.gccl_allgather(m, C.uintptr_t(s), C.uintptr_t(recv), C.int(sendcount), ct)
+	return c.run(func(m collComm) error {
+		return cAllgather(m, s, recv, sendcount, ct)
 	})
 }
 
@@ -283,8 +223,8 @@ func (c *Collectives) ReduceScatterBlock(send, recv uintptr, recvcount int, t gc
 		return 0, err
 	}
 	s := inPlace(send, recv)
-	return c.run("MPI_Reduce_scatter_block", func(m *C.MPI_Comm) C.int {
-		return C.gccl_reduce_scatter_block(m, C.uintptr_t(s), C.uintptr_t(recv), C.int(recvcount), ct, co)
+	return c.run(func(m collComm) error {
+		return cReduceScatterBlock(m, s, recv, recvcount, ct, co)
 	})
 }
 
@@ -294,8 +234,8 @@ func (c *Collectives) Bcast(buf uintptr, count int, t gccl.DataType, root int) (
 	if err = firstErr(err, checkBuf("buf", buf, count), c.checkRank("root", root)); err != nil {
 		return 0, err
 	}
-	return c.run("MPI_Bcast", func(m *C.MPI_Comm) C.int {
-		return C.gccl_bcast(m, C.uintptr_t(buf), C.int(count), ct, C.int(root))
+	return c.run(func(m collComm) error {
+		return cBcast(m, buf, count, ct, root)
 	})
 }
 
@@ -313,8 +253,8 @@ func (c *Collectives) Reduce(send, recv uintptr, count int, t gccl.DataType, op 
 	if c.rank == root {
 		s = inPlace(send, recv)
 	}
-	return c.run("MPI_Reduce", func(m *C.MPI_Comm) C.int {
-		return C.gccl_reduce(m, C.uintptr_t(s), C.uintptr_t(recv), C.int(count), ct, co, C.int(root))
+	return c.run(func(m collComm) error {
+		return cReduce(m, s, recv, count, ct, co, root)
 	})
 }
 
@@ -327,8 +267,8 @@ func (c *Collectives) Sendrecv(send uintptr, sendcount, dest int, recv uintptr, 
 	if err != nil {
 		return 0, err
 	}
-	return c.run("MPI_Sendrecv", func(m *C.MPI_Comm) C.int {
-		return C.gccl_sendrecv(m, C.uintptr_t(send), C.int(sendcount), C.int(dest), C.uintptr_t(recv), C.int(recvcount), C.int(source), ct)
+	return c.run(func(m collComm) error {
+		return cSendrecv(m, send, sendcount, dest, recv, recvcount, source, ct)
 	})
 }
 
@@ -339,8 +279,8 @@ func (c *Collectives) Alltoall(send, recv uintptr, count int, t gccl.DataType) (
 	if err = firstErr(err, checkBuf("send", send, count), checkBuf("recv", recv, count)); err != nil {
 		return 0, err
 	}
-	return c.run("MPI_Alltoall", func(m *C.MPI_Comm) C.int {
-		return C.gccl_alltoall(m, C.uintptr_t(send), C.uintptr_t(recv), C.int(count), ct)
+	return c.run(func(m collComm) error {
+		return cAlltoall(m, send, recv, count, ct)
 	})
 }
 
@@ -352,12 +292,12 @@ func inPlace(send, recv uintptr) uintptr {
 	return send
 }
 
-func (c *Collectives) args(count int, t gccl.DataType) (C.int, error) {
+func (c *Collectives) args(count int, t gccl.DataType) (int, error) {
 	ct, err := cType(t)
 	return ct, firstErr(err, checkCount("count", count))
 }
 
-func (c *Collectives) reduceArgs(count int, t gccl.DataType, op gccl.RedOp) (C.int, C.int, error) {
+func (c *Collectives) reduceArgs(count int, t gccl.DataType, op gccl.RedOp) (int, int, error) {
 	ct, err := c.args(count, t)
 	co, oerr := cOp(op)
 	return ct, co, firstErr(err, oerr)
@@ -366,7 +306,7 @@ func (c *Collectives) reduceArgs(count int, t gccl.DataType, op gccl.RedOp) (C.i
 // run makes one blocking MPI call f on c's communicator under mpiboot's
 // deadline and returns the time f spent in MPI. After a timeout the
 // communicator is left to MPI (still in use) and c refuses later calls.
-func (c *Collectives) run(call string, f func(*C.MPI_Comm) C.int) (time.Duration, error) {
+func (c *Collectives) run(f func(collComm) error) (time.Duration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.comm == nil {
@@ -379,19 +319,18 @@ func (c *Collectives) run(call string, f func(*C.MPI_Comm) C.int) (time.Duration
 	defer live.RUnlock()
 	collMu.Lock()
 	defer collMu.Unlock()
-	var code C.int
 	var took time.Duration
 	m := c.comm
 	terr := blocking(e, deadline, func() {
 		t0 := time.Now()
-		code = f(m)
+		err = f(m)
 		took = time.Since(t0)
 	})
 	if terr != nil {
 		c.comm = nil
 		return 0, terr
 	}
-	return took, mpiError(code, call)
+	return took, err
 }
 
 // blocking runs f, which blocks in MPI, where MPI allows it: on the funnel

@@ -2,14 +2,17 @@
 // that links an MPI library, through a thin cgo layer: Open MPI by default
 // (pkg-config module "ompi"), MPICH with the build tag "mpich" (module
 // "mpich"). MPI constants and handles are named only on the C side, so the
-// same Go code works with both implementations.
+// same Go code works with both implementations. Built with CGO_ENABLED=0
+// the package has no MPI: it still compiles, and Init, Join and every other
+// call return a gccl.ErrSystem error saying so.
 //
 // A job starts MPI with Init (or, when the application has already started
 // MPI itself, for example with gompi's mpi.Start, attaches with Join), then
 // creates its communicators with NewComm (one device per process) or
 // NewComms (several devices per process); rank 0 makes the unique ID and
 // MPI broadcasts it, and the device of each process defaults to its local
-// rank, found by all-gathering a hash of the host name and the kernel boot ID.
+// rank, found by all-gathering the host hash the transports use (host name
+// and kernel boot ID, or GCCL_HOSTID when set).
 // Finalize ends it: it frees mpiboot's communicator and, only if Init started
 // MPI, calls MPI_Finalize.
 //
@@ -18,6 +21,11 @@
 //	c, err := mpiboot.NewComm(nil)          // rank, size and device from MPI
 //	...
 //	err = mpiboot.Wait(c.Device(), s, time.Minute) // instead of Synchronize
+//
+// Launchers. A binary built for Open MPI and started by MPICH's mpiexec (or
+// the reverse) runs as many 1-process worlds; Init and Join log a WARN when
+// the launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE)
+// counts more processes than MPI's world.
 //
 // Threads. mpiboot asks for MPI_THREAD_MULTIPLE. When MPI grants less, every
 // MPI call is funnelled through one goroutine locked to the OS thread that

@@ -1,4 +1,4 @@
-//go:build mpich
+//go:build cgo && mpich
 
 package mpiboot
 
@@ -8,3 +8,9 @@ package mpiboot
 #cgo pkg-config: mpich
 */
 import "C"
+
+// builtFor names the MPI this binary links, for launcherMismatch.
+const (
+	builtFor    = "MPICH"
+	rebuildHint = "go build without -tags mpich for Open MPI"
+)

@@ -1,4 +1,4 @@
-//go:build !mpich
+//go:build cgo && !mpich
 
 package mpiboot
 
@@ -10,3 +10,9 @@ package mpiboot
 #cgo pkg-config: ompi
 */
 import "C"
+
+// builtFor names the MPI this binary links, for launcherMismatch.
+const (
+	builtFor    = "Open MPI"
+	rebuildHint = "go build -tags mpich for MPICH"
+)

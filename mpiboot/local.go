@@ -1,29 +1,11 @@
 package mpiboot
 
 import (
-	"bytes"
 	"encoding/binary"
-	"hash/fnv"
-	"os"
 	"time"
+
+	"github.com/gccl/gccl/transport/topo"
 )
-
-// bootIDPath names this boot of the kernel: two containers or two machines
-// can share a short host name, not a boot ID as well.
-const bootIDPath = "/proc/sys/kernel/random/boot_id"
-
-// hostHash identifies the host this process runs on: FNV-1a of the full
-// host name and the kernel's boot ID (NCCL's getHostHash, made harder to collide).
-func hostHash() uint64 {
-	h := fnv.New64a()
-	name, _ := os.Hostname()
-	h.Write([]byte(name))
-	h.Write([]byte{0})
-	if id, err := os.ReadFile(bootIDPath); err == nil {
-		h.Write(bytes.TrimSpace(id))
-	}
-	return h.Sum64()
-}
 
 // localOf returns the local rank (how many lower ranks share my hash) and
 // the local size (how many ranks share it) from everyone's host hashes.
@@ -42,7 +24,7 @@ func localOf(hashes []uint64, rank int) (localRank, localSize int) {
 
 // learnLocal all-gathers the host hashes (a collective over every process).
 func learnLocal(e *executor, rank, size int, deadline time.Time) (localRank, localSize int, err error) {
-	all, err := allgather(e, binary.LittleEndian.AppendUint64(nil, hostHash()), size, deadline)
+	all, err := allgather(e, binary.LittleEndian.AppendUint64(nil, topo.HostHash()), size, deadline)
 	if err != nil {
 		return 0, 0, err
 	}

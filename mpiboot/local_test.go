@@ -1,10 +1,14 @@
 package mpiboot
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
+	"os"
 	"testing"
 
+	"github.com/gccl/gccl/transport/topo"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLocalOfRandomHosts(t *testing.T) {
@@ -33,8 +37,19 @@ func TestLocalOfRandomHosts(t *testing.T) {
 	}
 }
 
-func TestHostHashStable(t *testing.T) {
-	a, b := hostHash(), hostHash()
-	assert.Equal(t, a, b)
-	assert.NotZero(t, a)
+// TestLocalMatchesTransports: mpiboot's local ranks group processes by the
+// host hash the transports use, so GCCL_HOSTID splits them the same way
+// (test/run.sh runs this with two host IDs on one machine).
+func TestLocalMatchesTransports(t *testing.T) {
+	all, err := Allgather(binary.LittleEndian.AppendUint64(nil, topo.HostHash()))
+	require.NoError(t, err)
+	rank, size := World()
+	hashes := make([]uint64, size)
+	for r := range hashes {
+		hashes[r] = binary.LittleEndian.Uint64(all[8*r:])
+	}
+	lr, ls := localOf(hashes, rank)
+	assert.Equal(t, lr, LocalRank(), "local rank")
+	assert.Equal(t, ls, LocalSize(), "local size")
+	t.Logf("GCCL_HOSTID=%q: local rank %d of %d", os.Getenv("GCCL_HOSTID"), LocalRank(), LocalSize())
 }

@@ -2,6 +2,7 @@ package mpiboot
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -145,6 +146,9 @@ func start(owned bool, boot func(*executor) (ThreadLevel, error)) error {
 	if err != nil {
 		st.shutdown(deadline)
 		return err
+	}
+	if w := launcherMismatch(os.LookupEnv, st.size); w != "" {
+		env.Logger("INIT").Warn(w)
 	}
 	env.Logger("INIT").Info("mpiboot ready", "rank", st.rank, "size", st.size, "localRank", st.localRank,
 		"localSize", st.localSize, "thread", level, "joined", !owned)

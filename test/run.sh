@@ -63,6 +63,9 @@ done
 echo "== sockets only (GCCL_SHM_DISABLE=1: TCP between every pair, no shared memory)"
 GCCL_SHM_DISABLE=1 run integration/sockets 4 "$out/mpi.test" "${testflags[@]}"
 GCCL_SHM_DISABLE=1 run example/onedevice/sockets 3 "$out/onedevice" -count 65536
+echo "== two hosts by GCCL_HOSTID (2+2): mpiboot's local ranks must agree with the transports'"
+run mpiboot/hostid 4 bash -c 'GCCL_HOSTID=host$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"' \
+	"$out/mpiboot.test" "${testflags[@]}" -test.run 'TestLocalMatchesTransports|TestLocalOf' -test.v
 echo "== other thread levels"
 run mpiboot/funneled 3 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=funneled
 run mpiboot/serialized 2 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=serialized

@@ -32,7 +32,7 @@ type Config struct {
 
 	ShmDisable  bool   // true, or GCCL_SHM_DISABLE=1, turns the SHM transport off
 	ShmDir      string // where rings live; "" = /dev/shm
-	ShmSlotSize int    // 0 = shm.DefaultSlotSize
+	ShmSlotSize int    // 0 (with ShmSlots 0) = GCCL_BUFFSIZE / shm.DefaultSlots
 	ShmSlots    int    // 0 = shm.DefaultSlots
 
 	IfName       string // interfaces to listen on; "" = GCCL_SOCKET_IFNAME
@@ -64,11 +64,20 @@ func (cfg Config) resolve() Config {
 	}
 	if cfg.NetSockets == 0 {
 		cfg.NetSockets = DefaultNetSockets
-		if e.NSocksPerThread > 0 {
-			cfg.NetSockets = e.NSocksPerThread * max(1, e.SocketNThreads)
+		if e.NSocksPerThread > 0 || e.SocketNThreads > 0 {
+			cfg.NetSockets = max(1, e.NSocksPerThread) * max(1, e.SocketNThreads)
 		}
 	}
+	if cfg.ShmSlotSize == 0 && cfg.ShmSlots == 0 {
+		cfg.ShmSlotSize = shmSlotSize(e.BuffSize)
+	}
 	return cfg
+}
+
+// shmSlotSize splits a ring of GCCL_BUFFSIZE bytes into shm.DefaultSlots
+// slots, each within 4 KiB..shm.MaxSlotSize.
+func shmSlotSize(buffSize int) int {
+	return min(max(buffSize/shm.DefaultSlots, 4<<10), shm.MaxSlotSize)
 }
 
 func (cfg Config) shmOptions() shm.Options {

@@ -14,9 +14,6 @@ import (
 	"github.com/gccl/gccl"
 )
 
-// NCCLLibrary is the file LoadNCCL opens.
-const NCCLLibrary = "libnccl.so.2"
-
 var (
 	ncclOnce sync.Once
 	ncclLib  *NCCL

@@ -61,6 +61,9 @@ func (r NCCLResult) code() gccl.Result {
 	return gccl.InternalError
 }
 
+// NCCLLibrary is the file LoadNCCL opens.
+const NCCLLibrary = "libnccl.so.2"
+
 // ErrNoNCCL matches the error LoadNCCL returns when libnccl.so.2 cannot be
 // opened: errors.Is(err, cuda.ErrNoNCCL) and errors.Is(err, gccl.ErrSystem)
 // both hold.

@@ -5,11 +5,19 @@
 // Each variable has a GCCL_ name and, where NCCL has the same knob, the
 // NCCL_ name is accepted too; the GCCL_ name wins when both are set.
 //
-// Vars is the documentation table (name, NCCL alias, default, meaning) from
-// which the README and docs are generated, so adding a variable means adding
-// a row there and a field to Settings, nothing else.
+// Vars is the documentation table (name, NCCL alias, default, meaning and
+// the Settings field it sets) that the README's table follows; a test fails
+// when the README lists a variable whose field no library code reads.
+//
+// A value that does not parse never stops gccl: the default is used and the
+// first Get (and every Reload) logs a WARN of subsystem ENV naming the
+// variable, the value and what is used instead (Settings.Warnings). The one
+// setting whose wrong value could be dangerous, GCCL_NVLS_ENABLE, stays off
+// unless exactly 1; a GCCL_ALGO naming no algorithm fails communicator init
+// in the engine.
 //
 // Logger returns a log/slog logger whose level comes from GCCL_DEBUG
 // (VERSION, WARN, INFO, TRACE) and which is silent for subsystems that
-// GCCL_DEBUG_SUBSYS does not list.
+// GCCL_DEBUG_SUBSYS does not list. VERSION, INFO and TRACE print the
+// version once, as an INFO line.
 package env

@@ -1,10 +1,8 @@
 package env
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,8 +17,7 @@ type Settings struct {
 	SocketIfname    string
 	P2PDisable      bool
 	SHMDisable      bool
-	IBDisable       bool
-	BuffSize        int
+	BuffSize        int // bytes of each host shared-memory ring
 	Algo            string
 	Proto           string
 	NVLSEnable      bool // true only when explicitly 1
@@ -29,7 +26,7 @@ type Settings struct {
 	CommBlocking    bool
 	Timeout         time.Duration
 	Device          string // auto, host or cuda
-	NThreads        int
+	HostID          string // GCCL_HOSTID: replaces the host identity; "" = host name and boot id
 	SocketNThreads  int
 	NSocksPerThread int
 	ChunkSize       int
@@ -39,9 +36,10 @@ type Settings struct {
 	GPUPushMax      int    // largest GPU all-reduce (bytes) on the push kernel, 0 = built-in default
 	FatbinDir       string // a kernels/build.sh output to load instead of the embedded fatbin
 
-	// Warnings lists the variables whose values could not be parsed; their
-	// defaults were used instead.
-	Warnings []string
+	// Warnings lists the variables whose values could not be parsed and
+	// what was used instead; the first Get and every Reload log each one as
+	// a WARN of subsystem ENV.
+	Warnings []Warning
 }
 
 // Log levels beyond slog's own.
@@ -58,7 +56,11 @@ var (
 
 // Get returns the settings, reading the environment on the first call.
 func Get() *Settings {
-	once.Do(func() { set(load(os.LookupEnv)) })
+	once.Do(func() {
+		s := load(os.LookupEnv)
+		set(s)
+		logWarnings(s)
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	return current
@@ -71,6 +73,7 @@ func Reload() *Settings {
 	once.Do(func() {}) // a later Get must not overwrite s
 	set(s)
 	resetLoggers()
+	logWarnings(s)
 	return s
 }
 
@@ -80,135 +83,21 @@ func set(s *Settings) {
 	mu.Unlock()
 }
 
-// loader reads variables through lookup, recording parse failures. An
-// empty variable counts as unset.
-type loader struct {
-	lookup func(string) (string, bool)
-	warns  []string
-}
-
-func (l *loader) raw(name string) (string, bool) {
-	if v, ok := l.lookup(name); ok && strings.TrimSpace(v) != "" {
-		return strings.TrimSpace(v), true
-	}
-	for _, v := range Vars {
-		if v.Name == name && v.NCCL != "" {
-			if s, ok := l.lookup(v.NCCL); ok && strings.TrimSpace(s) != "" {
-				return strings.TrimSpace(s), true
-			}
-		}
-	}
-	return "", false
-}
-
-func (l *loader) str(name, def string) string {
-	if v, ok := l.raw(name); ok && v != "" {
-		return v
-	}
-	return def
-}
-
-func (l *loader) warn(name, val, want string) {
-	l.warns = append(l.warns, fmt.Sprintf("%s=%q is not %s; using the default", name, val, want))
-}
-
-func (l *loader) boolean(name string, def bool) bool {
-	v, ok := l.raw(name)
-	if !ok || v == "" {
-		return def
-	}
-	switch strings.ToLower(v) {
-	case "1", "true", "yes", "on":
-		return true
-	case "0", "false", "no", "off":
-		return false
-	}
-	l.warn(name, v, "a boolean (0 or 1)")
-	return def
-}
-
-func (l *loader) integer(name string, def int) int {
-	v, ok := l.raw(name)
-	if !ok || v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		l.warn(name, v, "a non-negative integer")
-		return def
-	}
-	return n
-}
-
-// size reads a byte count: a non-negative integer, optionally followed by
-// K, M or G (binary multiples; "KiB", "MB" and lower case work too).
-func (l *loader) size(name string, def int) int {
-	v, ok := l.raw(name)
-	if !ok || v == "" {
-		return def
-	}
-	n, ok := parseSize(v)
-	if !ok {
-		l.warn(name, v, "a byte count such as 65536, 64K or 16M")
-		return def
-	}
-	return n
-}
-
-// parseSize parses what size accepts.
-func parseSize(v string) (int, bool) {
-	s := strings.ToUpper(strings.TrimSpace(v))
-	s = strings.TrimSuffix(strings.TrimSuffix(s, "B"), "I")
-	shift := 0
-	if s != "" {
-		switch s[len(s)-1] {
-		case 'K':
-			shift = 10
-		case 'M':
-			shift = 20
-		case 'G':
-			shift = 30
-		}
-	}
-	if shift > 0 {
-		s = s[:len(s)-1]
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > (1<<40)>>shift {
-		return 0, false
-	}
-	return n << shift, true
-}
-
-func (l *loader) duration(name string, def time.Duration) time.Duration {
-	v, ok := l.raw(name)
-	if !ok || v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		l.warn(name, v, "a positive duration such as 30s or 5m")
-		return def
-	}
-	return d
-}
-
 func load(lookup func(string) (string, bool)) *Settings {
 	l := &loader{lookup: lookup}
 	s := &Settings{
 		SocketIfname:    l.str("GCCL_SOCKET_IFNAME", ""),
 		P2PDisable:      l.boolean("GCCL_P2P_DISABLE", false),
 		SHMDisable:      l.boolean("GCCL_SHM_DISABLE", false),
-		IBDisable:       l.boolean("GCCL_IB_DISABLE", false),
-		BuffSize:        l.integer("GCCL_BUFFSIZE", 4<<20),
+		BuffSize:        l.size("GCCL_BUFFSIZE", DefaultBuffSize),
 		Algo:            l.str("GCCL_ALGO", ""),
-		Proto:           l.str("GCCL_PROTO", ""),
-		NVLSEnable:      l.str("GCCL_NVLS_ENABLE", "0") == "1",
+		Proto:           l.proto("GCCL_PROTO"),
+		NVLSEnable:      l.nvls("GCCL_NVLS_ENABLE"),
 		LocalRegister:   l.boolean("GCCL_LOCAL_REGISTER", true),
 		GraphRegister:   l.boolean("GCCL_GRAPH_REGISTER", true),
 		CommBlocking:    l.boolean("GCCL_COMM_BLOCKING", true),
 		Timeout:         l.duration("GCCL_TIMEOUT", 5*time.Minute),
-		NThreads:        l.integer("GCCL_NTHREADS", 0),
+		HostID:          l.str("GCCL_HOSTID", ""),
 		SocketNThreads:  l.integer("GCCL_SOCKET_NTHREADS", 0),
 		NSocksPerThread: l.integer("GCCL_NSOCKS_PERTHREAD", 0),
 		ChunkSize:       l.integer("GCCL_CHUNKSIZE", 0),
@@ -216,14 +105,8 @@ func load(lookup func(string) (string, bool)) *Settings {
 		GPUBuffSize:     l.size("GCCL_GPU_BUFFSIZE", 0),
 		GPULLMax:        l.size("GCCL_GPU_LL_MAX", 0),
 		GPUPushMax:      l.size("GCCL_GPU_PUSH_MAX", 0),
-	}
-	s.FatbinDir = l.str("GCCL_FATBIN_DIR", "")
-	s.Device = strings.ToLower(l.str("GCCL_DEVICE", "auto"))
-	switch s.Device {
-	case "auto", "host", "cuda":
-	default:
-		l.warn("GCCL_DEVICE", s.Device, "auto, host or cuda")
-		s.Device = "auto"
+		FatbinDir:       l.str("GCCL_FATBIN_DIR", ""),
+		Device:          l.choice("GCCL_DEVICE", "auto", "auto", "host", "cuda"),
 	}
 	s.Debug, s.DebugVersion = l.level()
 	s.DebugSubsys, s.DebugSubsysNot = parseSubsys(l.str("GCCL_DEBUG_SUBSYS", ""))
@@ -231,21 +114,20 @@ func load(lookup func(string) (string, bool)) *Settings {
 	return s
 }
 
+// DefaultBuffSize is GCCL_BUFFSIZE's default: 8 slots of 256 KiB.
+const DefaultBuffSize = 2 << 20
+
 func (l *loader) level() (slog.Level, bool) {
-	v := l.str("GCCL_DEBUG", "WARN")
-	switch strings.ToUpper(v) {
+	switch v := l.choice("GCCL_DEBUG", "WARN", "WARN", "NONE", "VERSION", "INFO", "TRACE"); v {
 	case "NONE":
 		return LevelNone, false
 	case "VERSION":
 		return slog.LevelWarn, true
-	case "WARN":
-		return slog.LevelWarn, false
 	case "INFO":
 		return slog.LevelInfo, false
 	case "TRACE":
 		return LevelTrace, false
 	}
-	l.warn("GCCL_DEBUG", v, "one of NONE, VERSION, WARN, INFO, TRACE")
 	return slog.LevelWarn, false
 }
 

@@ -3,6 +3,7 @@ package env
 import (
 	"bytes"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -29,7 +30,7 @@ func TestDefaults(t *testing.T) {
 	assert.True(t, s.CommBlocking)
 	assert.Equal(t, 5*time.Minute, s.Timeout)
 	assert.Equal(t, "auto", s.Device)
-	assert.Equal(t, 4<<20, s.BuffSize)
+	assert.Equal(t, 2<<20, s.BuffSize)
 	assert.Empty(t, s.Warnings)
 }
 
@@ -71,13 +72,83 @@ func TestBadValuesFallBackWithWarnings(t *testing.T) {
 	t.Setenv("GCCL_DEBUG", "LOUD")
 	s := Reload()
 	assert.Equal(t, 5*time.Minute, s.Timeout)
-	assert.Equal(t, 4<<20, s.BuffSize)
+	assert.Equal(t, 2<<20, s.BuffSize)
 	assert.False(t, s.P2PDisable)
 	assert.Equal(t, "auto", s.Device)
 	require.Len(t, s.Warnings, 5)
-	for i, name := range []string{"GCCL_BUFFSIZE", "GCCL_P2P_DISABLE", "GCCL_TIMEOUT", "GCCL_DEVICE", "GCCL_DEBUG"} {
-		assert.Contains(t, strings.Join(s.Warnings, "\n"), name, "warning %d", i)
+	var names []string
+	for _, w := range s.Warnings {
+		names = append(names, w.Var)
 	}
+	assert.ElementsMatch(t, []string{"GCCL_BUFFSIZE", "GCCL_P2P_DISABLE", "GCCL_TIMEOUT", "GCCL_DEVICE", "GCCL_DEBUG"}, names)
+}
+
+// TestBadValuesAreLogged: every value that does not parse is a WARN naming
+// the variable (under the name it was set), the value and what is used.
+func TestBadValuesAreLogged(t *testing.T) {
+	cases := []struct{ name, val, using string }{
+		{"GCCL_TIMEOUT", "abc", "5m0s"},
+		{"GCCL_TIMEOUT", "30", "5m0s"},
+		{"GCCL_TIMEOUT", "-5s", "5m0s"},
+		{"GCCL_COMM_BLOCKING", "maybe", "using 1"},
+		{"NCCL_COMM_BLOCKING", "maybe", "using 1"},
+		{"GCCL_DEVICE", "gpu", "using auto"},
+		{"GCCL_DEBUG", "BOGUS", "using WARN"},
+		{"GCCL_NVLS_ENABLE", "true", "NVLS off"},
+		{"GCCL_PROTO", "Simpel", "every protocol"},
+		{"GCCL_CHUNKSIZE", "big", "using 0"},
+		{"GCCL_GPU_LL_MAX", "1.5M", "using 0"},
+	}
+	for _, c := range cases {
+		clearAll(t)
+		t.Setenv(c.name, c.val)
+		var buf bytes.Buffer
+		old := SetOutput(&buf)
+		s := Reload()
+		SetOutput(old)
+		require.Len(t, s.Warnings, 1, "%s=%s", c.name, c.val)
+		line := buf.String()
+		assert.Contains(t, line, "level=WARN", "%s=%s", c.name, c.val)
+		assert.Contains(t, line, c.name+`=\"`+c.val+`\"`, "%s=%s", c.name, c.val)
+		assert.Contains(t, line, c.using, "%s=%s", c.name, c.val)
+		assert.Contains(t, line, "subsys=ENV")
+	}
+	clearAll(t)
+	var buf bytes.Buffer
+	old := SetOutput(&buf)
+	Reload()
+	SetOutput(old)
+	assert.Empty(t, buf.String(), "good settings log nothing")
+}
+
+// TestVersionIsInfo: GCCL_DEBUG=VERSION prints the version once as an INFO
+// line while the level stays WARN; INFO prints it too; WARN does not.
+func TestVersionIsInfo(t *testing.T) {
+	for val, want := range map[string]bool{"VERSION": true, "INFO": true, "WARN": false, "NONE": false} {
+		clearAll(t)
+		t.Setenv("GCCL_DEBUG", val)
+		Reload()
+		versionOnce = sync.Once{}
+		var buf bytes.Buffer
+		old := SetOutput(&buf)
+		Logger("INIT").Info("an info line")
+		Logger("COLL").Warn("a warning")
+		SetOutput(old)
+		out := buf.String()
+		assert.Equal(t, want, strings.Contains(out, `level=INFO msg="gccl version `+Version+`"`), "GCCL_DEBUG=%s: %s", val, out)
+		assert.Equal(t, 1, strings.Count(out, "gccl version")*btoi(want)+btoi(!want), val)
+		if val == "VERSION" {
+			assert.NotContains(t, out, "an info line", "VERSION keeps the level at WARN")
+			assert.Contains(t, out, "a warning")
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func TestParsedValues(t *testing.T) {
@@ -111,7 +182,7 @@ func TestSizes(t *testing.T) {
 		s := Reload()
 		assert.Zero(t, s.GPUPushMax, v)
 		require.Len(t, s.Warnings, 1, v)
-		assert.Contains(t, s.Warnings[0], "GCCL_GPU_PUSH_MAX", v)
+		assert.Equal(t, "GCCL_GPU_PUSH_MAX", s.Warnings[0].Var, v)
 	}
 }
 
@@ -162,11 +233,25 @@ func TestLogger(t *testing.T) {
 
 func TestVarsTableComplete(t *testing.T) {
 	seen := map[string]bool{}
+	read := map[string]bool{}
+	load(func(name string) (string, bool) { read[name] = true; return "", false })
+	settings := reflect.TypeFor[Settings]()
 	for _, v := range Vars {
 		assert.True(t, strings.HasPrefix(v.Name, "GCCL_"), v.Name)
 		assert.NotEmpty(t, v.Meaning, v.Name)
 		assert.False(t, seen[v.Name], "duplicate %s", v.Name)
 		seen[v.Name] = true
+		assert.True(t, read[v.Name], "load never reads %s", v.Name)
+		if v.NCCL != "" {
+			assert.True(t, read[v.NCCL], "load never reads %s", v.NCCL)
+		}
+		_, ok := settings.FieldByName(v.Field)
+		assert.True(t, ok, "%s: Settings has no field %q", v.Name, v.Field)
+	}
+	for name := range read {
+		if strings.HasPrefix(name, "GCCL_") {
+			assert.True(t, seen[name], "load reads %s, which Vars does not document", name)
+		}
 	}
 }
 

@@ -21,8 +21,11 @@ var (
 // Logger returns the logger of a subsystem ("INIT", "BOOTSTRAP", "COLL", ...),
 // configured from GCCL_DEBUG and GCCL_DEBUG_SUBSYS. A subsystem that is not
 // enabled gets a logger that discards everything.
-func Logger(subsys string) *slog.Logger {
-	s := Get()
+func Logger(subsys string) *slog.Logger { return loggerFor(Get(), subsys) }
+
+// loggerFor is Logger for settings s; it never calls Get, so Get itself can
+// log through it.
+func loggerFor(s *Settings, subsys string) *slog.Logger {
 	logMu.Lock()
 	defer logMu.Unlock()
 	if l, ok := loggers[subsys]; ok {
@@ -35,10 +38,16 @@ func Logger(subsys string) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: traceName}
 	l := slog.New(&levelHandler{slog.NewTextHandler(logOut, opts), level}).With("subsys", subsys)
 	loggers[subsys] = l
-	if s.DebugVersion {
-		versionOnce.Do(func() { l.Warn("gccl version " + Version) })
+	if s.DebugVersion || s.Debug <= slog.LevelInfo {
+		versionOnce.Do(func() { logVersion(subsys) })
 	}
 	return l
+}
+
+// logVersion prints the version line once, at INFO, also when the level
+// is WARN (GCCL_DEBUG=VERSION asks for exactly that line and the warnings).
+func logVersion(subsys string) {
+	slog.New(slog.NewTextHandler(logOut, nil)).Info("gccl version "+Version, "subsys", subsys)
 }
 
 // SetOutput redirects all loggers (made after the call) to w; tests use it to

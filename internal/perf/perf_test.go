@@ -127,3 +127,10 @@ func TestPlotIsPNG(t *testing.T) {
 	}
 	require.True(t, found, "gccl series not drawn")
 }
+
+// TestLabelsArePrintableASCII: basicfont has no em dash or µ; a label never
+// shows a missing-glyph box.
+func TestLabelsArePrintableASCII(t *testing.T) {
+	require.Equal(t, "gccl ? NCCL ?s", printable("gccl — NCCL µs"))
+	require.Equal(t, "busbw (GB/s)", printable("busbw (GB/s)"))
+}

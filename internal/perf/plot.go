@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"strings"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
@@ -105,7 +106,7 @@ func panel(img *image.RGBA, r image.Rectangle, ytitle string, logY bool, ss []Se
 			line(img, x0, y0, x1, y1, s.Color)
 			line(img, x0, y0+1, x1, y1+1, s.Color)
 		}
-		label(img, r.Max.X-120, r.Min.Y+16+16*k, "— "+s.Name)
+		label(img, r.Max.X-120, r.Min.Y+16+16*k, s.Name) // the swatch is the line drawn below
 		line(img, r.Max.X-140, r.Min.Y+12+16*k, r.Max.X-125, r.Min.Y+12+16*k, s.Color)
 	}
 }
@@ -139,9 +140,21 @@ func line(img *image.RGBA, x0, y0, x1, y1 int, c color.Color) {
 	}
 }
 
+// label draws s in basicfont, which has glyphs for printable ASCII only:
+// anything else is drawn as '?' rather than as a missing-glyph box.
 func label(img *image.RGBA, x, y int, s string) {
 	d := font.Drawer{Dst: img, Src: image.Black, Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
-	d.DrawString(s)
+	d.DrawString(printable(s))
+}
+
+// printable replaces every rune outside printable ASCII with '?'.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r > '~' {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 func abs(v int) int {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/gccl/gccl/internal/env"
 )
 
 // bootIDPath is where Linux publishes the id of the current boot.
@@ -27,10 +29,8 @@ func HostHash() uint64 {
 // override, or "hostname/boot-id" (the boot id part is left empty where the
 // kernel does not publish one).
 func Identity() string {
-	for _, name := range []string{"GCCL_HOSTID", "NCCL_HOSTID"} {
-		if v := os.Getenv(name); v != "" {
-			return v
-		}
+	if v := env.Get().HostID; v != "" {
+		return v
 	}
 	host, err := os.Hostname()
 	if err != nil {

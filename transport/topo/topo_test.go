@@ -3,6 +3,7 @@ package topo
 import (
 	"testing"
 
+	"github.com/gccl/gccl/internal/env"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,4 +31,21 @@ func TestSameHost(t *testing.T) {
 	assert.True(t, SameHost(5, 5))
 	assert.False(t, SameHost(5, 6))
 	assert.False(t, SameHost(0, 0), "unknown hosts must not be taken as the same host")
+}
+
+// TestIdentityFromEnv: GCCL_HOSTID (or NCCL_HOSTID) replaces the identity,
+// read through internal/env like every other variable.
+func TestIdentityFromEnv(t *testing.T) {
+	t.Cleanup(func() { env.Reload() })
+	t.Setenv("GCCL_HOSTID", "")
+	t.Setenv("NCCL_HOSTID", "nodeA")
+	env.Reload()
+	assert.Equal(t, "nodeA", Identity())
+	t.Setenv("GCCL_HOSTID", "nodeB")
+	env.Reload()
+	assert.Equal(t, "nodeB", Identity(), "the GCCL_ name wins")
+	t.Setenv("GCCL_HOSTID", "")
+	t.Setenv("NCCL_HOSTID", "")
+	env.Reload()
+	assert.Contains(t, Identity(), "/", "host name and boot id")
 }

@@ -1,4 +1,4 @@
-//go:build !mpich
+//go:build cgo && !mpich
 
 // Command gompi shows gccl inside an application that starts MPI itself,
 // here with github.com/sbromberger/gompi: the application calls
@@ -20,7 +20,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/coll"
-	"github.com/gccl/gccl/examples/mpi/internal/demo"
+	"github.com/gccl/gccl/examples/mpi/demo"
 	"github.com/gccl/gccl/mpiboot"
 )
 

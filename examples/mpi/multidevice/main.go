@@ -13,7 +13,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/comm"
-	"github.com/gccl/gccl/examples/mpi/internal/demo"
+	"github.com/gccl/gccl/examples/mpi/demo"
 	"github.com/gccl/gccl/group"
 	"github.com/gccl/gccl/mpiboot"
 )

@@ -19,7 +19,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/device"
-	"github.com/gccl/gccl/examples/mpi/internal/demo"
+	"github.com/gccl/gccl/examples/mpi/demo"
 	"github.com/gccl/gccl/mpiboot"
 )
 

@@ -1,6 +1,10 @@
 // Package demo holds what the MPI examples share: deterministic random
 // float32 data every rank can recompute, moving it to and from a device,
 // checking a sum element by element, and agreeing on the outcome over MPI.
+//
+// It is public, so that an example copied into another module builds there
+// as it is (go get github.com/gccl/gccl); a program of your own would
+// rather use device.Device's Alloc, CopyIn and CopyOut directly.
 package demo
 
 import (

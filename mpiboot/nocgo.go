@@ -1,0 +1,61 @@
+//go:build !cgo
+
+package mpiboot
+
+// Without cgo there is no MPI to link: the package still builds, so that
+// programs importing it build with CGO_ENABLED=0, and Init, Join and every
+// other call fail at run time with errNoCgo.
+
+import "github.com/gccl/gccl"
+
+const (
+	builtFor    = "no MPI (built with CGO_ENABLED=0)"
+	rebuildHint = "CGO_ENABLED=1 go build"
+)
+
+// maxCount is the largest byte count one MPI call takes (a C int).
+const maxCount = 1<<31 - 1
+
+var errNoCgo = gccl.Errorf(gccl.SystemError, "mpi",
+	"gccl was built without cgo (CGO_ENABLED=0), so it has no MPI; rebuild with CGO_ENABLED=1 and an MPI installed (Open MPI, or MPICH with -tags mpich), or bootstrap without MPI (comm.NewUniqueID and comm.InitRank)")
+
+// request stands for an MPI request; none is ever started.
+type request struct{}
+
+func (*request) test() (bool, error)     { return false, errNoCgo }
+func (*request) result(int, []byte)      {}
+func (*request) free()                   {}
+func (*request) freeOnError(error) error { return errNoCgo }
+
+func cInitialized() (bool, error)                  { return false, errNoCgo }
+func cFinalized() (bool, error)                    { return false, errNoCgo }
+func cInitThread(ThreadLevel) (ThreadLevel, error) { return Single, errNoCgo }
+func cQueryThread() (ThreadLevel, error)           { return Single, errNoCgo }
+func cIsThreadMain() (bool, error)                 { return false, errNoCgo }
+func cIdup() (*request, error)                     { return nil, errNoCgo }
+func cCommReady() (rank, size int, err error)      { return -1, 0, errNoCgo }
+func cCommFree() error                             { return errNoCgo }
+func cFinalize() error                             { return errNoCgo }
+func cAbort(int) error                             { return errNoCgo }
+func cIprobe() (bool, error)                       { return false, errNoCgo }
+func cIbcast([]byte, int) (*request, error)        { return nil, errNoCgo }
+func cIallgather([]byte, int) (*request, error)    { return nil, errNoCgo }
+func cIbarrier() (*request, error)                 { return nil, errNoCgo }
+
+// collComm is never allocated without cgo: collNew returns nil, and
+// NewCollectives fails before (no Init).
+type collComm = *struct{}
+
+func collNew() collComm                   { return nil }
+func collRelease(collComm)                {}
+func collIdup(collComm) (*request, error) { return nil, errNoCgo }
+func collReady(collComm) error            { return errNoCgo }
+func collFree(collComm) error             { return errNoCgo }
+
+func cAllreduce(collComm, uintptr, uintptr, int, int, int) error          { return errNoCgo }
+func cAllgather(collComm, uintptr, uintptr, int, int) error               { return errNoCgo }
+func cReduceScatterBlock(collComm, uintptr, uintptr, int, int, int) error { return errNoCgo }
+func cBcast(collComm, uintptr, int, int, int) error                       { return errNoCgo }
+func cReduce(collComm, uintptr, uintptr, int, int, int, int) error        { return errNoCgo }
+func cSendrecv(collComm, uintptr, int, int, uintptr, int, int, int) error { return errNoCgo }
+func cAlltoall(collComm, uintptr, uintptr, int, int) error                { return errNoCgo }
