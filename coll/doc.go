@@ -11,9 +11,12 @@
 // AllGather and recvbuff == sendbuff + rank*recvcount*size for ReduceScatter.
 //
 // CreatePreMulSum and DestroyRedOp make and forget per-communicator
-// operators that scale every input by a scalar before summing (the scalar in
-// host memory, copied at creation, or in device memory, read by each
-// operation), as NCCL's ncclRedOpCreatePreMulSum.
+// operators that scale this rank's input by its scalar before summing, so
+// an operation computes Σ_r s_r·x_r with every rank's own scalar (in host
+// memory, copied at creation, or in device memory, read by each operation
+// when it runs), as NCCL's ncclRedOpCreatePreMulSum. Integer scalars
+// multiply in their type, modulo 2^bits. An operator may be destroyed as
+// soon as the last call given it returns.
 //
 // The algorithm (ring, double binary tree, direct) comes from the cost model
 // of package internal/algo, restricted by GCCL_ALGO / NCCL_ALGO.

@@ -25,13 +25,21 @@ var allOps = []gccl.RedOp{gccl.Sum, gccl.Prod, gccl.Max, gccl.Min, gccl.Avg, pre
 // that are not multiples of the rank count or of the alignment.
 func smallCounts(n int) []int { return []int{0, 1, n - 1, 1031} }
 
-// scalarFor is the PreMulSum scalar used for t: a whole number for integer
-// types (Scale requires it), a value every float type holds exactly.
-func scalarFor(t gccl.DataType) float64 {
-	if t.IsFloat() {
-		return 1.5
+// scalarFor is rank r's PreMulSum scalar for t, one element: a different
+// one on every rank (NCCL's Σ_r s_r·x_r), values every float type holds
+// closely, and for the 64-bit integers values no float64 holds (a uint64
+// from 2^63, an int64 beyond -2^53), which must multiply exactly.
+func scalarFor(t gccl.DataType, r int) []byte {
+	switch t {
+	case gccl.Uint64:
+		return binary.LittleEndian.AppendUint64(nil, 1<<63+3+2*uint64(r))
+	case gccl.Int64:
+		return binary.LittleEndian.AppendUint64(nil, uint64(-(1<<53 + 1 + 2*int64(r))))
 	}
-	return 3
+	if t.IsFloat() {
+		return encode(t, 1.5+0.25*float64(r))
+	}
+	return encode(t, float64(3+r))
 }
 
 // encode writes v as one element of type t.
@@ -61,31 +69,32 @@ func encode(t gccl.DataType, v float64) []byte {
 }
 
 // redOps resolves op on every rank: built-ins as they are, premulSum as a
-// fresh operator made with scalarFor(t) on every rank (the scalar in host
-// memory, or in device memory when onDevice). The operators are destroyed
-// when the test ends.
-func redOps(t *testing.T, w *colltest.World, op gccl.RedOp, dt gccl.DataType, onDevice bool, rng *rand.Rand) ([]gccl.RedOp, float64) {
+// fresh operator made with scalarFor(t, r) on rank r (the scalar in host
+// memory, or in device memory when onDevice), which it also returns. The
+// operators are destroyed when the test ends.
+func redOps(t *testing.T, w *colltest.World, op gccl.RedOp, dt gccl.DataType, onDevice bool, rng *rand.Rand) ([]gccl.RedOp, [][]byte) {
 	ops := make([]gccl.RedOp, w.N())
 	if op != premulSum {
 		for r := range ops {
 			ops[r] = op
 		}
-		return ops, 0
+		return ops, nil
 	}
-	s := scalarFor(dt)
+	scalars := make([][]byte, w.N())
 	res := coll.ScalarHostImmediate
 	if onDevice {
 		res = coll.ScalarDevice
 	}
 	for r, c := range w.Comms {
 		p, b := w.Alloc(t, r, dt.Size(), rng)
-		copy(b, encode(dt, s))
+		scalars[r] = scalarFor(dt, r)
+		copy(b, scalars[r])
 		var err error
 		ops[r], err = coll.CreatePreMulSum(c, p, dt, res)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = coll.DestroyRedOp(c, ops[r]) })
 	}
-	return ops, s
+	return ops, scalars
 }
 
 // tileElems is the period of the values filled writes: large buffers
@@ -110,19 +119,26 @@ func tile(b []byte, n int) {
 	}
 }
 
-// reference is reduce.Reference over inputs made by filled: computed on
-// one period and tiled.
-func reference(inputs [][]byte, dt gccl.DataType, op gccl.RedOp, scalar float64) []byte {
+// reference is reduce.Reference (PreMulSumReference with every rank's
+// scalar for premulSum) over inputs made by filled: computed on one period
+// and tiled.
+func reference(inputs [][]byte, dt gccl.DataType, op gccl.RedOp, scalars [][]byte) []byte {
+	ref := func(in [][]byte) []byte {
+		if op == premulSum {
+			return reduce.PreMulSumReference(in, dt, scalars)
+		}
+		return reduce.Reference(in, dt, op, 0)
+	}
 	period := tileElems * dt.Size()
 	if len(inputs[0]) <= period {
-		return reduce.Reference(inputs, dt, op, scalar)
+		return ref(inputs)
 	}
 	heads := make([][]byte, len(inputs))
 	for r, in := range inputs {
 		heads[r] = in[:period]
 	}
 	want := make([]byte, len(inputs[0]))
-	copy(want, reduce.Reference(heads, dt, op, scalar))
+	copy(want, ref(heads))
 	tile(want, period)
 	return want
 }

@@ -17,7 +17,7 @@ type rcase struct {
 	kind    string // "allreduce", "reduce" or "reducescatter"
 	dt      gccl.DataType
 	ops     []gccl.RedOp // per rank
-	scalar  float64      // PreMulSum's, 0 otherwise
+	scalars [][]byte     // PreMulSum's, per rank; nil otherwise
 	op      gccl.RedOp   // the operator Reference computes
 	count   int
 	inPlace bool
@@ -54,7 +54,7 @@ func (c *rcase) issue(t *testing.T, w *colltest.World, ck *checker, rng *rand.Ra
 		require.NoError(t, c.launch(w, r, sp, rp), "%v rank %d", c, r)
 	}
 	ck.add(func() error {
-		want := reference(inputs, c.dt, c.op, c.scalar)
+		want := reference(inputs, c.dt, c.op, c.scalars)
 		for r := range n {
 			var err error
 			switch {
@@ -92,10 +92,10 @@ func reduceMatrix(t *testing.T, w *colltest.World, counts []int, rng *rand.Rand)
 	for _, kind := range []string{"allreduce", "reduce", "reducescatter"} {
 		for _, dt := range gccl.DataTypes() {
 			for oi, op := range allOps {
-				ops, scalar := redOps(t, w, op, dt, oi%2 == 1, rng)
+				ops, scalars := redOps(t, w, op, dt, oi%2 == 1, rng)
 				for ci, count := range counts {
 					for _, inPlace := range []bool{false, true} {
-						c := &rcase{kind: kind, dt: dt, ops: ops, scalar: scalar, op: op,
+						c := &rcase{kind: kind, dt: dt, ops: ops, scalars: scalars, op: op,
 							count: count, inPlace: inPlace, root: (oi + ci) % n}
 						c.issue(t, w, &ck, rng)
 					}
@@ -128,9 +128,9 @@ func TestReduceEightRanks(t *testing.T) {
 	for _, kind := range []string{"allreduce", "reduce", "reducescatter"} {
 		for _, dt := range gccl.DataTypes() {
 			for _, op := range []gccl.RedOp{gccl.Sum, premulSum, gccl.Avg} {
-				ops, scalar := redOps(t, w, op, dt, false, rng)
+				ops, scalars := redOps(t, w, op, dt, false, rng)
 				for i, count := range []int{7, 1001} {
-					c := &rcase{kind: kind, dt: dt, ops: ops, scalar: scalar, op: op, count: count, inPlace: i == 1, root: 5}
+					c := &rcase{kind: kind, dt: dt, ops: ops, scalars: scalars, op: op, count: count, inPlace: i == 1, root: 5}
 					c.issue(t, w, &ck, rng)
 				}
 			}
@@ -153,8 +153,8 @@ func TestReduceLarge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 2))
 	for i, b := range cases {
 		var ck checker
-		ops, scalar := redOps(t, w, b.op, b.dt, false, rng)
-		c := &rcase{kind: b.kind, dt: b.dt, ops: ops, scalar: scalar, op: b.op, count: 1000003, inPlace: i%2 == 0, root: i % 4}
+		ops, scalars := redOps(t, w, b.op, b.dt, false, rng)
+		c := &rcase{kind: b.kind, dt: b.dt, ops: ops, scalars: scalars, op: b.op, count: 1000003, inPlace: i%2 == 0, root: i % 4}
 		c.issue(t, w, &ck, rng)
 		ck.run(t, w)
 	}

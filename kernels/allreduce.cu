@@ -13,16 +13,17 @@
 
 // allreduce_oneshot: c.in[rank] -> c.out[rank]; c.scratch[r] is rank r's
 // direct area (ll.cuh): each rank stores its input into its slot of every
-// peer's half and reduces every rank's copy, in rank order. A
-// communicator's one-shot launches must run in order on each rank.
-template <typename T, int OP> __device__ __forceinline__ void allreduce_oneshot(const gcclComm &c, size_t count, double scalar) {
+// peer's half and reduces every rank's copy, in rank order (premulsum: its
+// input scaled by its factor first). A communicator's one-shot launches
+// must run in order on each rank.
+template <typename T, int OP>
+__device__ __forceinline__ void allreduce_oneshot(const gcclComm &c, size_t count, const Red<T, OP> &red) {
 	const int n = c.nranks, me = c.rank;
 	const size_t bytes = count * sizeof(T), units = llUnits(bytes);
 	LLHalf h;
 	if (!llBegin(c, units * 16, h)) return;
-	const Red<T, OP> red(scalar, n);
 	forEachUnit(units, [&](size_t u) {
-		const uint2 mine = loadUnit(c.in[me], u, bytes);
+		const uint2 mine = red.scaleUnit(loadUnit(c.in[me], u, bytes));
 		for (int p = 0; p < n; p++)
 			if (p != me) llPush(c, h, p, u, mine);
 		uint2 res;
@@ -47,13 +48,15 @@ __device__ __forceinline__ void reduceBroadcast(const gcclComm &c, char *const *
 }
 
 // allreduce_twoshot: c.in[r] and c.out[r] are every rank's input and output
-// (registered user buffers or staged copies), all mapped here.
-template <typename T, int OP> __device__ __forceinline__ void allreduce_twoshot(const gcclComm &c, size_t count, double scalar) {
-	if (!collStart(c)) return;
+// (registered user buffers or staged copies), all mapped here. It reads the
+// peers' raw inputs, so it has no premulsum (premulRefused).
+template <typename T, int OP>
+__device__ __forceinline__ void allreduce_twoshot(const gcclComm &c, size_t count, const Red<T, OP> &red) {
+	if (premulRefused<OP>(c) || !collStart(c)) return;
 	size_t b, e, pb, pe;
 	channelSlice<T>(count, b, e);
 	part<T>(b, e, c.rank, c.nranks, pb, pe);
-	reduceBroadcast<T, OP>(c, c.in, c.out, pb, pe, Red<T, OP>(scalar, c.nranks));
+	reduceBroadcast<T, OP>(c, c.in, c.out, pb, pe, red);
 	collBarrier(c);
 }
 
@@ -63,10 +66,12 @@ template <typename T, int OP> __device__ __forceinline__ void allreduce_twoshot(
 // count*size bytes rounded up to 16. Each channel stores its slice of the
 // input into its slot of every peer's half, meets the same channel of
 // every rank at one barrier, then reduces the slice from all slots (its
-// own from its input) into its output, in rank order on every rank. No
-// end barrier: a rank writes a half again two launches later, by when
-// every peer's launch that read it has finished (stream order).
-template <typename T, int OP> __device__ __forceinline__ void allreduce_push(const gcclComm &c, size_t count, double scalar) {
+// own from its input) into its output, in rank order on every rank
+// (premulsum: each rank scales its input as it stores it and as it reduces
+// it). No end barrier: a rank writes a half again two launches later, by
+// when every peer's launch that read it has finished (stream order).
+template <typename T, int OP>
+__device__ __forceinline__ void allreduce_push(const gcclComm &c, size_t count, const Red<T, OP> &red) {
 	const int n = c.nranks, me = c.rank;
 	LLHalf h;
 	if (!llBegin(c, (count * sizeof(T) + 15) / 16 * 16, h)) return;
@@ -77,12 +82,12 @@ template <typename T, int OP> __device__ __forceinline__ void allreduce_push(con
 	int nd = 0;
 	for (int r = 0; r < n; r++)
 		if (r != me) d[nd++] = h.at(c.scratch[r], me) + off;
-	if (nbytes > 0) copyBytes(c.in[me] + off, d, nd, nbytes);
+	if (nbytes > 0) ownCopy<T, OP>(red, c.in[me] + off, d, nd, e - b);
 	if (collBarrier(c) && nbytes > 0) {
 		char *s[GCCL_MAX_RANKS];
 		for (int r = 0; r < n; r++) s[r] = r == me ? c.in[me] + off : h.at(c.scratch[me], r) + off;
 		char *o = c.out[me] + off;
-		reduceCopy<T, OP>(Red<T, OP>(scalar, n), s, n, &o, 1, e - b);
+		reduceCopy<T, OP>(red.ownAt(me), s, n, &o, 1, e - b);
 	}
 	llFinish(c, h.epoch);
 }
@@ -90,8 +95,9 @@ template <typename T, int OP> __device__ __forceinline__ void allreduce_push(con
 // allreduce_pipelined: c.in[rank] -> c.out[rank] through the scratch
 // buffers (staged.cuh): each rank reduces its part of every segment from
 // all ranks' scratch into all ranks' scratch.
-template <typename T, int OP> __device__ __forceinline__ void allreduce_pipelined(const gcclComm &c, size_t count, double scalar) {
-	staged(c, count * sizeof(T), StagedAllReduce<T, OP>{c, Red<T, OP>(scalar, c.nranks)});
+template <typename T, int OP>
+__device__ __forceinline__ void allreduce_pipelined(const gcclComm &c, size_t count, const Red<T, OP> &red) {
+	staged(c, count * sizeof(T), StagedAllReduce<T, OP>{c, red});
 }
 
 GCCL_INSTANTIATE_RED(allreduce_oneshot)

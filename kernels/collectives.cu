@@ -9,30 +9,33 @@
 #include "sync.cuh"
 
 // reducescatter: c.in[r] holds nranks*count elements on every rank r;
-// rank i's block i (count elements) is reduced into c.out[rank].
-template <typename T, int OP> __device__ __forceinline__ void reducescatter(const gcclComm &c, size_t count, double scalar) {
-	if (!collStart(c)) return;
+// rank i's block i (count elements) is reduced into c.out[rank]. It reads
+// the peers' raw inputs, so it has no premulsum (premulRefused).
+template <typename T, int OP>
+__device__ __forceinline__ void reducescatter(const gcclComm &c, size_t count, const Red<T, OP> &red) {
+	if (premulRefused<OP>(c) || !collStart(c)) return;
 	size_t b, e;
 	channelSlice<T>(count, b, e);
 	char *s[GCCL_MAX_RANKS];
 	const size_t base = ((size_t)c.rank * count + b) * sizeof(T);
 	for (int r = 0; r < c.nranks; r++) s[r] = c.in[r] + base;
 	char *d = c.out[c.rank] + b * sizeof(T);
-	reduceCopy<T, OP>(Red<T, OP>(scalar, c.nranks), s, c.nranks, &d, 1, e - b);
+	reduceCopy<T, OP>(red, s, c.nranks, &d, 1, e - b);
 	collBarrier(c);
 }
 
 // reduce: every rank reduces its part of each slice from all c.in[r] into
 // the root's output c.out[root] (mapped here), so all GPUs share the work.
-template <typename T, int OP> __device__ __forceinline__ void reduce(const gcclComm &c, size_t count, double scalar) {
-	if (!collStart(c)) return;
+// It reads the peers' raw inputs, so it has no premulsum (premulRefused).
+template <typename T, int OP> __device__ __forceinline__ void reduce(const gcclComm &c, size_t count, const Red<T, OP> &red) {
+	if (premulRefused<OP>(c) || !collStart(c)) return;
 	size_t b, e, pb, pe;
 	channelSlice<T>(count, b, e);
 	part<T>(b, e, c.rank, c.nranks, pb, pe);
 	char *s[GCCL_MAX_RANKS];
 	for (int r = 0; r < c.nranks; r++) s[r] = c.in[r] + pb * sizeof(T);
 	char *d = c.out[c.root] + pb * sizeof(T);
-	reduceCopy<T, OP>(Red<T, OP>(scalar, c.nranks), s, c.nranks, &d, 1, pe - pb);
+	reduceCopy<T, OP>(red, s, c.nranks, &d, 1, pe - pb);
 	collBarrier(c);
 }
 
@@ -43,12 +46,13 @@ GCCL_INSTANTIATE_RED(reduce)
 // operation through the scratch buffers (staged.cuh). reducescatter_staged:
 // count elements per block; reduce_staged: count elements.
 template <typename T, int OP>
-__device__ __forceinline__ void reducescatter_staged(const gcclComm &c, size_t count, double scalar) {
-	staged(c, count * sizeof(T), StagedReduceScatter<T, OP>{c, Red<T, OP>(scalar, c.nranks), count * sizeof(T)});
+__device__ __forceinline__ void reducescatter_staged(const gcclComm &c, size_t count, const Red<T, OP> &red) {
+	staged(c, count * sizeof(T), StagedReduceScatter<T, OP>{c, red, count * sizeof(T)});
 }
 
-template <typename T, int OP> __device__ __forceinline__ void reduce_staged(const gcclComm &c, size_t count, double scalar) {
-	staged(c, count * sizeof(T), StagedReduce<T, OP>{c, Red<T, OP>(scalar, c.nranks)});
+template <typename T, int OP>
+__device__ __forceinline__ void reduce_staged(const gcclComm &c, size_t count, const Red<T, OP> &red) {
+	staged(c, count * sizeof(T), StagedReduce<T, OP>{c, red});
 }
 
 GCCL_INSTANTIATE_RED(reducescatter_staged)

@@ -82,18 +82,81 @@ template <> struct Num<__nv_fp8_e5m2> {
 	static __device__ __forceinline__ __nv_fp8_e5m2 from(Acc x) { return __nv_fp8_e5m2(x); }
 };
 
-// Red<T, OP> is the reduction: pre is applied to every input, comb folds
-// two values, post finishes. scalar is premulsum's factor; avg divides the
-// sum by nranks (integer division for integer types, as NCCL).
+// Unsigned<T>::U is the type T's products wrap in: integers multiply
+// modulo 2^bits (signed overflow is undefined in C++), floats in themselves.
+template <typename T> struct Unsigned {
+	typedef T U;
+};
+template <> struct Unsigned<int8_t> {
+	typedef uint8_t U;
+};
+template <> struct Unsigned<int32_t> {
+	typedef uint32_t U;
+};
+template <> struct Unsigned<int64_t> {
+	typedef uint64_t U;
+};
+
+// scalarOf is premulsum's factor, one T: read by the kernel from device
+// memory at p (so in stream order, and afresh at every graph replay) or,
+// when p is null, the host-immediate value's bits (the low sizeof(T) bytes).
+template <typename T> __device__ __forceinline__ T scalarOf(unsigned long long bits, const void *p) {
+	T v;
+	unsigned char *d = reinterpret_cast<unsigned char *>(&v);
+	const unsigned char *s = p != nullptr ? reinterpret_cast<const unsigned char *>(p)
+					      : reinterpret_cast<const unsigned char *>(&bits);
+#pragma unroll
+	for (int i = 0; i < (int)sizeof(T); i++) d[i] = s[i];
+	return v;
+}
+
+// Red<T, OP> is the reduction: pre converts an input, comb folds two
+// values, post finishes. premulsum is the sum of every rank's input times
+// that rank's own factor: each rank scales its own contribution as it
+// enters the reduction (scaled, scaleUnit when it sends its input; in with
+// own set to its source's index when it reduces its input in place) and the
+// rest is a plain sum. avg divides the sum by nranks (integer division for
+// integer types, as NCCL).
 template <typename T, int OP> struct Red {
 	typedef typename Num<T>::Acc Acc;
-	Acc scale;
+	Acc scale; // premulsum: this rank's factor
 	int n;
-	__device__ __forceinline__ Red(double scalar, int nranks) : scale(Acc(scalar)), n(nranks) {}
-	__device__ __forceinline__ Acc pre(T x) const {
-		Acc a = Num<T>::to(x);
-		if constexpr (OP == OP_PREMULSUM) return Acc(a * scale);
-		return a;
+	int own; // the source index (reduceCopy) that is this rank's raw input; -1: none
+	__device__ __forceinline__ Red(unsigned long long bits, const void *p, int nranks)
+		: scale(Acc(1)), n(nranks), own(-1) {
+		if constexpr (OP == OP_PREMULSUM) scale = Num<T>::to(scalarOf<T>(bits, p));
+	}
+	// ownAt is this reduction with source k as this rank's raw input.
+	__device__ __forceinline__ Red ownAt(int k) const {
+		Red r = *this;
+		r.own = k;
+		return r;
+	}
+	static __device__ __forceinline__ Acc mul(Acc a, Acc b) {
+		typedef typename Unsigned<Acc>::U U;
+		return Acc(U(a) * U(b));
+	}
+	__device__ __forceinline__ Acc pre(T x) const { return Num<T>::to(x); }
+	// in converts source k's element, scaling this rank's raw input.
+	__device__ __forceinline__ Acc in(T x, int k) const {
+		if constexpr (OP == OP_PREMULSUM) {
+			if (k == own) return mul(Num<T>::to(x), scale);
+		}
+		return Num<T>::to(x);
+	}
+	// scaled is x times this rank's factor (premulsum), else x.
+	__device__ __forceinline__ T scaled(T x) const {
+		if constexpr (OP == OP_PREMULSUM) return Num<T>::from(mul(Num<T>::to(x), scale));
+		return x;
+	}
+	// scaleUnit scales the 8 / sizeof(T) elements of an LL unit.
+	__device__ __forceinline__ uint2 scaleUnit(uint2 v) const {
+		if constexpr (OP == OP_PREMULSUM) {
+			T *e = reinterpret_cast<T *>(&v);
+#pragma unroll
+			for (int j = 0; j < (int)(8 / sizeof(T)); j++) e[j] = scaled(e[j]);
+		}
+		return v;
 	}
 	__device__ __forceinline__ Acc comb(Acc a, Acc b) const {
 		if constexpr (OP == OP_PROD) return Acc(a * b);

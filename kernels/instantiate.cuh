@@ -29,12 +29,15 @@
 	Y(K, T, tn, OP_AVG, avg) \
 	Y(K, T, tn, OP_PREMULSUM, premulsum)
 
-// A reduction kernel K has a device template K<T, OP>(c, count, scalar)
-// and gets the entry point gccl_K_<type>_<op>(gcclComm, count, scalar).
+// A reduction kernel K has a device template K<T, OP>(c, count, red) and
+// gets the entry point gccl_K_<type>_<op>(gcclComm, count, scalarBits,
+// scalarPtr): premulsum's factor is read in the kernel from scalarPtr
+// (device memory) or, when that is null, is the low sizeof(T) bytes of
+// scalarBits (a host-immediate value); other operators ignore both.
 #define GCCL_RED_ENTRY(K, T, tn, OP, on) \
-	extern "C" __global__ void __launch_bounds__(GCCL_THREADS) \
-		gccl_##K##_##tn##_##on(const gcclComm c, unsigned long long count, double scalar) { \
-		K<T, OP>(c, (size_t)count, scalar); \
+	extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_##K##_##tn##_##on( \
+		const gcclComm c, unsigned long long count, unsigned long long scalarBits, const void *scalarPtr) { \
+		K<T, OP>(c, (size_t)count, Red<T, OP>(scalarBits, scalarPtr, c.nranks)); \
 	}
 #define GCCL_RED_TYPE(K, T, tn) GCCL_OPS(GCCL_RED_ENTRY, K, T, tn)
 #define GCCL_INSTANTIATE_RED(K) GCCL_TYPES(GCCL_RED_TYPE, K)

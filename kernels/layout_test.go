@@ -17,6 +17,7 @@ var cudaStubs = map[string]string{
 	"cuda_fp16.h": `#pragma once
 #define __device__
 #define __forceinline__ inline
+struct uint2 { unsigned x, y; };
 struct uint4 { unsigned x, y, z, w; };
 struct dim3 { unsigned x, y, z; };
 extern dim3 threadIdx, blockIdx, blockDim, gridDim;

@@ -82,8 +82,8 @@ var opSuffix = map[gccl.RedOp]string{
 // ReductionName is the entry point of a reduction kernel for t and op:
 // ReductionName(AllReduceOneShot, gccl.Float32, gccl.Sum) is
 // "gccl_allreduce_oneshot_f32_sum". Operators from gccl.NumBuiltinOps on
-// (premultiplied sums) map to the premulsum kernels, whose scalar argument
-// carries the factor. Every launch asks, so valid names come from a table
+// (premultiplied sums) map to the premulsum kernels, whose scalarBits and
+// scalarPtr arguments carry this rank's factor. Every launch asks, so valid names come from a table
 // built once (no allocation); anything else takes the checking path.
 func ReductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error) {
 	if k, slot := reductionIndex(kernel), opSlot(op); k >= 0 && slot >= 0 && t >= 0 && int(t) < len(reductionNames[k]) {

@@ -6,19 +6,20 @@
 #include "ll.cuh"
 
 // reducescatter_oneshot: count elements per block. Each rank sends block p
-// of its input to peer p and reduces block rank from every rank.
+// of its input to peer p and reduces block rank from every rank (premulsum:
+// its blocks scaled by its factor as they leave its input).
 template <typename T, int OP>
-__device__ __forceinline__ void reducescatter_oneshot(const gcclComm &c, size_t count, double scalar) {
+__device__ __forceinline__ void reducescatter_oneshot(const gcclComm &c, size_t count, const Red<T, OP> &red) {
 	const int n = c.nranks, me = c.rank;
 	const size_t bytes = count * sizeof(T), units = llUnits(bytes);
 	LLHalf h;
 	if (!llBegin(c, units * 16, h)) return;
-	const Red<T, OP> red(scalar, n);
 	forEachUnit(units, [&](size_t u) {
 		for (int p = 0; p < n; p++)
-			if (p != me) llPush(c, h, p, u, loadUnit(c.in[me] + p * bytes, u, bytes));
+			if (p != me) llPush(c, h, p, u, red.scaleUnit(loadUnit(c.in[me] + p * bytes, u, bytes)));
 		uint2 res;
-		if (!llReduceUnit<T, OP>(c, h, red, u, loadUnit(c.in[me] + me * bytes, u, bytes), res)) return false;
+		if (!llReduceUnit<T, OP>(c, h, red, u, red.scaleUnit(loadUnit(c.in[me] + me * bytes, u, bytes)), res))
+			return false;
 		storeUnit(c.out[me], u, bytes, res);
 		return true;
 	});
@@ -27,25 +28,26 @@ __device__ __forceinline__ void reducescatter_oneshot(const gcclComm &c, size_t 
 
 // reduce_oneshot: every rank sends its input to the root, which reduces
 // them all; the root says hello to the others (they receive no data), and
-// the others to each other (ll.cuh).
-template <typename T, int OP> __device__ __forceinline__ void reduce_oneshot(const gcclComm &c, size_t count, double scalar) {
+// the others to each other (ll.cuh). Premulsum: every rank's input is
+// scaled by its factor as it leaves.
+template <typename T, int OP>
+__device__ __forceinline__ void reduce_oneshot(const gcclComm &c, size_t count, const Red<T, OP> &red) {
 	const int me = c.rank, root = c.root;
 	const size_t bytes = count * sizeof(T), units = llUnits(bytes);
 	LLHalf h;
 	if (!llBegin(c, units * 16, h)) return;
 	if (me != root) {
 		forEachUnit(units, [&](size_t u) {
-			llPush(c, h, root, u, loadUnit(c.in[me], u, bytes));
+			llPush(c, h, root, u, red.scaleUnit(loadUnit(c.in[me], u, bytes)));
 			return true;
 		});
 		llHello(c, h, root);
 		llHear(c, h, -1);
 	} else {
 		llHello(c, h, -1);
-		const Red<T, OP> red(scalar, c.nranks);
 		forEachUnit(units, [&](size_t u) {
 			uint2 res;
-			if (!llReduceUnit<T, OP>(c, h, red, u, loadUnit(c.in[me], u, bytes), res)) return false;
+			if (!llReduceUnit<T, OP>(c, h, red, u, red.scaleUnit(loadUnit(c.in[me], u, bytes)), res)) return false;
 			storeUnit(c.out[me], u, bytes, res);
 			return true;
 		});

@@ -22,7 +22,7 @@ __device__ __forceinline__ void reduceVecs(const Red<T, OP> &red, char *const *s
 	for (int u = 0; u < U; u++) {
 		const T *e = reinterpret_cast<const T *>(&raw[u]);
 #pragma unroll
-		for (int j = 0; j < N; j++) acc[u][j] = red.pre(e[j]);
+		for (int j = 0; j < N; j++) acc[u][j] = red.in(e[j], 0);
 	}
 	for (int k = 1; k < nsrc; k++) {
 #pragma unroll
@@ -31,7 +31,7 @@ __device__ __forceinline__ void reduceVecs(const Red<T, OP> &red, char *const *s
 		for (int u = 0; u < U; u++) {
 			const T *e = reinterpret_cast<const T *>(&raw[u]);
 #pragma unroll
-			for (int j = 0; j < N; j++) acc[u][j] = red.comb(acc[u][j], red.pre(e[j]));
+			for (int j = 0; j < N; j++) acc[u][j] = red.comb(acc[u][j], red.in(e[j], k));
 		}
 	}
 #pragma unroll
@@ -46,7 +46,8 @@ __device__ __forceinline__ void reduceVecs(const Red<T, OP> &red, char *const *s
 
 // reduceCopy folds nsrc arrays of nelem T elementwise, in source order (so
 // every rank computes bit-identical results), and stores the result to
-// each of the ndst destinations. It uses the calling block's threads.
+// each of the ndst destinations. Source red.own is this rank's raw input
+// (premulsum scales it). It uses the calling block's threads.
 template <typename T, int OP>
 __device__ __forceinline__ void reduceCopy(const Red<T, OP> &red, char *const *src, int nsrc, char *const *dst,
 					   int ndst, size_t nelem) {
@@ -63,8 +64,8 @@ __device__ __forceinline__ void reduceCopy(const Red<T, OP> &red, char *const *s
 	for (; v < nvec; v += blockDim.x) reduceVecs<T, OP, 1>(red, src, nsrc, dst, ndst, v);
 	for (size_t i = nvec * N + threadIdx.x; i < nelem; i += blockDim.x) {
 		const size_t off = i * sizeof(T);
-		Acc acc = red.pre(load1<T>(src[0] + off));
-		for (int k = 1; k < nsrc; k++) acc = red.comb(acc, red.pre(load1<T>(src[k] + off)));
+		Acc acc = red.in(load1<T>(src[0] + off), 0);
+		for (int k = 1; k < nsrc; k++) acc = red.comb(acc, red.in(load1<T>(src[k] + off), k));
 		const T r = red.post(acc);
 		for (int k = 0; k < ndst; k++) *reinterpret_cast<T *>(dst[k] + off) = r;
 	}
@@ -93,6 +94,19 @@ __device__ __forceinline__ void copyBytes(const char *src, char *const *dst, int
 	for (size_t i = nvec * 16 + threadIdx.x; i < nbytes; i += blockDim.x) {
 		const char x = *(const volatile char *)(src + i);
 		for (int k = 0; k < ndst; k++) dst[k][i] = x;
+	}
+}
+
+// ownCopy copies nelem T of this rank's input from src to the ndst
+// destinations as it enters a reduction: premulsum scales it by this
+// rank's factor, other operators copy the bytes.
+template <typename T, int OP>
+__device__ __forceinline__ void ownCopy(const Red<T, OP> &red, const char *src, char *const *dst, int ndst, size_t nelem) {
+	if constexpr (OP == OP_PREMULSUM) {
+		char *s = const_cast<char *>(src);
+		reduceCopy<T, OP>(red.ownAt(0), &s, 1, dst, ndst, nelem);
+	} else {
+		copyBytes(src, dst, ndst, nelem * sizeof(T));
 	}
 }
 

@@ -65,15 +65,17 @@ __device__ __forceinline__ void copyTo(char *dst, const char *src, size_t n) {
 
 // The policies. "Input" is c.in[rank], "output" c.out[rank].
 
-// StagedReduction: every rank's input in; each rank reduces its part of
-// the segment from all halves into every half (all-reduce: toAll) or into
-// the root's half only (reduce); every rank (all-reduce) or the root
-// (reduce) copies out.
+// StagedReduction: every rank's input in (premulsum: scaled by the rank's
+// factor); each rank reduces its part of the segment from all halves into
+// every half (all-reduce: toAll) or into the root's half only (reduce);
+// every rank (all-reduce) or the root (reduce) copies out.
 template <typename T, int OP, bool toAll> struct StagedReduction {
 	const gcclComm &c;
 	Red<T, OP> red;
 	__device__ size_t segBytes(size_t half) const { return half; }
-	__device__ void copyIn(char *mine, size_t b, size_t e) const { copyTo(mine, c.in[c.rank] + b, e - b); }
+	__device__ void copyIn(char *mine, size_t b, size_t e) const {
+		ownCopy<T, OP>(red, c.in[c.rank] + b, &mine, 1, (e - b) / sizeof(T));
+	}
 	__device__ void mid(char *const *s, size_t b, size_t e) const {
 		size_t pb, pe;
 		part<T>(0, (e - b) / sizeof(T), c.rank, c.nranks, pb, pe);
@@ -132,9 +134,10 @@ struct StagedAllGather {
 };
 
 // StagedReduceScatter: every rank's n input blocks of the segment in (slot
-// r of the half holds block r); each rank reduces its block from every
-// peer's half, its own from its input, straight into its output. nbytes is
-// one block.
+// r of the half holds block r; premulsum: scaled by the rank's factor);
+// each rank reduces its block from every peer's half, its own from its
+// input (scaled as it is read), straight into its output. nbytes is one
+// block.
 template <typename T, int OP> struct StagedReduceScatter {
 	const gcclComm &c;
 	Red<T, OP> red;
@@ -143,7 +146,10 @@ template <typename T, int OP> struct StagedReduceScatter {
 	__device__ void copyIn(char *mine, size_t b, size_t e) const {
 		const size_t seg = segBytes(stagedHalf(c));
 		for (int r = 0; r < c.nranks; r++)
-			if (r != c.rank) copyTo(mine + r * seg, c.in[c.rank] + r * nbytes + b, e - b);
+			if (r != c.rank) {
+				char *d = mine + r * seg;
+				ownCopy<T, OP>(red, c.in[c.rank] + r * nbytes + b, &d, 1, (e - b) / sizeof(T));
+			}
 	}
 	__device__ void mid(char *const *s, size_t b, size_t e) const {
 		const size_t seg = segBytes(stagedHalf(c));
@@ -151,7 +157,7 @@ template <typename T, int OP> struct StagedReduceScatter {
 		for (int r = 0; r < c.nranks; r++)
 			p[r] = r == c.rank ? c.in[c.rank] + c.rank * nbytes + b : s[r] + c.rank * seg;
 		char *d = c.out[c.rank] + b;
-		reduceCopy<T, OP>(red, p, c.nranks, &d, 1, (e - b) / sizeof(T));
+		reduceCopy<T, OP>(red.ownAt(c.rank), p, c.nranks, &d, 1, (e - b) / sizeof(T));
 	}
 	__device__ void copyOut(char *, size_t, size_t) const {}
 };

@@ -39,6 +39,18 @@ __device__ __forceinline__ void fail(const gcclComm &c, uint32_t code) {
 	}
 }
 
+// premulRefused fails the launch of a premulsum entry of a kernel that
+// reads the peers' raw inputs (zero-copy): only the owner of an input knows
+// its factor. The engine never launches those (it stages premulsum); every
+// rank returns at once, before any barrier, so none waits for another.
+template <int OP> __device__ __forceinline__ bool premulRefused(const gcclComm &c) {
+	if constexpr (OP == OP_PREMULSUM) {
+		if (blockIdx.x == 0 && threadIdx.x == 0) fail(c, GCCL_STATUS_BADARGS);
+		return true;
+	}
+	return false;
+}
+
 // Waiter bounds one wait: it gives up when the host sets *abortFlag, when
 // another thread already failed, or after c.timeoutNs. Every 1024 polls it
 // reads the GPU's clock; the abort and status words live in host memory

@@ -49,8 +49,13 @@
 // barrier parity, so a rank that runs ahead never overwrites what a slower
 // peer still reads.
 //
-// Avg reduces as Sum then divides by the rank count; operators made by
-// CreatePreMulSum reduce as Sum then scale by their scalar. The arithmetic
+// Avg reduces as Sum then divides by the rank count. An operator made by
+// CreatePreMulSum is NCCL's Σ_r s_r·x_r: each rank scales a copy of its own
+// input by its own scalar, then the ranks reduce as Sum; an operation
+// captures its operator when it is enqueued, so DestroyRedOp may follow at
+// once. The GPU backend passes the scalar (its bits, or its device pointer
+// for ScalarDevice) to the kernels, which read it when they run, and never
+// takes zero-copy for PreMulSum (those kernels read peers' raw inputs). The arithmetic
 // is DefaultReducer (package internal/reduce: every data type and operator)
 // unless Config.Reducer replaces it.
 //

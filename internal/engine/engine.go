@@ -75,12 +75,13 @@ type Engine struct {
 	connMu sync.Mutex
 	conns  []*peerConn // per peer, nil until connected
 
-	order    ticketLock
-	scratch  []byte    // grown on demand; used under the ticket lock only
-	zc       *zeroCopy // nil where the ranks cannot map each other's memory
-	redops   redopTable
-	asyncErr atomic.Pointer[error]
-	closed   atomic.Bool
+	order     ticketLock
+	scratch   []byte    // grown on demand; used under the ticket lock only
+	premulBuf []byte    // PreMulSum's scaled input (premulInput); as scratch
+	zc        *zeroCopy // nil where the ranks cannot map each other's memory
+	redops    redopTable
+	asyncErr  atomic.Pointer[error]
+	closed    atomic.Bool
 }
 
 // peerConn is the two directions to one peer.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/binary"
+
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/graph"
 	"github.com/gccl/gccl/internal/cuda"
@@ -25,7 +27,7 @@ func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 	// Up to the one-shot limit the size alone decides (the same on every
 	// rank, whatever each registered), and the one-shot beats zero-copy.
 	ll := g.oneShot(e, o.Count*o.Type.Size())
-	if !ll {
+	if !ll && o.Op < gccl.NumBuiltinOps { // PreMulSum: no zero-copy (kernels read peers' raw inputs)
 		if done, err := g.zeroCopy(e, o, s); done || err != nil { // registration hook
 			return err
 		}
@@ -63,35 +65,34 @@ func (g *gpuBackend) single(o *Op, s cuda.Stream) (done bool, err error) {
 	return true, g.copyAsync(o.Recv, o.Send, o.Count*o.Type.Size(), s)
 }
 
-// redKernel resolves a reduction kernel's entry point and scalar argument
-// (PreMulSum's factor; Avg divides in the kernel).
-func (g *gpuBackend) redKernel(e *Engine, kernel string, o *Op) (string, float64, error) {
+// redArgs are a reduction kernel's arguments after the Comm: the count
+// and PreMulSum's factor, read by the kernel from scalarPtr (ScalarDevice:
+// in stream order, afresh at every graph replay) or else the raw bits of a
+// host-immediate scalar; zero for the other operators.
+type redArgs struct {
+	count     uint64
+	bits      uint64
+	scalarPtr uintptr
+}
+
+// put appends the arguments (kernels: count, scalarBits, scalarPtr).
+func (r redArgs) put(a *cuda.Args) { a.U64(r.count).U64(r.bits).Ptr(r.scalarPtr) }
+
+// redKernel resolves a reduction kernel's entry point and arguments from o
+// and the operator it captured when it was enqueued (Avg divides in the
+// kernel).
+func (g *gpuBackend) redKernel(kernel string, o *Op) (string, redArgs, error) {
 	name, err := kernels.ReductionName(kernel, o.Type, o.Op)
-	if err != nil {
-		return "", 0, err
+	r := redArgs{count: uint64(o.Count)}
+	if err != nil || o.Op < gccl.NumBuiltinOps {
+		return name, r, err
 	}
-	if o.Op < gccl.NumBuiltinOps {
-		return name, 1, nil
+	if o.premul.res == ScalarDevice {
+		r.scalarPtr = o.premul.scalar
+	} else {
+		r.bits = binary.LittleEndian.Uint64(o.premul.value[:])
 	}
-	e.redops.mu.Lock()
-	p, ok := e.redops.ops[o.Op]
-	e.redops.mu.Unlock()
-	if !ok {
-		return "", 0, gccl.Errorf(gccl.InvalidArgument, "op", "%v was destroyed before the operation was launched", o.Op)
-	}
-	if p.t != o.Type {
-		return "", 0, gccl.Errorf(gccl.InvalidArgument, "op", "%v was made for %v, not %v", o.Op, p.t, o.Type)
-	}
-	v := p.value
-	if p.res == ScalarDevice {
-		// Read when the operation is launched (a graph keeps this value).
-		v = make([]byte, o.Type.Size())
-		if err := g.drv.MemcpyDtoH(v, p.scalar); err != nil {
-			return "", 0, gccl.Errorf(gccl.Code(err), "op", "reading the device scalar of %v: %w", o.Op, err)
-		}
-	}
-	f, err := elemValue(v, o.Type)
-	return name, f, err
+	return name, r, nil
 }
 
 // comm returns the shared Comm fields with the scratch set to area(r).
@@ -116,12 +117,12 @@ func (g *gpuBackend) allReduce(e *Engine, o *Op, s cuda.Stream, ll bool) error {
 	case !keyed(e) && !g.llForced && bytes <= g.pushMax && kernels.PushScratchBytes(bytes, n) <= gpuDirectBytes:
 		kernel, c = kernels.AllReducePush, g.comm(n, g.direct, gpuDirectBytes)
 	}
-	name, scalar, err := g.redKernel(e, kernel, o)
+	name, args, err := g.redKernel(kernel, o)
 	if err != nil {
 		return err
 	}
 	c.In[me], c.Out[me] = o.Send, o.Recv
-	return g.launch(name, grid, s, &c, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
+	return g.launch(name, grid, s, &c, args.put)
 }
 
 // oneShot reports whether a collective of bytes per rank (per block for
@@ -156,11 +157,11 @@ func (g *gpuBackend) run(e *Engine, o *Op, s cuda.Stream, name string, oneShot b
 // reduction launches reduction kernel over o's count elements (per block
 // for reduce-scatter), a one-shot when ll.
 func (g *gpuBackend) reduction(e *Engine, o *Op, s cuda.Stream, ll bool, kernel string) error {
-	name, scalar, err := g.redKernel(e, kernel, o)
+	name, args, err := g.redKernel(kernel, o)
 	if err != nil {
 		return err
 	}
-	return g.run(e, o, s, name, ll, o.Count*o.Type.Size(), func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
+	return g.run(e, o, s, name, ll, o.Count*o.Type.Size(), args.put)
 }
 
 // moving launches data-type independent kernel name over o's bytes (per

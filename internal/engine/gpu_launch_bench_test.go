@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -117,17 +116,17 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 // It returns the stand-in.
 func registerCheckingKernel(f *cudafake.Fake, lr *launchRank, n, me int) cudafake.Kernel {
 	k := func(f *cudafake.Fake, grid, block cuda.Dim3, a *cuda.Args) error {
-		c, count, scalar := decodeWholeComm(a.Arg(0)), a.Uint64(1), math.Float64frombits(a.Uint64(2))
-		ok := int(c.Rank) == me && int(c.NRanks) == n && count == lr.want.count.Load() && scalar == 1 &&
+		c, count, bits, ptr := decodeWholeComm(a.Arg(0)), a.Uint64(1), a.Uint64(2), a.Uint64(3)
+		ok := int(c.Rank) == me && int(c.NRanks) == n && count == lr.want.count.Load() && bits == 0 && ptr == 0 &&
 			uint64(c.In[me]) == lr.want.send.Load() && uint64(c.Out[me]) == lr.want.recv.Load() &&
-			block.X == kernels.Threads && grid.X >= 1 && a.Len() == 3
+			block.X == kernels.Threads && grid.X >= 1 && a.Len() == 4
 		for r := range n {
 			ok = ok && c.Scratch[r] != 0 && c.Flags[r] != 0
 		}
 		ok = ok && c.Counters != 0 && c.AbortFlag != 0 && c.Status != 0 && c.TimeoutNs == uint64(10*time.Second) &&
 			c.ScratchBytes == gpuDirectBytes
 		if !ok {
-			return fmt.Errorf("one-shot stand-in on rank %d: unexpected launch %+v count %d scalar %v grid %v", me, c, count, scalar, grid)
+			return fmt.Errorf("one-shot stand-in on rank %d: unexpected launch %+v count %d scalar %#x at %#x grid %v", me, c, count, bits, ptr, grid)
 		}
 		lr.launches.Add(1)
 		return nil

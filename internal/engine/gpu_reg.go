@@ -246,14 +246,14 @@ func regKey(k Kind, bufs []regBuf) uint32 {
 // receive buffers: each rank reduces its part from all inputs and stores
 // it into all outputs.
 func (g *gpuBackend) zcAllReduce(e *Engine, o *Op, bufs []regBuf, c *kernels.Comm, s cuda.Stream) error {
-	name, scalar, err := g.redKernel(e, kernels.AllReduceTwoShot, o)
+	name, args, err := g.redKernel(kernels.AllReduceTwoShot, o)
 	if err != nil {
 		return err
 	}
 	for r := range e.nranks {
 		c.In[r], c.Out[r] = bufs[0].at(r), bufs[1].at(r)
 	}
-	return g.launch(name, g.channels(o.Count*o.Type.Size()), s, c, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
+	return g.launch(name, g.channels(o.Count*o.Type.Size()), s, c, args.put)
 }
 
 // zcAllGather: each rank stores its input straight into every rank's
@@ -287,7 +287,7 @@ func (g *gpuBackend) zcBroadcast(e *Engine, o *Op, recv regBuf, c *kernels.Comm,
 // zcReduceScatter: each rank reduces its block from every rank's
 // registered send buffer into its own receive buffer.
 func (g *gpuBackend) zcReduceScatter(e *Engine, o *Op, send regBuf, c *kernels.Comm, s cuda.Stream) error {
-	name, scalar, err := g.redKernel(e, kernels.ReduceScatter, o)
+	name, args, err := g.redKernel(kernels.ReduceScatter, o)
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (g *gpuBackend) zcReduceScatter(e *Engine, o *Op, send regBuf, c *kernels.C
 		c.In[r] = send.at(r)
 	}
 	c.Out[e.rank] = o.Recv
-	return g.launch(name, g.channels(o.Count*o.Type.Size()), s, c, func(a *cuda.Args) { a.U64(uint64(o.Count)).F64(scalar) })
+	return g.launch(name, g.channels(o.Count*o.Type.Size()), s, c, args.put)
 }
 
 // countStaged adds the bytes a staged collective copies through this

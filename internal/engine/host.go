@@ -70,9 +70,12 @@ func (e *Engine) runCollective(ctx context.Context, o *Op) error {
 	}
 	var combine combineFunc
 	var post func([]byte) error
-	var err error
 	if kind.Reduces() {
-		if combine, post, err = e.arith(e.red, o); err != nil {
+		combine, post = e.arith(e.red, o)
+	}
+	if kind.Reduces() && o.Op >= gccl.NumBuiltinOps {
+		var err error
+		if o, err = e.premulInput(o); err != nil {
 			return err
 		}
 	}

@@ -204,7 +204,8 @@ func (e *Engine) prepare(ops []Op) (*launch, error) {
 		if !o.Kind.collective().Reduces() {
 			o.Op = gccl.Sum // unused by this kind
 		} else if o.Op < 0 || o.Op >= gccl.NumBuiltinOps {
-			if err := e.checkUserOp(o); err != nil {
+			var err error
+			if o.premul, err = e.userOp(o.Op, o.Type); err != nil {
 				e.recycle(l, false)
 				return nil, err
 			}
@@ -214,18 +215,3 @@ func (e *Engine) prepare(ops []Op) (*launch, error) {
 	l.ops = append(l.ops, p2p...)
 	return l, nil
 }
-
-// checkUserOp checks that a user operator (CreatePreMulSum) still exists
-// and fits o's type (built-in operators need no check; prepare skips the
-// call for them, as o escapes here).
-func (e *Engine) checkUserOp(o Op) error {
-	_, _, err := e.arith(nopReducer{}, &o)
-	return err
-}
-
-// nopReducer lets prepare check an op's operator without computing.
-type nopReducer struct{}
-
-func (nopReducer) Combine(_, _, _ []byte, _ gccl.DataType, _ gccl.RedOp) error { return nil }
-func (nopReducer) Scale(_ []byte, _ gccl.DataType, _ []byte) error             { return nil }
-func (nopReducer) DivN(_ []byte, _ gccl.DataType, _ int) error                 { return nil }

@@ -49,6 +49,7 @@ type Op struct {
 	Op         gccl.RedOp
 	Root, Peer int
 	Stream     gccl.Stream
+	premul     premul // Op's CreatePreMulSum operator, captured at enqueue
 }
 
 func (o *Op) String() string {

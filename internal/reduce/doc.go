@@ -3,10 +3,12 @@
 // reference that tests check every backend against.
 //
 // Into and Into3 combine buffers element by element. Avg and the
-// pre-multiplied sums (operators from gccl.NumBuiltinOps on) reduce as Sum;
-// Scale finishes them once all contributions are in: divide by the number
-// of ranks for Avg (integer types: truncating division, as NCCL), multiply
-// by the scalar for PreMulSum. Integer sums and products wrap.
+// pre-multiplied sums (operators from gccl.NumBuiltinOps on) reduce as Sum.
+// Scale finishes an Avg once all contributions are in: divide by the number
+// of ranks (integer types: truncating division, as NCCL). A pre-multiplied
+// sum is NCCL's Σ_r s_r·x_r: MulScalar scales each rank's own input by its
+// own scalar before it enters the sum (integers in their type, modulo
+// 2^bits). Integer sums and products wrap.
 //
 // The native Go types are reduced by generic loops that the compiler
 // specialises per type, dispatched once per call, never per element. The
@@ -25,7 +27,7 @@
 // Max and Min of floating-point values ignore a NaN operand when the other
 // is a number, as fmaxf and fminf do.
 //
-// Reference, Check and Fill are for tests: Reference computes a collective's
+// Reference, PreMulSumReference, Check and Fill are for tests: Reference computes a collective's
 // expected result in float64 (exact integers for the integer types), Check
 // compares with a tolerance that follows the type's precision and the
 // number of ranks, and Fill writes random values for which every operator

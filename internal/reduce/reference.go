@@ -13,44 +13,75 @@ import (
 // rank, equal lengths) with op, as NCCL defines it: integer sums and
 // products wrap, Avg of integers is the wrapped sum divided with
 // truncation, Avg of floats is the sum divided by the number of inputs, and
-// a pre-multiplied sum (op >= gccl.NumBuiltinOps) is the sum of scalar*x.
+// a pre-multiplied sum (op >= gccl.NumBuiltinOps) is the sum of scalar*x
+// with one scalar for every rank (a whole number for integer types; see
+// PreMulSumReference for per-rank scalars and 64-bit integers).
 // Floating-point types are computed in float64 and rounded once. It
 // returns nil for invalid arguments, which Check then reports.
 func Reference(inputs [][]byte, t gccl.DataType, op gccl.RedOp, scalar float64) []byte {
-	if len(inputs) == 0 || !t.Valid() || op < 0 || len(inputs[0])%t.Size() != 0 {
+	if !t.Valid() {
 		return nil
 	}
-	for _, in := range inputs {
-		if len(in) != len(inputs[0]) {
+	one := make([]byte, t.Size())
+	if t.IsFloat() {
+		storeFloat(t, one, 0, scalar)
+	} else {
+		storeBits(one, 0, t.Size(), uint64(int64(scalar)))
+	}
+	scalars := make([][]byte, len(inputs))
+	for r := range scalars {
+		scalars[r] = one
+	}
+	return reference(inputs, t, op, scalars)
+}
+
+// PreMulSumReference is NCCL's pre-multiplied sum Σ_r scalars[r]·inputs[r]:
+// each rank's input times that rank's own scalar (one element of type t, its
+// raw bytes), then summed. Integers multiply and add in their type, modulo
+// 2^bits (no float64 in between); floats as Reference.
+func PreMulSumReference(inputs [][]byte, t gccl.DataType, scalars [][]byte) []byte {
+	return reference(inputs, t, gccl.NumBuiltinOps, scalars)
+}
+
+// reference is Reference with one scalar (raw bytes) per rank.
+func reference(inputs [][]byte, t gccl.DataType, op gccl.RedOp, scalars [][]byte) []byte {
+	if len(inputs) == 0 || !t.Valid() || op < 0 || len(inputs[0])%t.Size() != 0 || len(scalars) != len(inputs) {
+		return nil
+	}
+	for r, in := range inputs {
+		if len(in) != len(inputs[0]) || len(scalars[r]) < t.Size() {
 			return nil
 		}
 	}
 	out := make([]byte, len(inputs[0]))
 	switch t {
 	case gccl.Int8:
-		refInt[int8](out, inputs, 1, op, scalar)
+		refInt[int8](out, inputs, 1, op, scalars)
 	case gccl.Uint8:
-		refInt[uint8](out, inputs, 1, op, scalar)
+		refInt[uint8](out, inputs, 1, op, scalars)
 	case gccl.Int32:
-		refInt[int32](out, inputs, 4, op, scalar)
+		refInt[int32](out, inputs, 4, op, scalars)
 	case gccl.Uint32:
-		refInt[uint32](out, inputs, 4, op, scalar)
+		refInt[uint32](out, inputs, 4, op, scalars)
 	case gccl.Int64:
-		refInt[int64](out, inputs, 8, op, scalar)
+		refInt[int64](out, inputs, 8, op, scalars)
 	case gccl.Uint64:
-		refInt[uint64](out, inputs, 8, op, scalar)
+		refInt[uint64](out, inputs, 8, op, scalars)
 	default:
-		refFloat(out, inputs, t, op, scalar)
+		refFloat(out, inputs, t, op, scalars)
 	}
 	return out
 }
 
-func refInt[T integer](out []byte, inputs [][]byte, size int, op gccl.RedOp, scalar float64) {
-	s := T(int64(scalar))
+func refInt[T integer](out []byte, inputs [][]byte, size int, op gccl.RedOp, scalars [][]byte) {
+	s := make([]T, len(inputs))
+	for r := range s {
+		s[r] = T(loadBits(scalars[r], 0, size))
+	}
 	for i := range len(out) / size {
 		var acc T
 		for r, in := range inputs {
-			acc = fold(acc, T(loadBits(in, i, size)), r, op, s)
+			acc = fold(acc, T(loadBits(in, i, size)), r, op, s[r])
 		}
 		if op == gccl.Avg {
 			one := []T{acc}
@@ -61,11 +92,15 @@ func refInt[T integer](out []byte, inputs [][]byte, size int, op gccl.RedOp, sca
 	}
 }
 
-func refFloat(out []byte, inputs [][]byte, t gccl.DataType, op gccl.RedOp, scalar float64) {
+func refFloat(out []byte, inputs [][]byte, t gccl.DataType, op gccl.RedOp, scalars [][]byte) {
+	s := make([]float64, len(inputs))
+	for r := range s {
+		s[r] = loadFloat(t, scalars[r], 0)
+	}
 	for i := range len(out) / t.Size() {
 		var acc float64
 		for r, in := range inputs {
-			acc = fold(acc, loadFloat(t, in, i), r, op, scalar)
+			acc = fold(acc, loadFloat(t, in, i), r, op, s[r])
 		}
 		if op == gccl.Avg {
 			acc /= float64(len(inputs))
@@ -75,7 +110,8 @@ func refFloat(out []byte, inputs [][]byte, t gccl.DataType, op gccl.RedOp, scala
 }
 
 // fold is rank r's step of a reference reduction: acc op x, where rank 0's
-// x starts a built-in op and a pre-multiplied sum adds scalar*x from zero.
+// x starts a built-in op and a pre-multiplied sum adds scalar*x (rank r's
+// scalar) from zero.
 // Max and Min propagate NaN.
 func fold[T native](acc, x T, r int, op gccl.RedOp, scalar T) T {
 	switch {

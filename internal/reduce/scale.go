@@ -6,11 +6,11 @@ import (
 	"github.com/gccl/gccl"
 )
 
-// Scale finishes an Avg or a PreMulSum in place: buf[i] = buf[i] * mul / div.
-// Avg passes mul = 1, div = the number of ranks; PreMulSum passes the
-// scalar and div = 1. Integer types multiply with wrap-around by mul, which
-// must then be a whole number, and divide with truncation toward zero, as
-// NCCL does. Floating-point types compute in float64 and round once.
+// Scale computes buf[i] = buf[i] * mul / div in place; Avg passes mul = 1,
+// div = the number of ranks (MulScalar applies a PreMulSum factor, exactly
+// in the type). Integer types multiply with wrap-around by mul, which must
+// then be a whole number, and divide with truncation toward zero, as NCCL
+// does. Floating-point types compute in float64 and round once.
 func Scale(buf []byte, t gccl.DataType, mul float64, div int) error {
 	if err := checkArgs(buf, t, gccl.Sum); err != nil {
 		return err
@@ -21,11 +21,49 @@ func Scale(buf []byte, t gccl.DataType, mul float64, div int) error {
 	if math.IsNaN(mul) || !t.IsFloat() && (mul != math.Trunc(mul) || math.Abs(mul) >= 1<<63) {
 		return gccl.Errorf(gccl.InvalidArgument, "mul", "multiplier %v is not a whole number for %v", mul, t)
 	}
-	if len(buf) == 0 || mul == 1 && div == 1 {
+	return scale(buf, t, factor{f: mul, i: uint64(int64(mul))}, div)
+}
+
+// MulScalar multiplies every element of buf by scalar, one element of type
+// t (its raw bytes): a rank's PreMulSum factor. Integers multiply in their
+// type, wrapping modulo 2^bits (every 64-bit value, uint64 from 2^63
+// included, never rounded through float64); floating-point types as Scale.
+func MulScalar(buf []byte, t gccl.DataType, scalar []byte) error {
+	if err := checkArgs(buf, t, gccl.Sum); err != nil {
+		return err
+	}
+	if len(scalar) < t.Size() {
+		return gccl.Errorf(gccl.InvalidArgument, "scalar", "scalar has %d bytes; want one %v", len(scalar), t)
+	}
+	f := factor{i: loadBits(scalar, 0, t.Size())}
+	if t.IsFloat() {
+		f.f = loadFloat(t, scalar, 0)
+	}
+	return scale(buf, t, f, 1)
+}
+
+// factor is a multiplier: f for floating-point types, the low bits of i
+// for integer types.
+type factor struct {
+	f float64
+	i uint64
+}
+
+// one reports whether multiplying a t by f changes nothing.
+func (f factor) one(t gccl.DataType) bool {
+	if t.IsFloat() {
+		return f.f == 1
+	}
+	return f.i<<(64-8*t.Size()) == 1<<(64-8*t.Size())
+}
+
+// scale is Scale and MulScalar once the arguments are checked.
+func scale(buf []byte, t gccl.DataType, mul factor, div int) error {
+	if len(buf) == 0 || mul.one(t) && div == 1 {
 		return nil
 	}
 	if isLow(t) {
-		scaleLow(buf, t, mul, div)
+		scaleLow(buf, t, mul.f, div)
 		return nil
 	}
 	if !aligned(t.Size(), buf) {
@@ -43,8 +81,8 @@ func Scale(buf []byte, t gccl.DataType, mul float64, div int) error {
 	return nil
 }
 
-func scaleNative(b []byte, t gccl.DataType, mul float64, div int) {
-	m := int64(mul)
+func scaleNative(b []byte, t gccl.DataType, mul factor, div int) {
+	m := mul.i
 	switch t {
 	case gccl.Int8:
 		scaleInt(view[int8](b), int8(m), div)
@@ -55,13 +93,13 @@ func scaleNative(b []byte, t gccl.DataType, mul float64, div int) {
 	case gccl.Uint32:
 		scaleInt(view[uint32](b), uint32(m), div)
 	case gccl.Int64:
-		scaleInt(view[int64](b), m, div)
+		scaleInt(view[int64](b), int64(m), div)
 	case gccl.Uint64:
-		scaleInt(view[uint64](b), uint64(m), div)
+		scaleInt(view[uint64](b), m, div)
 	case gccl.Float32:
-		scaleFloat(view[float32](b), mul, div)
+		scaleFloat(view[float32](b), mul.f, div)
 	case gccl.Float64:
-		scaleFloat(view[float64](b), mul, div)
+		scaleFloat(view[float64](b), mul.f, div)
 	}
 }
 
