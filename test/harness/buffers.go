@@ -18,11 +18,20 @@ const Poison = 0xA5
 // PoisonBytes returns n bytes of Poison.
 func PoisonBytes(n int) []byte { return bytes.Repeat([]byte{Poison}, n) }
 
+// tileElems is the period of Input's values: a large input repeats its
+// first tileElems random elements (an odd period, prime, so that blocks and
+// chunks never line up with it), which keeps making inputs cheap.
+const tileElems = 65521
+
 // Input is rank's input for a test case: random values of type t that
 // every process can recompute from (seed, rank).
 func Input(seed uint64, rank int, t gccl.DataType, count int) []byte {
 	b := make([]byte, count*t.Size())
-	reduce.Fill(b, t, rand.New(rand.NewPCG(seed, uint64(rank)+1)))
+	tile := b[:min(count, tileElems)*t.Size()]
+	reduce.Fill(tile, t, rand.New(rand.NewPCG(seed, uint64(rank)+1)))
+	for off := len(tile); off < len(b); off += len(tile) {
+		copy(b[off:], tile)
+	}
 	return b
 }
 
