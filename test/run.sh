@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test/run.sh — testing tier 2: gccl's MPI integration tests and examples,
-# run under mpirun on this machine with 1, 2, 3, 4 and 8 processes.
+# run under mpirun on this machine with 1, 2, 3, 4 and 8 processes (the
+# random-sequence test, test/random, with 2, 3 and 4).
 #
 # Environment:
 #   MPI=openmpi|mpich   implementation to build against and launch with (default openmpi)
@@ -25,6 +26,7 @@ mkdir -p "$out"
 echo "== building ($mpi${flags[*]:+, ${flags[*]}}) into $out"
 go test "${flags[@]}" -c -o "$out/mpiboot.test" ./mpiboot
 go test "${flags[@]}" -c -o "$out/mpi.test" ./test/mpi
+go test "${flags[@]}" -c -o "$out/random.test" ./test/random
 examples=(onedevice multidevice progress singleprocess)
 [ "$mpi" = openmpi ] && examples+=(gompi) # gompi hard-codes Open MPI's paths
 for ex in "${examples[@]}"; do
@@ -55,6 +57,10 @@ for np in $nps; do
 	echo "== $np process(es)"
 	run mpiboot "$np" "$out/mpiboot.test" "${testflags[@]}"
 	run integration "$np" "$out/mpi.test" "${testflags[@]}"
+	if [ "$np" -ge 2 ] && [ "$np" -le 4 ]; then
+		run random "$np" "$out/random.test" "${testflags[@]}" -test.run TestMPI -random.backend host \
+			-random.seeds 2 -random.ops 200 -random.maxcount 262144
+	fi
 	run example/onedevice "$np" "$out/onedevice" -count 65536
 	run example/multidevice "$np" "$out/multidevice" -count 65536
 	run example/progress "$np" "$out/progress" -rounds 4
