@@ -11,7 +11,8 @@
 // internal/reduce's reference; floating-point data only travels through
 // operations that do not compute with it (broadcast, gather, p2p), so it
 // too must arrive bit-exact. Goroutine, file-descriptor and /dev/shm counts
-// must be the same before and after.
+// must be the same before and after. The operations are test/harness's
+// Cases and Calls, which test/random shares.
 //
 //	go test ./test/soak                                  # a short run (CI)
 //	go test ./test/soak -soak.ops=100000 -timeout=60m    # make soak (scripts/soak.sh)

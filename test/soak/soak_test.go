@@ -13,6 +13,7 @@ import (
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/group"
 	"github.com/gccl/gccl/test/fault"
+	"github.com/gccl/gccl/test/harness"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,48 +63,45 @@ func firstErr(errs ...error) error {
 }
 
 // prepare writes o's input and poison into slot j and returns the call.
-func (r *rank) prepare(o op, j int) (call, error) {
+// In place, the operation's one buffer lies in the recv slot.
+func (r *rank) prepare(o harness.Case, j int) (harness.Call, error) {
 	me, n := r.c.Rank(), r.c.Count()
 	sendSlot, recvSlot := r.send+uintptr(j*slotBytes), r.recv+uintptr(j*slotBytes)
-	_, recvBytes := o.sizes(n)
-	inRecv, sendOff, recvOff := o.place(me, n)
-	poison := make([]byte, max(recvBytes+recvOff, len(o.input(me, n))))
-	for i := range poison {
-		poison[i] = 0xA5
+	sendBytes, recvBytes := o.Sizes(n)
+	c := harness.Call{Case: o, Send: sendSlot, Recv: recvSlot, RedOp: o.Op}
+	if o.InPlace {
+		sendOff, recvOff := o.InPlaceOffsets(me, n)
+		c.Send, c.Recv = recvSlot+uintptr(sendOff), recvSlot+uintptr(recvOff)
 	}
-	if err := r.d.CopyIn(recvSlot, poison); err != nil {
-		return call{}, err
+	if err := r.d.CopyIn(recvSlot, harness.PoisonBytes(max(sendBytes, recvBytes))); err != nil {
+		return c, err
 	}
-	c := call{o: o, send: sendSlot + uintptr(sendOff), recv: recvSlot + uintptr(recvOff)}
-	if inRecv {
-		c.send = recvSlot + uintptr(sendOff)
-	}
-	in := o.input(me, n)
+	in := harness.Input(o.Seed, me, o.T, sendBytes/o.T.Size())
 	if len(in) == 0 {
 		return c, nil
 	}
-	return c, r.d.CopyIn(c.send, in)
+	return c, r.d.CopyIn(c.Send, in)
 }
 
 // check compares the receive buffer of c with the reference.
-func (r *rank) check(c call) error {
-	want := c.o.expected(r.c.Rank(), r.c.Count())
-	if want == nil || len(want) == 0 {
+func (r *rank) check(c harness.Call) error {
+	want := c.Expected(r.c.Rank(), r.c.Count())
+	if len(want) == 0 {
 		return nil
 	}
 	got := make([]byte, len(want))
-	if err := r.d.CopyOut(got, c.recv); err != nil {
+	if err := r.d.CopyOut(got, c.Recv); err != nil {
 		return err
 	}
 	if string(got) != string(want) {
-		return fmt.Errorf("rank %d: %v: %s", r.c.Rank(), c.o, firstDiff(got, want))
+		return fmt.Errorf("rank %d: %v: %s", r.c.Rank(), c.Case, firstDiff(got, want))
 	}
 	return nil
 }
 
 // step runs one batch of operations and checks every result.
-func (r *rank) step(batch []op, direct bool) error {
-	calls := make([]call, len(batch))
+func (r *rank) step(batch []harness.Case, direct bool) error {
+	calls := make([]harness.Call, len(batch))
 	for j, o := range batch {
 		var err error
 		if calls[j], err = r.prepare(o, j); err != nil {
@@ -112,11 +110,11 @@ func (r *rank) step(batch []op, direct bool) error {
 	}
 	var err error
 	if direct {
-		err = calls[0].direct(r.c, r.s)
+		err = calls[0].Launch(r.c, r.s)
 	} else {
 		g := group.New()
 		for _, c := range calls {
-			c.add(g, r.c, r.s)
+			c.Add(g, r.c, r.s)
 		}
 		err = g.End()
 	}
@@ -135,7 +133,7 @@ func (r *rank) step(batch []op, direct bool) error {
 }
 
 // sequence draws the batches every rank runs.
-func sequence(seed uint64, ops, nranks int) (batches [][]op, direct []bool) {
+func sequence(seed uint64, ops, nranks int) (batches [][]harness.Case, direct []bool) {
 	rng := rand.New(rand.NewPCG(seed, 0x50a4))
 	for drawn := 0; drawn < ops; {
 		k := 1
@@ -143,7 +141,7 @@ func sequence(seed uint64, ops, nranks int) (batches [][]op, direct []bool) {
 			k = 2 + rng.IntN(maxBatch-1)
 		}
 		k = min(k, ops-drawn)
-		b := make([]op, k)
+		b := make([]harness.Case, k)
 		for j := range b {
 			b[j] = draw(rng, nranks)
 		}
