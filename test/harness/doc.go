@@ -1,5 +1,6 @@
-// Package harness holds what gccl's MPI-launched test suites share: test/mpi
-// (the host or default backend) and test/gpu (device buffers on GPUs).
+// Package harness holds what gccl's test suites share: test/mpi (the host or
+// default backend), test/gpu (device buffers on GPUs), test/random (seeded
+// random sequences) and test/soak.
 //
 // RunUnderMPI is the body of their TestMain (mpiboot.Init, the MPI deadline,
 // the tests, mpiboot.Finalize). Agree makes every process fail together when
@@ -9,7 +10,12 @@
 // content and then Poison, and frees it after the test.
 //
 // Case is one collective call (kind, type, operator, count, root, placement,
-// seed): Launch enqueues it with sendbuff where NCCL puts it in place, Run
-// waits with MPI progress and checks every element of recvbuff against
-// internal/reduce's reference. Each suite builds its own matrix of cases.
+// seed), or a point-to-point pattern (P2PKinds: a Send/Recv pair, shift,
+// all-to-all, all-to-allv, neighbour exchange, scatter, gather, described by
+// Transfers). Sizes and Expected give its buffers and result for any rank,
+// InPlaceOffsets where NCCL puts sendbuff in place; Launch enqueues it in
+// fresh Buffers, Run waits with MPI progress and checks every element of
+// recvbuff against internal/reduce's reference. A Call is a Case placed in
+// buffers a suite laid out itself, launched alone or added to a group.
+// Each suite builds its own matrix or sequence of cases.
 package harness
