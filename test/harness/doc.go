@@ -9,7 +9,10 @@
 // content and then Poison, and frees it after the test.
 //
 // Case is one collective call (kind, type, operator, count, root, placement,
-// seed): Launch enqueues it with sendbuff where NCCL puts it in place, Run
-// waits with MPI progress and checks every element of recvbuff against
-// internal/reduce's reference. Each suite builds its own matrix of cases.
+// seed); Prepare computes every rank's input and the reference once (Data).
+// Data.Launch enqueues it on buffers of a Scratch (device memory reused from
+// case to case, recvbuff poisoned on the device) with sendbuff where NCCL
+// puts it in place, Run waits with MPI progress and checks every element of
+// recvbuff against internal/reduce's reference. Each suite builds its own
+// matrix of cases.
 package harness
