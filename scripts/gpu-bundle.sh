@@ -3,6 +3,9 @@
 # Open MPI and NCCL but no Go) into DIR (default ./bundle):
 #   tests/<pkg>/pkg.test   test binaries of the packages with GPU tests, with
 #                          their testdata/ next to them (they run from there)
+#   tests/kernels/         also the kernel sources and ptxas report the kernels
+#                          tests read; kernels/ links to it (internal/engine's
+#                          tests read ../../kernels/p2p.cu)
 #   mpi/                   mpiboot.test and the MPI integration suite
 #   examples/              the MPI examples
 #   bin/gccl-perf          the benchmark, when cmd/gccl-perf exists
@@ -44,6 +47,14 @@ for p in "${pkgs[@]}"; do
 	go test "${flags[@]}" -c -o "$dir/tests/$name/pkg.test" "./$p"
 	[ -d "$p/testdata" ] && cp -r "$p/testdata" "$dir/tests/$name/"
 done
+# The files the kernels and engine tests read, at the paths they read them
+# from (their working directory is tests/<pkg>/).
+if [ -d "$dir/tests/kernels" ]; then
+	mkdir -p "$dir/tests/kernels/fatbin"
+	cp kernels/*.cu kernels/*.cuh kernels/build.sh "$dir/tests/kernels/"
+	cp kernels/fatbin/ptxas.txt kernels/fatbin/sources.sha256 "$dir/tests/kernels/fatbin/"
+	ln -s tests/kernels "$dir/kernels"
+fi
 
 go test "${flags[@]}" -c -o "$dir/mpi/mpiboot.test" ./mpiboot
 go test "${flags[@]}" -c -o "$dir/mpi/mpi.test" ./test/mpi

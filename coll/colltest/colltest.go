@@ -28,11 +28,22 @@ const DefaultTimeout = 30 * time.Second
 // New creates an n-rank communicator through comm.InitRankConfig, one
 // goroutine per rank, with cfg (nil = defaults, with DefaultTimeout). The
 // communicators, streams and buffers are released when the test ends.
+//
+// A World runs the host backend whatever the machine: its tests check
+// results through host views of the buffers (Alloc), which device memory
+// has not. cfg.Backend device.Auto means the host; any other backend but
+// the host fails the test (test/gpu runs the operations on GPUs).
 func New(t testing.TB, n int, cfg *comm.Config) *World {
 	t.Helper()
 	if cfg == nil {
 		cfg = &comm.Config{Timeout: DefaultTimeout}
 	}
+	if cfg.Backend != device.Auto && cfg.Backend != device.Host {
+		t.Fatalf("colltest: a World checks results through host views of its buffers; backend %v has none (use test/gpu)", cfg.Backend)
+	}
+	host := *cfg
+	host.Backend = device.Host
+	cfg = &host
 	id, err := comm.NewUniqueID()
 	require.NoError(t, err)
 	w := &World{Comms: make([]*comm.Comm, n), Devs: make([]device.Device, n),
@@ -98,16 +109,18 @@ func (w *World) Sync(t testing.TB) {
 	}
 }
 
-// Alloc returns n bytes of rank r's device memory filled with random
-// bytes (poison), 64-byte aligned, and their host view. n == 0 gives a
-// valid pointer and an empty slice. Buffers live until Reset.
+// Alloc returns n bytes of rank r's memory filled with random bytes
+// (poison), 64-byte aligned, and their host view. n == 0 gives a valid
+// pointer and an empty slice. Buffers live until Reset. The poison goes in
+// through the device's CopyIn, never through the view.
 func (w *World) Alloc(t testing.TB, r, n int, rng *rand.Rand) (uintptr, []byte) {
 	t.Helper()
 	p, err := w.arenas[r].alloc(n)
 	require.NoError(t, err)
-	b := device.HostBytes(p, n)
-	Poison(b, rng)
-	return p, b
+	poison := make([]byte, n)
+	Poison(poison, rng)
+	require.NoError(t, w.Devs[r].CopyIn(p, poison))
+	return p, device.HostBytes(p, n)
 }
 
 // Reset forgets every buffer handed out by Alloc (call after Sync).

@@ -2,7 +2,9 @@
 // point-to-point operations on device buffers, run on the GPU machine under
 // mpirun with one process per GPU, several GPUs per process (mpiboot.NewComms)
 // and one process driving every GPU (comm.InitAllN), plus CUDA graph capture
-// and replay.
+// and replay. On a machine with fewer GPUs than ranks, -gccl.device puts
+// every rank on one GPU, and TestSharedGPU runs several ranks in one process
+// (scripts/run-gpu.sh does both).
 //
 // Every case fills the inputs with random values every process can
 // recompute, poisons the outputs, runs on device memory, copies the result
@@ -21,7 +23,8 @@
 //	pkg.test -test.run TestInitAll
 //
 // Flags: -gccl.counts (the counts of the full matrix, default
-// 0,1,7,1000003), -gccl.large (also 64 MiB; a subset of types and
+// 0,1,7,1000003), -gccl.types (all, or a list of types), -gccl.part i/n
+// (every n-th case of the matrix from the i-th), -gccl.large (also 64 MiB; a subset of types and
 // operators unless -gccl.full), -gccl.timeout, -gccl.device N (every rank
 // on GPU N: several processes share one GPU, for one-GPU machines), and
 // -gccl.fatbin-dir (load a fatbin kernels/build.sh just wrote instead of

@@ -49,15 +49,13 @@ func config() *comm.Config {
 	return c
 }
 
-// requireLocalGPUs skips (or fails with GCCL_REQUIRE_GPU=1) unless this
-// process has perProcess GPUs of its own.
-func requireLocalGPUs(t *testing.T, perProcess int) {
+// requireGPUs skips (or fails with GCCL_REQUIRE_GPU=1 and no GPU at all)
+// unless this process's perProcess ranks each have a GPU: GPU -gccl.device
+// when set (every rank shares it), else one of their own.
+func requireGPUs(t *testing.T, perProcess int) {
 	t.Helper()
 	if *oneDevice >= 0 {
 		cudatest.RequireGPU(t, *oneDevice+1)
-		if perProcess > 1 {
-			t.Skip("-gccl.device puts every rank on one GPU")
-		}
 		return
 	}
 	cudatest.RequireGPU(t, perProcess*mpiboot.LocalSize())
@@ -66,7 +64,7 @@ func requireLocalGPUs(t *testing.T, perProcess int) {
 // world makes a GPU communicator over every process, closed after the test.
 func world(t *testing.T) *comm.Comm {
 	t.Helper()
-	requireLocalGPUs(t, 1)
+	requireGPUs(t, 1)
 	c, err := mpiboot.NewComm(config())
 	require.NoError(t, err)
 	require.Equal(t, device.CUDA, c.Device().Kind())

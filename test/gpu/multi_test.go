@@ -53,30 +53,27 @@ func groupAllReduce(t *testing.T, comms []*comm.Comm) []error {
 	return failures
 }
 
-// TestSeveralGPUsPerProcess: two ranks per process (mpiboot.NewComms), so
-// same-process peers use peer access and other processes' use CUDA IPC.
+// TestSeveralGPUsPerProcess: two ranks per process driven by one
+// goroutine in groups, so same-process peers share a process (peer access)
+// and other processes' ranks use CUDA IPC. With -gccl.device every rank is
+// on that one GPU; without, each rank needs a GPU of its own.
 func TestSeveralGPUsPerProcess(t *testing.T) {
-	requireLocalGPUs(t, 2)
-	comms, err := mpiboot.NewComms(2, config())
-	require.NoError(t, err)
-	for _, cm := range comms {
-		t.Cleanup(func() { _ = cm.Close() })
-	}
-	harness.Agree(t, groupAllReduce(t, comms))
+	requireGPUs(t, 2)
+	harness.Agree(t, groupAllReduce(t, harness.LocalComms(t, 2, config(), *oneDevice)))
 }
 
-// TestInitAll: one process drives every GPU of the machine (comm.InitAllN);
-// it runs only when the test binary is not started by mpirun with more
-// than one process.
+// TestInitAll: one process drives every GPU of the machine, up to 8, one
+// rank each (comm.InitAllN; with one GPU, a one-rank communicator); it runs
+// only when the test binary is not started by mpirun with more than one
+// process.
 func TestInitAll(t *testing.T) {
 	if _, size := mpiboot.World(); size != 1 {
 		t.Skip("InitAll is tested in a single process")
 	}
-	drv := cudatest.RequireGPU(t, 2)
+	drv := cudatest.RequireGPU(t, 1)
 	n, err := drv.DeviceCount()
 	require.NoError(t, err)
-	n = min(n, 8)
-	comms, err := comm.InitAllN(n)
+	comms, err := comm.InitAllN(min(n, 8))
 	require.NoError(t, err)
 	for _, cm := range comms {
 		t.Cleanup(func() { _ = cm.Close() })

@@ -87,3 +87,79 @@ func (b *Buffers) Stream() gccl.Stream {
 	b.t.Cleanup(func() { _ = b.d.DestroyStream(s) })
 	return s
 }
+
+// Scratch is device memory reused case after case: one allocation that
+// grows to the largest case, so a matrix of thousands of cases allocates a
+// handful of times. Outgrown allocations are freed only after the test
+// (freeing waits for the whole device, and with ranks sharing a GPU a
+// peer's kernel may be waiting for this rank). Use a Scratch from one
+// goroutine, for one case at a time (after the previous one's wait).
+type Scratch struct {
+	d       device.Device
+	p       uintptr
+	size    int
+	retired []uintptr
+}
+
+// NewScratch returns an empty Scratch on d, freed after the test.
+func NewScratch(t testing.TB, d device.Device) *Scratch {
+	sc := &Scratch{d: d}
+	t.Cleanup(sc.free)
+	return sc
+}
+
+// scratchAlign keeps the second buffer of a Pair 256-byte aligned.
+const scratchAlign = 256
+
+// Pair returns two buffers of a and b bytes (b may be 0), each at least
+// one byte, valid until the next Pair.
+func (sc *Scratch) Pair(a, b int) (uintptr, uintptr, error) {
+	off := (max(a, 1) + scratchAlign - 1) / scratchAlign * scratchAlign
+	if need := off + max(b, 1); need > sc.size {
+		size := (need + 1<<20 - 1) &^ (1<<20 - 1)
+		p, err := sc.d.Alloc(size)
+		if err != nil {
+			return 0, 0, err
+		}
+		if sc.size > 0 {
+			sc.retired = append(sc.retired, sc.p)
+		}
+		sc.p, sc.size = p, size
+	}
+	return sc.p, sc.p + uintptr(off), nil
+}
+
+// Fill copies content to device memory at p.
+func (sc *Scratch) Fill(p uintptr, content []byte) error {
+	if len(content) == 0 {
+		return nil
+	}
+	return sc.d.CopyIn(p, content)
+}
+
+// Poison sets n bytes at p to Poison, on the device.
+func (sc *Scratch) Poison(p uintptr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return device.Memset(sc.d, p, Poison, n)
+}
+
+// Read copies n bytes from device memory at p.
+func (sc *Scratch) Read(p uintptr, n int) ([]byte, error) {
+	out := make([]byte, n)
+	if n == 0 {
+		return out, nil
+	}
+	return out, sc.d.CopyOut(out, p)
+}
+
+func (sc *Scratch) free() {
+	if sc.size > 0 {
+		sc.retired = append(sc.retired, sc.p)
+	}
+	for _, p := range sc.retired {
+		_ = sc.d.Free(p)
+	}
+	sc.p, sc.size, sc.retired = 0, 0, nil
+}

@@ -3,9 +3,9 @@ package harness
 import (
 	"bytes"
 	"fmt"
-	"testing"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
@@ -69,31 +69,51 @@ func (c Case) Sizes(nranks int) (send, recv int) {
 	return n, n
 }
 
+// Data is a case with every rank's input and the reference, computed once
+// (the reference needs every rank's input anyway).
+type Data struct {
+	Case
+	In  [][]byte // rank r's input
+	ref []byte   // the reduction, the joined inputs or the root's input
+}
+
+// Prepare computes the inputs of nranks ranks and the reference.
+func (c Case) Prepare(nranks int) *Data {
+	sendLen, _ := c.Sizes(nranks)
+	d := &Data{Case: c, In: Inputs(c.Seed, nranks, c.T, sendLen/c.T.Size())}
+	switch c.Kind {
+	case "allreduce", "reduce", "reducescatter":
+		d.ref = reduce.Reference(d.In, c.T, c.Op, c.Scalar)
+	case "broadcast":
+		d.ref = d.In[c.Root]
+	case "allgather":
+		d.ref = bytes.Join(d.In, nil)
+	default:
+		panic("harness: unknown collective kind " + c.Kind)
+	}
+	return d
+}
+
+// Want returns what rank's recvbuff must hold, or nil where it is
+// undefined (Reduce on a rank other than the root).
+func (d *Data) Want(rank int) []byte {
+	switch {
+	case d.Kind == "reduce" && rank != d.Root:
+		return nil
+	case d.Kind == "reducescatter":
+		n := d.Count * d.T.Size()
+		return d.ref[rank*n : (rank+1)*n]
+	}
+	return d.ref
+}
+
 // Expected returns what rank's recvbuff must hold, or nil where it is
 // undefined (Reduce on a rank other than the root).
 func (c Case) Expected(rank, nranks int) []byte {
 	if IsP2P(c.Kind) {
 		return c.p2pExpected(rank, nranks)
 	}
-	sendLen, _ := c.Sizes(nranks)
-	in := Inputs(c.Seed, nranks, c.T, sendLen/c.T.Size())
-	switch c.Kind {
-	case "allreduce":
-		return reduce.Reference(in, c.T, c.Op, c.Scalar)
-	case "broadcast":
-		return in[c.Root]
-	case "reduce":
-		if rank != c.Root {
-			return nil
-		}
-		return reduce.Reference(in, c.T, c.Op, c.Scalar)
-	case "allgather":
-		return bytes.Join(in, nil)
-	case "reducescatter":
-		n := c.Count * c.T.Size()
-		return reduce.Reference(in, c.T, c.Op, c.Scalar)[rank*n : (rank+1)*n]
-	}
-	panic("harness: unknown collective kind " + c.Kind)
+	return c.Prepare(nranks).Want(rank)
 }
 
 // Launch enqueues the case on s with its buffers from bufs; in place,
@@ -116,26 +136,90 @@ func (c Case) Launch(cm *comm.Comm, bufs *Buffers, s gccl.Stream) (recv uintptr,
 	return call.Recv, call.Launch(cm, s)
 }
 
+// Launch enqueues the case on s with its buffers in sc, recvbuff poisoned;
+// in place, sendbuff lies inside recvbuff where NCCL puts it (at rank's
+// block for AllGather and ReduceScatter).
+func (d *Data) Launch(cm *comm.Comm, sc *Scratch, s gccl.Stream) (recv uintptr, err error) {
+	rank, nranks := cm.Rank(), cm.Count()
+	sendLen, recvLen := d.Sizes(nranks)
+	mine := d.In[rank]
+	var send uintptr
+	switch {
+	case !d.InPlace:
+		send, recv, err = sc.Pair(sendLen, recvLen)
+		if err == nil {
+			err = firstErr(sc.Fill(send, mine), sc.Poison(recv, recvLen))
+		}
+	case d.Kind == "allgather":
+		recv, _, err = sc.Pair(recvLen, 0)
+		send = recv + uintptr(rank*sendLen)
+		if err == nil {
+			err = firstErr(sc.Poison(recv, recvLen), sc.Fill(send, mine))
+		}
+	default: // recvbuff is sendbuff, or rank's block of it for ReduceScatter
+		send, _, err = sc.Pair(sendLen, 0)
+		recv = send
+		if d.Kind == "reducescatter" {
+			recv += uintptr(rank * recvLen)
+		}
+		if err == nil {
+			err = sc.Fill(send, mine)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := d.Count
+	switch d.Kind {
+	case "allreduce":
+		return recv, coll.AllReduce(cm, send, recv, n, d.T, d.Op, s)
+	case "broadcast":
+		return recv, coll.Broadcast(cm, send, recv, n, d.T, d.Root, s)
+	case "reduce":
+		return recv, coll.Reduce(cm, send, recv, n, d.T, d.Op, d.Root, s)
+	case "allgather":
+		return recv, coll.AllGather(cm, send, recv, n, d.T, s)
+	}
+	return recv, coll.ReduceScatter(cm, send, recv, n, d.T, d.Op, s)
+}
+
 // Run launches the case on s, waits (with MPI progress), takes the
 // communicator's asynchronous error and checks every element of recvbuff.
-func (c Case) Run(t *testing.T, cm *comm.Comm, s gccl.Stream) error {
-	bufs := NewBuffers(t, cm.Device())
-	recv, err := c.Launch(cm, bufs, s)
+func (d *Data) Run(cm *comm.Comm, sc *Scratch, s gccl.Stream) error {
+	recv, err := d.Launch(cm, sc, s)
 	if err == nil {
 		err = mpiboot.Wait(cm.Device(), s, 0)
 	}
 	if err == nil {
 		err = cm.AsyncError() // a failure a kernel or the host side reported
 	}
-	if err != nil {
-		return fmt.Errorf("%v: %w", c, err)
+	if err == nil {
+		err = d.Check(cm.Rank(), sc, recv)
 	}
-	want := c.Expected(cm.Rank(), cm.Count())
+	if err != nil {
+		return fmt.Errorf("%v: %w", d.Case, err)
+	}
+	return nil
+}
+
+// Check compares every element of rank's recvbuff at recv with Want.
+func (d *Data) Check(rank int, sc *Scratch, recv uintptr) error {
+	want := d.Want(rank)
 	if want == nil {
 		return nil
 	}
-	if err := reduce.Check(bufs.Read(recv, len(want)), want, c.T, cm.Count()); err != nil {
-		return fmt.Errorf("%v: %w", c, err)
+	got, err := sc.Read(recv, len(want))
+	if err != nil {
+		return err
+	}
+	return reduce.Check(got, want, d.T, len(d.In))
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

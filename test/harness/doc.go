@@ -17,5 +17,9 @@
 // fresh Buffers, Run waits with MPI progress and checks every element of
 // recvbuff against internal/reduce's reference. A Call is a Case placed in
 // buffers a suite laid out itself, launched alone or added to a group.
+//
+// For a matrix of collectives, Prepare computes every rank's input and the
+// reference once (Data); Data.Launch enqueues it on buffers of a Scratch
+// (device memory reused from case to case, recvbuff poisoned on the device).
 // Each suite builds its own matrix or sequence of cases.
 package harness

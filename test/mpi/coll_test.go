@@ -62,9 +62,10 @@ func collCases(nranks int) []harness.Case {
 // fails alike when an operation errors, so they stop together).
 func runCases(t *testing.T, cm *comm.Comm, cases []harness.Case, limit int) []error {
 	var failures []error
+	sc := harness.NewScratch(t, cm.Device())
 	for _, c := range cases {
 		s := harness.NewBuffers(t, cm.Device()).Stream()
-		if err := c.Run(t, cm, s); err != nil {
+		if err := c.Prepare(cm.Count()).Run(cm, sc, s); err != nil {
 			failures = append(failures, err)
 			if limit > 0 && len(failures) > limit {
 				break

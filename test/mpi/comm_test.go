@@ -21,13 +21,17 @@ import (
 
 func TestCreateFinalizeClose(t *testing.T) {
 	rank, size := mpiboot.World()
+	dev := mpiboot.LocalRank() // one device per process, or -gccl.device for all
+	if *oneDevice >= 0 {
+		dev = *oneDevice
+	}
 	for range 3 {
 		c, err := mpiboot.NewComm(config())
 		require.NoError(t, err)
 		require.NoError(t, c.Status())
 		assert.Equal(t, size, c.Count())
 		assert.Equal(t, rank, c.Rank())
-		assert.Equal(t, mpiboot.LocalRank(), c.Device().Ordinal())
+		assert.Equal(t, dev, c.Device().Ordinal())
 		require.NoError(t, c.Finalize())
 		require.NoError(t, c.Close())
 		require.NoError(t, c.Close(), "Close twice")

@@ -12,7 +12,6 @@ import (
 	"github.com/gccl/gccl/mpiboot"
 	"github.com/gccl/gccl/p2p"
 	"github.com/gccl/gccl/test/harness"
-	"github.com/stretchr/testify/require"
 )
 
 // wait waits for s with MPI progress and wraps the error with what ran.
@@ -112,17 +111,16 @@ func TestGroupOfCollectives(t *testing.T) {
 }
 
 // TestSeveralDevicesPerProcess: two communicator ranks per process
-// (mpiboot.NewComms) reduce together in one group.
+// (mpiboot.NewComms, or both on -gccl.device) reduce together in one group.
 func TestSeveralDevicesPerProcess(t *testing.T) {
 	const ngpus, count = 2, 513
-	comms, err := mpiboot.NewComms(ngpus, config())
-	require.NoError(t, err)
+	requireDevices(t, ngpus)
+	comms := harness.LocalComms(t, ngpus, config(), *oneDevice)
 	bufs := make([]*harness.Buffers, ngpus)
 	streams := make([]gccl.Stream, ngpus)
 	ptrs := make([]uintptr, ngpus)
 	g := group.New()
 	for i, cm := range comms {
-		t.Cleanup(func() { _ = cm.Close() })
 		bufs[i] = harness.NewBuffers(t, cm.Device())
 		streams[i] = bufs[i].Stream()
 		ptrs[i] = bufs[i].Alloc(4*count, harness.Input(9, cm.Rank(), gccl.Uint32, count))

@@ -1,7 +1,7 @@
 package cudatest
 
 import (
-	"os"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,31 +11,46 @@ import (
 type fakeTB struct {
 	testing.TB
 	skipped, failed bool
+	msg             string
 }
 
-func (f *fakeTB) Helper()               {}
-func (f *fakeTB) Skipf(string, ...any)  { f.skipped = true }
-func (f *fakeTB) Fatalf(string, ...any) { f.failed = true }
+func (f *fakeTB) Helper()                   {}
+func (f *fakeTB) Skip(args ...any)          { f.skipped, f.msg = true, fmt.Sprint(args...) }
+func (f *fakeTB) Skipf(s string, a ...any)  { f.skipped, f.msg = true, fmt.Sprintf(s, a...) }
+func (f *fakeTB) Fatalf(s string, a ...any) { f.failed, f.msg = true, fmt.Sprintf(s, a...) }
 
-func TestRequireGPU(t *testing.T) {
-	old, had := os.LookupEnv(RequireEnv)
-	t.Cleanup(func() {
-		if had {
-			os.Setenv(RequireEnv, old)
-		} else {
-			os.Unsetenv(RequireEnv)
-		}
-	})
-	os.Unsetenv(RequireEnv)
+// TestTooFewGPUsSkips: a machine with GPUs, but fewer than a test needs,
+// skips it with the reason, GCCL_REQUIRE_GPU or not.
+func TestTooFewGPUsSkips(t *testing.T) {
+	for _, req := range []string{"", "1"} {
+		t.Setenv(RequireEnv, req)
+		f := &fakeTB{TB: t}
+		assert.Nil(t, need(f, nil, 2, 1))
+		assert.True(t, f.skipped, "GCCL_REQUIRE_GPU=%q", req)
+		assert.False(t, f.failed)
+		assert.Equal(t, "needs 2 GPUs, found 1", f.msg)
+	}
 	f := &fakeTB{TB: t}
-	d := RequireGPU(f, 1<<20) // no machine has a million GPUs
-	assert.Nil(t, d)
+	need(f, nil, 1, 1)
+	assert.False(t, f.skipped || f.failed)
+}
+
+// TestNoGPU: with no GPU at all (this machine, when it has no driver)
+// RequireGPU skips, and fails with GCCL_REQUIRE_GPU=1.
+func TestNoGPU(t *testing.T) {
+	if _, n, err := GPUs(); err == nil {
+		t.Skipf("this machine has %d GPUs", n)
+	}
+	t.Setenv(RequireEnv, "")
+	f := &fakeTB{TB: t}
+	assert.Nil(t, RequireGPU(f, 1))
 	assert.True(t, f.skipped)
 	assert.False(t, f.failed)
 
-	os.Setenv(RequireEnv, "1")
+	t.Setenv(RequireEnv, "1")
 	f = &fakeTB{TB: t}
-	assert.Nil(t, RequireGPU(f, 1<<20))
+	assert.Nil(t, RequireGPU(f, 1))
 	assert.True(t, f.failed)
 	assert.False(t, f.skipped)
+	assert.Contains(t, f.msg, RequireEnv+"=1")
 }
