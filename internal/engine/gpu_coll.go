@@ -54,12 +54,14 @@ func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 // costs the host less than a copy: 0.85x NCCL's eager copy there).
 func (g *gpuBackend) single(o *Op, s cuda.Stream) (done bool, err error) {
 	if o.Send == o.Recv {
+		g.last.Store(pathNone)
 		return true, nil
 	}
 	captured, _, err := graph.Capturing(g.drv, gccl.Stream(s))
 	if err != nil || !captured {
 		return false, err
 	}
+	g.last.Store(pathCopy)
 	return true, g.copyAsync(o.Recv, o.Send, o.Count*o.Type.Size(), s)
 }
 
