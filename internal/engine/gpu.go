@@ -37,6 +37,10 @@ const (
 	// gpuChannelBytes is how many bytes one channel (block) should move
 	// before another channel is worth starting.
 	gpuChannelBytes = 32 << 10
+	// gpuSingleCopyMin is the smallest eager one-rank collective that is a
+	// device-to-device copy rather than a kernel (issue 18: the staged
+	// kernel moved 336 GB/s at 16 MiB on an H100, NCCL's copy 1130).
+	gpuSingleCopyMin = 1 << 20
 	// gpuMaxChannels is the default grid cap; GCCL_MAX_NCHANNELS sets
 	// another, up to kernels.MaxChannels. Every kernel's blocks must be
 	// co-resident (one block per SM at most is assumed).
