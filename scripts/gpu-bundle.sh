@@ -64,7 +64,7 @@ done
 if [ -d cmd/gccl-perf ]; then
 	go build "${flags[@]}" -o "$dir/bin/gccl-perf" ./cmd/gccl-perf
 fi
-cp scripts/run-gpu.sh scripts/mpirun.sh "$dir/"
+cp scripts/run-gpu.sh scripts/perf-gpu.sh scripts/mpirun.sh "$dir/"
 git rev-parse HEAD >"$dir/COMMIT" 2>/dev/null || true
 echo "bundle ready: $dir ($(du -sh "$dir" | cut -f1)); on the GPU machine run $dir/run-gpu.sh"
 

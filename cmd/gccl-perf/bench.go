@@ -22,6 +22,7 @@ type ranker struct {
 	gccl   library
 	base   baseline // nil without one
 	clk    clock    // times every library alike
+	mem    *memView // GPU: the memory-traffic view; nil elsewhere
 	x      exchanger
 	out    io.Writer // the table (rank 0), else io.Discard
 	prog   io.Writer // progress (rank 0 with -progress), else nil
@@ -68,7 +69,7 @@ func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
 			err = fmt.Errorf("%s: releasing the buffers: %w", op, ferr)
 		}
 	}()
-	tab := perf.Table{W: r.out, Baseline: res.baseName}
+	tab := perf.Table{W: r.out, Baseline: res.baseName, Memory: r.mem != nil}
 	tab.Header(r.title(op, mem))
 	for i, size := range sizes {
 		row, err := r.measureSize(op, size, mem.base, libs, i, len(sizes))
@@ -113,6 +114,11 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []library
 			row.Gccl = m
 		} else {
 			row.Base = &m
+		}
+	}
+	if r.mem != nil {
+		if row.Mem, err = r.mem.row(r.x, c, bytes, row.Gccl.Time, r.cfg.inplace); err != nil {
+			return row, fmt.Errorf("memory view: %w", err)
 		}
 	}
 	return row, nil

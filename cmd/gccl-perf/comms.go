@@ -43,8 +43,8 @@ func newMPIComm(cfg config, m *memMeter) (*comm.Comm, initCost, error) {
 }
 
 // newLocalComms creates the cfg.np goroutine ranks of gccl's communicator
-// (rank r on device r, as comm.InitAllN), each init timed and measured on
-// its own device. closeMeters releases the meters' devices; call it after
+// (rank r on device r, as comm.InitAllN, or every rank on device
+// cfg.device), each init timed and measured on its device. closeMeters releases the meters' devices; call it after
 // the communicators are closed. If a rank fails, every rank is aborted.
 func newLocalComms(cfg config) (comms []*comm.Comm, costs []initCost, closeMeters func() error, err error) {
 	n := cfg.np
@@ -55,7 +55,7 @@ func newLocalComms(cfg config) (comms []*comm.Comm, costs []initCost, closeMeter
 	meters, closes := make([]*memMeter, n), make([]func() error, n)
 	closeMeters = func() error { return closeAll(closes) }
 	for r := range n {
-		if meters[r], closes[r], err = openMeter(r); err != nil {
+		if meters[r], closes[r], err = openMeter(localDevice(cfg, r)); err != nil {
 			return nil, nil, nil, errors.Join(err, closeMeters())
 		}
 	}
@@ -65,7 +65,7 @@ func newLocalComms(cfg config) (comms []*comm.Comm, costs []initCost, closeMeter
 	for r := range n {
 		wg.Go(func() {
 			costs[r], errs[r] = timeInit(meters[r], func() (err error) {
-				comms[r], err = comm.InitRankConfig(n, id, r, commConfig(cfg, r))
+				comms[r], err = comm.InitRankConfig(n, id, r, commConfig(cfg, localDevice(cfg, r)))
 				return err
 			})
 		})
@@ -80,6 +80,14 @@ func newLocalComms(cfg config) (comms []*comm.Comm, costs []initCost, closeMeter
 		return nil, nil, nil, errors.Join(err, closeMeters())
 	}
 	return comms, costs, closeMeters, nil
+}
+
+// localDevice is the device of goroutine rank r: -device, else r.
+func localDevice(cfg config, r int) int {
+	if cfg.device >= 0 {
+		return cfg.device
+	}
+	return r
 }
 
 // initCosts measures, on a GPU, the first operations of gccl and of a

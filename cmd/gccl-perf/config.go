@@ -32,6 +32,8 @@ type config struct {
 	checkMax int64  // check sizes up to this many bytes (0: every size)
 	baseline string // "none", "mpi" or "nccl"
 	np       int    // > 0: that many goroutine ranks in one process; 0: one rank per MPI process
+	device   int    // -np: every rank on this GPU (ranks share it); < 0: rank r on GPU r
+	mem      bool   // GPU: the memory-traffic columns (memview.go)
 	csv      string
 	png      string
 	json     string
@@ -76,6 +78,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	checkMax := fs.String("checkmax", "0", "check only sizes up to this many bytes (0: every size); larger rows show N/A")
 	fs.StringVar(&c.baseline, "baseline", "none", "library to compare with in the same run: none, mpi or nccl")
 	fs.IntVar(&c.np, "np", 0, "run N ranks as goroutines in this process instead of one rank per MPI process")
+	fs.IntVar(&c.device, "device", -1, "with -np: run every rank on this GPU, sharing it in one context (default: rank r on GPU r)")
+	fs.BoolVar(&c.mem, "mem", true, "GPU: show the bytes gccl's kernels read and write per second (memGB/s) against a device copy of the same size timed in the run (%copy)")
 	fs.StringVar(&c.csv, "csv", "", "also write the results as CSV to this file")
 	fs.StringVar(&c.png, "png", "", "also plot bus bandwidth and time against size into this PNG file")
 	fs.StringVar(&c.json, "json", "", "also write the results as JSON to this file")
@@ -140,6 +144,9 @@ func (c *config) validate() error {
 	case "none", "mpi", "nccl":
 	default:
 		return fmt.Errorf("-baseline %q: want none, mpi or nccl", c.baseline)
+	}
+	if c.device >= 0 && c.np == 0 {
+		return fmt.Errorf("-device %d needs -np (under mpirun each process takes the GPU of its local rank)", c.device)
 	}
 	if c.baseline == "mpi" && c.np > 0 {
 		return fmt.Errorf("-baseline mpi needs one rank per MPI process: launch with mpirun and drop -np")

@@ -68,12 +68,18 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{"-n", "0"}, {"-w", "-1"}, {"-r", "-2"}, {"-np", "-1"}, {"-t", "float128"}, {"-o", "xor"},
 		{"-baseline", "gloo"}, {"-baseline", "mpi", "-np", "2"}, {"-timeout", "-1s"}, {"extra"}, {"-nosuch"},
 		{"-launches", "0"}, {"-checkmax", "lots"}, {"-batch", "-1"}, {"-register=maybe"},
+		{"-device", "0"}, {"-mem=often"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		assert.Error(t, err, "%v", args)
 	}
+	c, err := parseFlags([]string{"-np", "4", "-device", "0"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 0}, []int{localDevice(c, 0), localDevice(c, 3)}, "-device puts every rank on one GPU")
+	c.device = -1
+	assert.Equal(t, 3, localDevice(c, 3))
 	// A step replaces the factor.
-	c, err := parseFlags([]string{"-f", "1", "-i", "1K", "-b", "1K", "-e", "4K"}, io.Discard)
+	c, err = parseFlags([]string{"-f", "1", "-i", "1K", "-b", "1K", "-e", "4K"}, io.Discard)
 	require.NoError(t, err)
 	s, err := c.sizes(perf.AllReduce, 4)
 	require.NoError(t, err)

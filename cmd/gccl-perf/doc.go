@@ -40,6 +40,19 @@
 // with the NCCL baseline (ncclCommRegister); each table's title says which
 // libraries the buffers are registered with.
 //
+// Memory traffic (GPU, -mem, on by default). After each size rank 0 also
+// times a device-to-device copy (cuMemcpyDtoDAsync) of the row's size
+// with the same events and batches, and every rank asks its engine which
+// path it took (engine.Engine.LastGPUPath: a kernel family, "copy" or
+// "none") and how many bytes that path reads and writes in device memory
+// (engine.GPUTraffic, counted from the kernels' loops). Ranks on the same
+// GPU add up; the busiest GPU's bytes over gccl's time are memGB/s, the
+// copy's read and write bytes over its time copyGB/s, and %copy the one
+// over the other, with the path in the last column (and in the CSV and
+// JSON). It is the yardstick where NCCL cannot run: with -np N -device 0
+// the N ranks share one GPU in one context, so their kernels run side by
+// side (NCCL refuses two ranks on one GPU). All-to-all has no figure (N/A).
+//
 // Init cost. Before the tables rank 0 prints one "# init:" line: the wall
 // time of gccl's comm.InitRankConfig and, with -baseline nccl, of
 // ncclCommInitRank (each rank's, all ranks starting together after the

@@ -156,6 +156,14 @@ func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchan
 	defer clk.Close()
 	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, comm: c,
 		gccl: &gcclLib{comm: c, device: d, stream: s}, clk: clk}
+	var paths pathSource
+	if e := c.Engine(); e != nil {
+		paths = e
+	}
+	if r.mem, err = newMemView(cfg, paths, d, s, rank); err != nil {
+		return fail(err)
+	}
+	defer r.mem.Close()
 	if rank == 0 {
 		r.out = stdout
 		if cfg.progress {

@@ -37,6 +37,10 @@ func (r *ranker) summary(res opResult) {
 	if len(res.rows) > 0 {
 		fmt.Fprintf(w, "# Avg bus bandwidth    : %.4f GB/s\n", bw/float64(len(res.rows)))
 	}
+	if med, low, n := perf.MemorySummary(res.rows, memSummaryMin); n > 0 {
+		fmt.Fprintf(w, "# memory traffic     : %.1f%% of the copy's bandwidth (median), lowest %.1f%%, over %d sizes >= %s\n",
+			med, low, n, perf.FormatSize(memSummaryMin))
+	}
 	if res.baseName != "" {
 		fmt.Fprintf(w, "# %s out of bounds    : %s\n", res.baseName, wrongVerdict(res.baseWrong))
 		all, big := ratioMean(res.rows, 0), ratioMean(res.rows, 1<<20)
@@ -45,6 +49,10 @@ func (r *ranker) summary(res opResult) {
 	}
 	fmt.Fprintln(w)
 }
+
+// memSummaryMin is the smallest size the memory-traffic summary counts
+// (issue 18 asks for >= 75% of the copy from 16 MiB).
+const memSummaryMin = 16 << 20
 
 // writeSummary prints, after every table of a run with a baseline, the
 // per-operation summary: banded geometric-mean time ratios and peak bus
@@ -175,6 +183,11 @@ type jsonRow struct {
 	BaseBus  *float64 `json:"baseline_busbw_gbs,omitempty"`
 	BaseBad  *int64   `json:"baseline_wrong,omitempty"`
 	Ratio    *float64 `json:"time_ratio,omitempty"`
+	MemBytes *int64   `json:"mem_bytes,omitempty"`
+	MemGBs   *float64 `json:"mem_gbs,omitempty"`
+	CopyGBs  *float64 `json:"copy_gbs,omitempty"`
+	PctCopy  *float64 `json:"pct_copy,omitempty"`
+	GPUPath  string   `json:"gpu_path,omitempty"`
 }
 
 // jsonRun is the -json output: the init costs and every row.
@@ -195,6 +208,13 @@ func writeJSON(w io.Writer, results []opResult, init initSummary) error {
 				j.Baseline, j.BaseUS, j.BaseBus, j.BaseBad = res.baseName, &t, &bus, &bad
 				if !math.IsNaN(ratio) {
 					j.Ratio = &ratio
+				}
+			}
+			if m := r.Mem; m != nil {
+				bytes, gbs, copyGBs, pct := m.Bytes, m.GBs(), m.CopyGBs(), m.PctCopy()
+				j.MemBytes, j.MemGBs, j.CopyGBs, j.GPUPath = &bytes, &gbs, &copyGBs, m.Path
+				if !math.IsNaN(pct) {
+					j.PctCopy = &pct
 				}
 			}
 			rows = append(rows, j)

@@ -37,6 +37,10 @@ const (
 	// gpuChannelBytes is how many bytes one channel (block) should move
 	// before another channel is worth starting.
 	gpuChannelBytes = 32 << 10
+	// gpuSingleCopyMin is the smallest eager one-rank collective that is a
+	// device-to-device copy rather than a kernel (issue 18: the staged
+	// kernel moved 336 GB/s at 16 MiB on an H100, NCCL's copy 1130).
+	gpuSingleCopyMin = 1 << 20
 	// gpuMaxChannels is the default grid cap; GCCL_MAX_NCHANNELS sets
 	// another, up to kernels.MaxChannels. Every kernel's blocks must be
 	// co-resident (one block per SM at most is assumed).
@@ -63,10 +67,12 @@ type gpuBackend struct {
 	base    kernels.Comm // the fields every launch shares
 
 	fnMu sync.Mutex
-	fns  map[string]cuda.Function // loaded kernels, under fnMu
+	fns  map[string]*loadedFn // loaded kernels, under fnMu
 	// fnsRO is a copy of fns that launches read without locking; fn
 	// replaces it (copy on write) when it loads a kernel.
-	fnsRO atomic.Pointer[map[string]cuda.Function]
+	fnsRO atomic.Pointer[map[string]*loadedFn]
+	// last is the path of the latest operation enqueued (LastGPUPath).
+	last atomic.Pointer[loadedFn]
 	// args is reused by every launch; launches of one engine run one at a
 	// time (under its ticket) and the driver copies the values at launch.
 	args cuda.Args
@@ -205,9 +211,18 @@ func (g *gpuBackend) ctlWord(i int) *uint32 {
 	return (*uint32)(unsafe.Pointer(&device.HostBytes(g.ctlHost, gpuCtlBytes)[4*i]))
 }
 
+// loadedFn is a loaded kernel and its family (kernelFamily), or with no
+// function one of the paths that are not kernels (pathCopy, pathNone).
+type loadedFn struct {
+	f      cuda.Function
+	family string
+}
+
+var pathCopy, pathNone = &loadedFn{family: PathCopy}, &loadedFn{family: PathNone}
+
 // fn returns the kernel's function, loading it once; loaded kernels are
 // found without taking a lock.
-func (g *gpuBackend) fn(name string) (cuda.Function, error) {
+func (g *gpuBackend) fn(name string) (*loadedFn, error) {
 	if m := g.fnsRO.Load(); m != nil {
 		if f, ok := (*m)[name]; ok {
 			return f, nil
@@ -220,28 +235,45 @@ func (g *gpuBackend) fn(name string) (cuda.Function, error) {
 	}
 	f, err := g.drv.ModuleGetFunction(g.mod, name)
 	if err != nil {
-		return 0, gccl.Errorf(gccl.Code(err), "kernels", "kernel %s: %w", name, err)
+		return nil, gccl.Errorf(gccl.Code(err), "kernels", "kernel %s: %w", name, err)
 	}
-	g.fns[name] = f
+	lf := &loadedFn{f: f, family: kernelFamily(name)}
+	g.fns[name] = lf
 	ro := maps.Clone(g.fns)
 	g.fnsRO.Store(&ro)
-	return f, nil
+	return lf, nil
+}
+
+// LastGPUPath is how the GPU backend ran the latest operation enqueued on
+// this engine: the kernel family (a kernel name of package kernels, such
+// as kernels.AllReducePipelined), PathCopy or PathNone; "" before the
+// first one and on other backends. GPUTraffic turns it into bytes.
+func (e *Engine) LastGPUPath() string {
+	g, ok := e.backend.(*gpuBackend)
+	if !ok {
+		return ""
+	}
+	if lf := g.last.Load(); lf != nil {
+		return lf.family
+	}
+	return ""
 }
 
 // launch starts kernel name with grid blocks on s: the Comm, then args.
 // It reuses g.args, so it must run under the engine's ticket.
 func (g *gpuBackend) launch(name string, grid int, s cuda.Stream, c *kernels.Comm, args func(*cuda.Args)) error {
-	f, err := g.fn(name)
+	lf, err := g.fn(name)
 	if err != nil {
 		return err
 	}
+	g.last.Store(lf)
 	a := &g.args
 	a.Reset()
 	c.Put(a.Slot(kernels.CommBytes, kernels.CommAlign))
 	if args != nil {
 		args(a)
 	}
-	return g.drv.LaunchKernel(f, cuda.Dim3{X: uint32(grid), Y: 1, Z: 1}, cuda.Dim3{X: kernels.Threads, Y: 1, Z: 1}, 0, s, a)
+	return g.drv.LaunchKernel(lf.f, cuda.Dim3{X: uint32(grid), Y: 1, Z: 1}, cuda.Dim3{X: kernels.Threads, Y: 1, Z: 1}, 0, s, a)
 }
 
 // channels is the grid for moving bytes: one block per gpuChannelBytes, at

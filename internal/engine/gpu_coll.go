@@ -50,19 +50,25 @@ func (g *gpuBackend) collective(e *Engine, o *Op, s cuda.Stream) error {
 
 // single handles o on a one-rank communicator, where every collective with
 // a built-in operator copies its input (avg divides by one): nothing in
-// place, and a copy node when s is being captured (1.0 µs a replay on an
-// H100, against 2.4 µs for the one-shot kernel). done is false for an
-// eager copy, which the one-shot kernel makes faster (a kernel launch
-// costs the host less than a copy: 0.85x NCCL's eager copy there).
+// place, a copy node when s is being captured (1.0 µs a replay on an H100,
+// against 2.4 µs for the one-shot kernel), and an eager copy (a copy engine
+// transfer, as NCCL does) from gpuSingleCopyMin bytes. done is false for a
+// smaller eager copy, which the kernel makes faster (a kernel launch costs
+// the host less than a copy: 0.85x NCCL's eager copy there).
 func (g *gpuBackend) single(o *Op, s cuda.Stream) (done bool, err error) {
 	if o.Send == o.Recv {
+		g.last.Store(pathNone)
 		return true, nil
 	}
-	captured, _, err := graph.Capturing(g.drv, gccl.Stream(s))
-	if err != nil || !captured {
-		return false, err
+	bytes := o.Count * o.Type.Size()
+	if bytes < gpuSingleCopyMin {
+		captured, _, err := graph.Capturing(g.drv, gccl.Stream(s))
+		if err != nil || !captured {
+			return false, err
+		}
 	}
-	return true, g.copyAsync(o.Recv, o.Send, o.Count*o.Type.Size(), s)
+	g.last.Store(pathCopy)
+	return true, g.copyAsync(o.Recv, o.Send, bytes, s)
 }
 
 // redArgs are a reduction kernel's arguments after the Comm: the count

@@ -248,8 +248,9 @@ func runStaged(t *testing.T, rs []*regRank, rng *rand.Rand, k Kind, count int, i
 
 // TestSingleRankCopies: on a one-rank communicator a collective with a
 // built-in operator does nothing in place, is one copy node when captured
-// (no kernel), and launches the one-shot kernel eagerly; every element of
-// the poisoned output is checked.
+// (no kernel), launches the one-shot kernel eagerly below
+// gpuSingleCopyMin and is one copy (no kernel) eagerly from there; every
+// element of the poisoned output is checked, and LastGPUPath names the path.
 func TestSingleRankCopies(t *testing.T) {
 	rs := regWorld(t, 1)
 	stagedStandIns(rs) // int32 sums
@@ -257,6 +258,9 @@ func TestSingleRankCopies(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	run := func(k Kind, op gccl.RedOp, mode string) {
 		count := 1 + rng.IntN(5000)
+		if mode == "eager large" {
+			count += gpuSingleCopyMin / 4
+		}
 		in, _ := randInt32s(rng, count)
 		send, err := x.d.Alloc(8 * count)
 		require.NoError(t, err)
@@ -284,17 +288,21 @@ func TestSingleRankCopies(t *testing.T) {
 			require.NoError(t, x.d.Synchronize(x.s))
 			require.NoError(t, x.f.GraphExecDestroy(exec))
 		}
-		want := int64(0)
+		want, path := int64(0), map[string]string{"in place": PathNone, "captured": PathCopy, "eager large": PathCopy}[mode]
 		if mode == "eager" {
 			want = 1
+			path = map[Kind]string{AllReduce: kernels.AllReduceOneShot, ReduceScatter: kernels.ReduceScatterOneShot,
+				Reduce: kernels.ReduceOneShot, AllGather: kernels.AllGatherOneShot, Broadcast: kernels.BroadcastOneShot}[k]
 		}
 		require.Equal(t, want, x.drv.launches.Load()-before, "%v %v %s: kernel launches", k, op, mode)
+		require.Equal(t, path, x.e.LastGPUPath(), "%v %v %s", k, op, mode)
 		require.Equal(t, in, x.get(t, recv, 4*count), "%v %v %s", k, op, mode)
 	}
 	for _, k := range []Kind{AllReduce, ReduceScatter, Reduce, AllGather, Broadcast} {
 		for _, op := range []gccl.RedOp{gccl.Sum, gccl.Prod, gccl.Max, gccl.Min, gccl.Avg} {
 			run(k, op, "in place")
 			run(k, op, "captured")
+			run(k, op, "eager large")
 		}
 		run(k, gccl.Sum, "eager")
 	}

@@ -178,6 +178,9 @@ func putP2PDesc(b []byte, pairs []p2pPair, region int) {
 
 // selfCopy moves a rank's sends to itself into its receives from itself.
 func (g *gpuBackend) selfCopy(sends, recvs []p2pPiece, s cuda.Stream) error {
+	if len(sends) > 0 {
+		g.last.Store(pathCopy)
+	}
 	return walkPieces(recvs, sends, 1<<62, func(dst, src uintptr, n int) error { return g.copyAsync(dst, src, n, s) })
 }
 

@@ -64,7 +64,7 @@ func (g *gpuBackend) setBase(timeout time.Duration, nranks, rank int) {
 // environment and nothing allocated yet.
 func newBackendState(dev *device.CUDADevice) *gpuBackend {
 	set := env.Get()
-	g := &gpuBackend{dev: dev, drv: dev.Driver(), fns: map[string]cuda.Function{}, maxCh: maxChannels(), bulkBytes: bulkBytes(),
+	g := &gpuBackend{dev: dev, drv: dev.Driver(), fns: map[string]*loadedFn{}, maxCh: maxChannels(), bulkBytes: bulkBytes(),
 		llMax: orDefault(set.GPULLMax, gpuLLMax), pushMax: orDefault(set.GPUPushMax, gpuPushMax)}
 	g.llAllowed, g.llForced = llPolicy(set.Proto)
 	return g

@@ -33,6 +33,7 @@ type Row struct {
 	Root  int    // -1 for rootless operations
 	Gccl  Measure
 	Base  *Measure // nil without a baseline
+	Mem   *Memory  // nil without the memory view
 }
 
 // Table writes rows in nccl-tests' layout, with the baseline's columns and
@@ -40,6 +41,7 @@ type Row struct {
 type Table struct {
 	W        io.Writer
 	Baseline string // "" for none
+	Memory   bool   // the memory-traffic columns (rows without a view show N/A)
 }
 
 // Header prints the column titles.
@@ -50,10 +52,16 @@ func (t Table) Header(title string) {
 	if t.Baseline != "" {
 		fmt.Fprintf(t.W, " %10s %8s %8s %6s %7s", t.Baseline+" time", "algbw", "busbw", "#wrong", "ratio")
 	}
+	if t.Memory {
+		memHead(t.W, false)
+	}
 	fmt.Fprintln(t.W)
 	fmt.Fprintf(t.W, "#%11s %12s %9s %7s %5s %10s %8s %8s %6s", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "")
 	if t.Baseline != "" {
 		fmt.Fprintf(t.W, " %10s %8s %8s %6s %7s", "(us)", "(GB/s)", "(GB/s)", "", "(t/t)")
+	}
+	if t.Memory {
+		memHead(t.W, true)
 	}
 	fmt.Fprintln(t.W)
 }
@@ -65,6 +73,11 @@ func (t Table) Row(r Row) {
 	if t.Baseline != "" && r.Base != nil {
 		writeMeasure(t.W, *r.Base)
 		fmt.Fprintf(t.W, " %7.2f", Ratio(float64(r.Gccl.Time), float64(r.Base.Time)))
+	} else if t.Baseline != "" {
+		fmt.Fprintf(t.W, " %10s %8s %8s %6s %7s", "N/A", "N/A", "N/A", "N/A", "N/A")
+	}
+	if t.Memory {
+		writeMemory(t.W, r.Mem)
 	}
 	fmt.Fprintln(t.W)
 }
@@ -80,12 +93,20 @@ func wrongString(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// WriteCSV writes rows as CSV with a header line.
+// WriteCSV writes rows as CSV with a header line; the memory view's
+// columns come last when any row has one.
 func WriteCSV(w io.Writer, op Op, baseline string, rows []Row) error {
 	cw := csv.NewWriter(w)
 	head := []string{"op", "size_bytes", "count", "type", "redop", "root", "time_us", "spread", "algbw_gbs", "busbw_gbs", "wrong"}
 	if baseline != "" {
 		head = append(head, baseline+"_time_us", baseline+"_spread", baseline+"_algbw_gbs", baseline+"_busbw_gbs", baseline+"_wrong", "time_ratio")
+	}
+	mem := false
+	for _, r := range rows {
+		mem = mem || r.Mem != nil
+	}
+	if mem {
+		head = append(head, memCSVHead...)
 	}
 	if err := cw.Write(head); err != nil {
 		return err
@@ -96,6 +117,11 @@ func WriteCSV(w io.Writer, op Op, baseline string, rows []Row) error {
 		if baseline != "" && r.Base != nil {
 			rec = append(rec, measureFields(*r.Base)...)
 			rec = append(rec, fmtF(Ratio(float64(r.Gccl.Time), float64(r.Base.Time))))
+		} else if baseline != "" && mem { // keep the memory columns under their heads
+			rec = append(rec, "", "", "", "", "", "")
+		}
+		if mem {
+			rec = append(rec, memFields(r.Mem)...)
 		}
 		if err := cw.Write(rec); err != nil {
 			return err

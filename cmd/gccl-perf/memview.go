@@ -1,0 +1,192 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/perf"
+	"github.com/gccl/gccl/transport/topo"
+)
+
+// pathSource says how gccl ran its latest operation on this rank
+// (engine.Engine.LastGPUPath).
+type pathSource interface {
+	LastGPUPath() string
+}
+
+// memView computes, on a GPU, the memory-traffic columns of each row: the
+// bytes the engine's chosen kernels read and write (engine.GPUTraffic of
+// the path the engine took) on the busiest GPU, and rank 0 times a
+// device-to-device copy (cuMemcpyDtoDAsync) of the row's size with the
+// same events, the yardstick of those bytes.
+type memView struct {
+	paths    pathSource
+	timer    *eventTimer // rank 0: times the copies; nil elsewhere
+	dev      *device.CUDADevice
+	gpu      uint64 // which GPU this rank runs on (host and ordinal)
+	src, dst uintptr
+	size     int64 // bytes of src and dst
+	warmup   int
+	iters    int
+	batch    int // -batch
+}
+
+// newMemView returns the view of a GPU rank, or nil without one (host
+// backend, -mem=false, no path source).
+func newMemView(cfg config, paths pathSource, d device.Device, s gccl.Stream, rank int) (*memView, error) {
+	gpu, ok := d.(*device.CUDADevice)
+	if !cfg.mem || !ok || d.Kind() != device.CUDA || paths == nil {
+		return nil, nil
+	}
+	m := &memView{paths: paths, dev: gpu, gpu: topo.HostHash() ^ uint64(gpu.Ordinal()), warmup: min(cfg.warmup, 2),
+		iters: cfg.iters, batch: cfg.batch}
+	if rank == 0 {
+		var err error
+		if m.timer, err = newEventTimer(gpu, s, cfg.timeout); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Close frees the copy buffers and the events; it is safe on nil.
+func (m *memView) Close() error {
+	if m == nil {
+		return nil
+	}
+	return errors.Join(m.free(), m.timer.Close())
+}
+
+func (m *memView) free() error {
+	var errs []error
+	for _, p := range []*uintptr{&m.src, &m.dst} {
+		if *p != 0 {
+			errs = append(errs, m.dev.Free(*p))
+			*p = 0
+		}
+	}
+	m.size = 0
+	return errors.Join(errs...)
+}
+
+// copyTime is the median time of one copy of size bytes (rank 0).
+func (m *memView) copyTime(size int64) (time.Duration, error) {
+	if size == 0 {
+		return 0, nil
+	}
+	if size > m.size {
+		if err := m.free(); err != nil {
+			return 0, err
+		}
+		var err error
+		if m.src, err = m.dev.Alloc(int(size)); err == nil {
+			m.dst, err = m.dev.Alloc(int(size))
+		}
+		if err != nil {
+			return 0, fmt.Errorf("allocating the %d-byte buffers of the reference copy: %w", size, err)
+		}
+		m.size = size
+	}
+	drv, s := m.dev.Driver(), m.timer.stream
+	b := batchFor(m.batch, size)
+	copies := func(n int) func() error {
+		return func() error {
+			for range n {
+				if err := drv.MemcpyDtoDAsync(m.dst, m.src, int(size), s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	if _, err := m.timer.time(copies(m.warmup * b)); err != nil {
+		return 0, err
+	}
+	times := make([]time.Duration, 0, m.iters)
+	for range m.iters {
+		d, err := m.timer.time(copies(b))
+		if err != nil {
+			return 0, err
+		}
+		times = append(times, d/time.Duration(b))
+	}
+	return perf.Median(times), nil
+}
+
+// opKinds are the engine operations one call of op makes on a rank.
+var opKinds = map[perf.Op][]engine.Kind{
+	perf.AllReduce: {engine.AllReduce}, perf.AllGather: {engine.AllGather}, perf.ReduceScatter: {engine.ReduceScatter},
+	perf.Broadcast: {engine.Broadcast}, perf.Reduce: {engine.Reduce}, perf.SendRecv: {engine.Send, engine.Recv},
+}
+
+// traffic is this rank's traffic for c run with path; ok is false where
+// the model has no figure (all-to-all, an unknown path).
+func traffic(path string, c call, inPlace bool) (engine.Traffic, bool) {
+	var sum engine.Traffic
+	kinds := opKinds[c.Op]
+	for _, k := range kinds {
+		tr, ok := engine.GPUTraffic(path, k, c.Count, c.Type, c.NRanks, c.Rank, c.Root, inPlace)
+		if !ok {
+			return engine.Traffic{}, false
+		}
+		sum = sum.Add(tr)
+	}
+	return sum, len(kinds) > 0
+}
+
+// row agrees with the other ranks on the memory view of c, which gccl ran
+// in t: every rank adds its traffic, rank 0 times the copy of size bytes.
+// It is nil when a rank has no traffic figure.
+func (m *memView) row(x exchanger, c call, size int64, t time.Duration, inPlace bool) (*perf.Memory, error) {
+	path := m.paths.LastGPUPath()
+	tr, ok := traffic(path, c, inPlace)
+	var copyT time.Duration
+	var localErr error
+	if m.timer != nil {
+		copyT, localErr = m.copyTime(size)
+	}
+	var flags uint64
+	if ok {
+		flags |= 1
+	}
+	if localErr != nil {
+		flags |= 2
+	}
+	msg := binary.LittleEndian.AppendUint64(nil, flags)
+	for _, v := range []uint64{uint64(tr.Read + tr.Write), m.gpu, uint64(copyT)} {
+		msg = binary.LittleEndian.AppendUint64(msg, v)
+	}
+	all, err := x.Allgather(msg)
+	if localErr != nil {
+		return nil, fmt.Errorf("timing the reference copy: %w", localErr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	perGPU, known := map[uint64]int64{}, true
+	for r := 0; r+32 <= len(all); r += 32 {
+		le := binary.LittleEndian
+		f := le.Uint64(all[r:])
+		if f&2 != 0 {
+			return nil, fmt.Errorf("rank 0 failed to time the reference copy")
+		}
+		known = known && f&1 != 0
+		perGPU[le.Uint64(all[r+16:])] += int64(le.Uint64(all[r+8:]))
+		if r == 0 {
+			copyT = time.Duration(le.Uint64(all[r+24:]))
+		}
+	}
+	if !known {
+		return nil, nil
+	}
+	mem := &perf.Memory{Time: t, CopyTime: copyT, CopySize: size, Path: path}
+	for _, b := range perGPU {
+		mem.Bytes = max(mem.Bytes, b)
+	}
+	return mem, nil
+}
