@@ -150,19 +150,20 @@ else
 	skip "examples np=2" "needs 2 GPUs, found $ngpu: the examples put each process on its local rank's GPU"
 fi
 
-# ---- random operation sequences (package ./test/random, another issue's
-# binary: its flags are defined there). Skipped until the bundle has it.
+# ---- random operation sequences (package ./test/random): every type,
+# several communicators (world, duplicate, split) on several streams,
+# groups, counts 0 to 1M, every element checked. The quick tier runs a few
+# seeds; RANDOM_SEEDS=20 RANDOM_OPS=500 is issue 21's acceptance run.
 random=tests/test-random/pkg.test
-rflags=(-random.seeds 20 -random.ops 500)
+rflags=(-random.backend cuda -random.seeds "${RANDOM_SEEDS:-2}" -random.ops "${RANDOM_OPS:-300}" -random.seed "${RANDOM_SEED:-1}")
 if [ -x "$random" ]; then
-	step "random shared=4" 90 indir tests/test-random ./pkg.test "${gotest[@]}" -random.shared 4 "${rflags[@]}"
+	step "random shared=4" "${RANDOM_LIMIT:-60}" indir tests/test-random ./pkg.test "${gotest[@]}" -test.run '^TestShared$' -random.shared 4 "${rflags[@]}"
 	for np in 2 3 4; do
-		step "random np=$np" 60 ./mpirun.sh "$np" "$random" "${gotest[@]}" -gccl.device 0 "${rflags[@]}"
+		step "random np=$np" "${RANDOM_LIMIT:-60}" ./mpirun.sh "$np" "$random" "${gotest[@]}" -test.run '^TestMPI$' -gccl.device 0 "${rflags[@]}"
 	done
 else
 	skip "random" "no $random in this bundle"
 fi
-# ---- end of random operation sequences
 
 # perf NAME ARGS... — one gccl-perf run against NCCL on every GPU; with
 # OUT, its table goes to $OUT/perf/NAME.txt (CSV and PNG beside it).
