@@ -17,7 +17,7 @@ type HostBackend struct{}
 // the engine's earlier launches, runs the ops, and records a failure as the
 // engine's async error (the stream's Synchronize returns it too).
 func (HostBackend) Submit(e *Engine, l *launch) error {
-	s, err := hoststream.Lookup(l.stream)
+	s, err := hoststream.Lookup(e.dev.Ordinal(), l.stream)
 	if err != nil {
 		return err
 	}
