@@ -7,4 +7,12 @@
 // sends and receives progress concurrently. A group holds any number of
 // operations; End on a group with a closed communicator fails with a typed
 // error before anything is launched.
+//
+// As in NCCL, a group is one call: only the order of each communicator's
+// operations must match across ranks, not the order in which ranks add the
+// communicators, even when several communicators share one stream. One
+// communicator's operations may use several streams (as NCCL >= 2.20): the
+// launch starts when every one of them has run what was enqueued before,
+// and later work on any of them waits for it. On the GPU backend one
+// communicator's operations in a group still take one stream.
 package group
