@@ -15,4 +15,8 @@
 // launch starts when every one of them has run what was enqueued before,
 // and later work on any of them waits for it. On the GPU backend one
 // communicator's operations in a group still take one stream.
+//
+// A group's communicators are all blocking or all nonblocking
+// (comm.Config.Blocking): End of a group that mixes them fails with
+// gccl.ErrInvalidArgument naming "comm", as NCCL's ncclGroupEnd does.
 package group

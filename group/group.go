@@ -10,7 +10,7 @@ import (
 // Group is not safe for concurrent use.
 type Group struct {
 	order       []*engine.Engine
-	nonblocking bool // a member communicator is nonblocking
+	nonblocking bool // the member communicators are nonblocking
 	ops         map[*engine.Engine][]engine.Op
 	err         error // the first invalid add; End returns it
 	ended       bool
@@ -32,9 +32,13 @@ func (g *Group) add(c coll.Comm, op engine.Op) {
 		g.err = err
 		return
 	}
-	g.nonblocking = g.nonblocking || coll.Nonblocking(c)
+	nb := coll.Nonblocking(c)
 	if g.ops == nil {
-		g.ops = map[*engine.Engine][]engine.Op{}
+		g.ops, g.nonblocking = map[*engine.Engine][]engine.Op{}, nb
+	} else if nb != g.nonblocking {
+		g.err = gccl.Errorf(gccl.InvalidArgument, "comm", "a group mixes blocking and nonblocking communicators (comm.Config.Blocking); "+
+			"put each kind in its own group, as NCCL requires")
+		return
 	}
 	if _, ok := g.ops[e]; !ok {
 		g.order = append(g.order, e)
@@ -81,7 +85,11 @@ func (g *Group) Recv(c coll.Comm, recvbuff uintptr, count int, t gccl.DataType, 
 // communicator. It returns the first invalid argument seen (then nothing is
 // launched). End may be called once.
 //
-// When a member communicator is nonblocking (comm.Config.Blocking false),
+// The member communicators are all blocking or all nonblocking: a group
+// that mixes them fails with gccl.ErrInvalidArgument naming "comm" and
+// launches nothing (NCCL's ncclInvalidArgument).
+//
+// When the member communicators are nonblocking (comm.Config.Blocking false),
 // a successful End returns an error with code gccl.InProgress, as NCCL's
 // ncclGroupEnd does: the operations are launched; poll each communicator's
 // AsyncError, which is nil once its launch went through (or reports why it
