@@ -16,6 +16,14 @@
 // and later work on any of them waits for it. On the GPU backend one
 // communicator's operations in a group still take one stream.
 //
+// A group also creates, splits and finalizes communicators (InitRank, Split,
+// Finalize: NCCL's ncclCommInitRank, ncclCommSplit and ncclCommFinalize
+// inside a group), so that one goroutine drives every device of its
+// process, as the guide's "several devices per thread" example does. End
+// creates first (every InitRank and Split at once), then launches the
+// operations, then finalizes (every Finalize at once). The ranks one group
+// created in this process are finalized together, in one group.
+//
 // A group's communicators are all blocking or all nonblocking
 // (comm.Config.Blocking): End of a group that mixes them fails with
 // gccl.ErrInvalidArgument naming "comm", as NCCL's ncclGroupEnd does.

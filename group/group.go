@@ -12,6 +12,7 @@ type Group struct {
 	order       []*engine.Engine
 	nonblocking bool // the member communicators are nonblocking
 	ops         map[*engine.Engine][]engine.Op
+	life        lifecycle
 	err         error // the first invalid add; End returns it
 	ended       bool
 }
@@ -19,12 +20,17 @@ type Group struct {
 // New returns an empty group.
 func New() *Group { return &Group{} }
 
-func (g *Group) add(c coll.Comm, op engine.Op) {
-	if g.err != nil {
-		return
-	}
-	if g.ended {
+// usable reports whether the group takes more: it fails End from its
+// first invalid add on, and takes nothing after End.
+func (g *Group) usable() bool {
+	if g.ended && g.err == nil {
 		g.err = gccl.Errorf(gccl.InvalidUsage, "group", "operation added after End; start a new group")
+	}
+	return g.err == nil
+}
+
+func (g *Group) add(c coll.Comm, op engine.Op) {
+	if !g.usable() {
 		return
 	}
 	e, err := coll.EngineOf(c)
@@ -81,8 +87,10 @@ func (g *Group) Recv(c coll.Comm, recvbuff uintptr, count int, t gccl.DataType, 
 	g.add(c, engine.Op{Kind: engine.Recv, Recv: recvbuff, Count: count, Type: t, Peer: peer, Stream: s})
 }
 
-// End validates every operation and launches the group: one launch per
-// communicator. It returns the first invalid argument seen (then nothing is
+// End validates every operation and launches the group: first it creates
+// the communicators of its InitRank and Split calls, then it launches the
+// operations, one launch per communicator, then it runs its Finalize
+// calls. It returns the first invalid argument seen (then nothing is
 // launched). End may be called once.
 //
 // The member communicators are all blocking or all nonblocking: a group
@@ -102,11 +110,17 @@ func (g *Group) End() error {
 	if g.err != nil {
 		return g.err
 	}
+	if err := g.life.create(); err != nil {
+		return err
+	}
 	works := make([]engine.Work, 0, len(g.order))
 	for _, e := range g.order {
 		works = append(works, engine.Work{Engine: e, Ops: g.ops[e]})
 	}
 	if err := engine.LaunchGroup(works); err != nil {
+		return err
+	}
+	if err := g.life.finalize(); err != nil {
 		return err
 	}
 	if g.nonblocking {
