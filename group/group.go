@@ -30,13 +30,36 @@ func (g *Group) usable() bool {
 }
 
 func (g *Group) add(c coll.Comm, op engine.Op) {
-	if !g.usable() {
+	if e := g.member(c); e != nil {
+		g.ops[e] = append(g.ops[e], op)
+	}
+}
+
+// addPattern adds the ops that build makes for c's engine (package
+// internal/pattern).
+func (g *Group) addPattern(c coll.Comm, build func(e *engine.Engine) ([]engine.Op, error)) {
+	e := g.member(c)
+	if e == nil {
 		return
+	}
+	ops, err := build(e)
+	if err != nil {
+		g.err = err
+		return
+	}
+	g.ops[e] = append(g.ops[e], ops...)
+}
+
+// member returns c's engine, a member of the group from now on, or nil
+// when the group takes no more or c cannot join it (then End fails).
+func (g *Group) member(c coll.Comm) *engine.Engine {
+	if !g.usable() {
+		return nil
 	}
 	e, err := coll.EngineOf(c)
 	if err != nil {
 		g.err = err
-		return
+		return nil
 	}
 	nb := coll.Nonblocking(c)
 	if g.ops == nil {
@@ -44,12 +67,12 @@ func (g *Group) add(c coll.Comm, op engine.Op) {
 	} else if nb != g.nonblocking {
 		g.err = gccl.Errorf(gccl.InvalidArgument, "comm", "a group mixes blocking and nonblocking communicators (comm.Config.Blocking); "+
 			"put each kind in its own group, as NCCL requires")
-		return
+		return nil
 	}
 	if _, ok := g.ops[e]; !ok {
 		g.order = append(g.order, e)
 	}
-	g.ops[e] = append(g.ops[e], op)
+	return e
 }
 
 // AllReduce adds a coll.AllReduce.
