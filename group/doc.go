@@ -24,6 +24,15 @@
 // operations, then finalizes (every Finalize at once). The ranks one group
 // created in this process are finalized together, in one group.
 //
+// Streams and devices: a stream value names a stream of one device
+// ordinal, and two Device values with the same ordinal (two device.Open
+// calls, two communicators on one device) are the same device: a stream
+// made by either serves both, and stream 0 is that device's one default
+// stream (per device, as CUDA's legacy stream) for both. Give a
+// communicator's operations streams of its own device's ordinal: on a GPU
+// a stream of another device fails the launch; the host backend does not
+// check, but there stream 0 always means the communicator's device's.
+//
 // A group's communicators are all blocking or all nonblocking
 // (comm.Config.Blocking): End of a group that mixes them fails with
 // gccl.ErrInvalidArgument naming "comm", as NCCL's ncclGroupEnd does.
