@@ -39,6 +39,7 @@ type Comm struct {
 	lost                 atomic.Pointer[error] // a peer died (see liveness.go)
 	watchStop, watchDone chan struct{}
 	splitSeq             atomic.Int64
+	sibs                 *siblings // nil unless one call made several ranks here; set before it returns
 	closeMu              sync.Mutex
 }
 

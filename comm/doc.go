@@ -8,7 +8,13 @@
 // rank then calls InitRank with the ID, the number of ranks and its rank.
 // InitAll makes every rank of a communicator in one process, one goroutine
 // per device. InitRankScalable spreads the rendezvous of a large job over
-// several IDs.
+// several IDs. InitRanks, SplitAll and FinalizeAll create, split and
+// finalize several ranks at once, so that one goroutine can drive every
+// device of its process (NCCL's calls inside a group; package group's
+// InitRank, Split and Finalize use them). Ranks of one communicator that one
+// such call (or InitAll) made in this process are siblings: they are
+// finalized together, and a Finalize of one alone fails at once with
+// gccl.ErrInvalidUsage instead of waiting for the others until the deadline.
 //
 // InitRankConfig with Config.Blocking false returns at once; Status reports
 // gccl.ErrInProgress until the communicator is ready (then nil) or has

@@ -3,7 +3,6 @@ package comm
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/gccl/gccl"
 )
@@ -11,10 +10,25 @@ import (
 // Finalize flushes the communicator and synchronises with the other ranks:
 // it returns when every rank has called Finalize (or the deadline passed).
 // Afterwards only Close is allowed. Every rank must call it.
+//
+// Ranks of one communicator that one call made in this process (InitAll,
+// InitRanks, a group's InitRank or Split) are finalized together, with
+// group.Finalize for each in one group or FinalizeAll: a Finalize of one of
+// them alone, while another is still open, fails at once with
+// gccl.ErrInvalidUsage (one goroutine calling Finalize on each in turn
+// would otherwise wait for the next until the deadline).
 func (c *Comm) Finalize() error {
 	if err := c.open(); err != nil {
 		return err
 	}
+	if err := c.sibs.unfinalized(c, nil); err != nil {
+		return err
+	}
+	return c.finalize()
+}
+
+// finalize is Finalize after its checks.
+func (c *Comm) finalize() error {
 	if !c.state.CompareAndSwap(stateOpen, stateFinalized) {
 		return gccl.Errorf(gccl.InvalidUsage, "comm", "Finalize was already called")
 	}
@@ -111,7 +125,8 @@ func (c *Comm) AsyncError() error {
 
 // InitAll creates a communicator over the given devices in this process,
 // one rank per device (rank i on devices[i]), each initialised by its own
-// goroutine. If any rank fails, all are aborted.
+// goroutine. If any rank fails, all are aborted. The ranks are finalized
+// together (see Finalize).
 func InitAll(devices []int) ([]*Comm, error) {
 	if len(devices) == 0 {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "devices", "no devices; pass at least one ordinal")
@@ -127,22 +142,11 @@ func InitAll(devices []int) ([]*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	comms := make([]*Comm, len(devices))
-	errs := make([]error, len(devices))
-	var wg sync.WaitGroup
+	reqs := make([]InitReq, len(devices))
 	for i, d := range devices {
-		wg.Go(func() {
-			comms[i], errs[i] = InitRankConfig(len(devices), id, i, &Config{Device: d, DeviceSet: true, Blocking: ptr(true)})
-		})
+		reqs[i] = InitReq{NRanks: len(devices), ID: id, Rank: i, Config: &Config{Device: d, DeviceSet: true, Blocking: ptr(true)}}
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, c := range comms {
-			_ = c.Abort()
-		}
-		return nil, err
-	}
-	return comms, nil
+	return InitRanks(reqs)
 }
 
 // InitAllN is InitAll over devices 0 .. n-1.

@@ -2,7 +2,9 @@
 //
 // Open returns a Device of a Kind. Host is always available: its memory is
 // host shared memory and its streams are host streams (package
-// internal/hoststream) named by gccl.Stream handles. CUDA is provided by an
+// internal/hoststream) named by gccl.Stream handles; the handle 0 names the
+// device's default stream, one per ordinal as CUDA's legacy default stream
+// is one per device. CUDA is provided by an
 // opener that the CUDA backend registers with RegisterOpener, so this
 // package itself links no cgo. Auto picks CUDA when a CUDA opener is
 // registered, a driver is present and GCCL_DEVICE (NCCL has no equivalent)

@@ -84,7 +84,7 @@ func (d *hostDevice) DestroyStream(h gccl.Stream) error {
 }
 
 func (d *hostDevice) Synchronize(h gccl.Stream) error {
-	s, err := hoststream.Lookup(h)
+	s, err := hoststream.Lookup(d.ordinal, h)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (d *hostDevice) Synchronize(h gccl.Stream) error {
 }
 
 func (d *hostDevice) Query(h gccl.Stream) (bool, error) {
-	s, err := hoststream.Lookup(h)
+	s, err := hoststream.Lookup(d.ordinal, h)
 	if err != nil {
 		return false, err
 	}

@@ -105,7 +105,7 @@ func TestStreams(t *testing.T) {
 	s, err := d.NewStream()
 	require.NoError(t, err)
 	require.NotZero(t, s)
-	hs, err := hoststream.Lookup(s)
+	hs, err := hoststream.Lookup(0, s)
 	require.NoError(t, err)
 
 	release := make(chan struct{})

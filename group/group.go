@@ -10,8 +10,9 @@ import (
 // Group is not safe for concurrent use.
 type Group struct {
 	order       []*engine.Engine
-	nonblocking bool // a member communicator is nonblocking
+	nonblocking bool // the member communicators are nonblocking
 	ops         map[*engine.Engine][]engine.Op
+	life        lifecycle
 	err         error // the first invalid add; End returns it
 	ended       bool
 }
@@ -19,27 +20,59 @@ type Group struct {
 // New returns an empty group.
 func New() *Group { return &Group{} }
 
-func (g *Group) add(c coll.Comm, op engine.Op) {
-	if g.err != nil {
-		return
-	}
-	if g.ended {
+// usable reports whether the group takes more: it fails End from its
+// first invalid add on, and takes nothing after End.
+func (g *Group) usable() bool {
+	if g.ended && g.err == nil {
 		g.err = gccl.Errorf(gccl.InvalidUsage, "group", "operation added after End; start a new group")
+	}
+	return g.err == nil
+}
+
+func (g *Group) add(c coll.Comm, op engine.Op) {
+	if e := g.member(c); e != nil {
+		g.ops[e] = append(g.ops[e], op)
+	}
+}
+
+// addPattern adds the ops that build makes for c's engine (package
+// internal/pattern).
+func (g *Group) addPattern(c coll.Comm, build func(e *engine.Engine) ([]engine.Op, error)) {
+	e := g.member(c)
+	if e == nil {
 		return
 	}
-	e, err := coll.EngineOf(c)
+	ops, err := build(e)
 	if err != nil {
 		g.err = err
 		return
 	}
-	g.nonblocking = g.nonblocking || coll.Nonblocking(c)
+	g.ops[e] = append(g.ops[e], ops...)
+}
+
+// member returns c's engine, a member of the group from now on, or nil
+// when the group takes no more or c cannot join it (then End fails).
+func (g *Group) member(c coll.Comm) *engine.Engine {
+	if !g.usable() {
+		return nil
+	}
+	e, err := coll.EngineOf(c)
+	if err != nil {
+		g.err = err
+		return nil
+	}
+	nb := coll.Nonblocking(c)
 	if g.ops == nil {
-		g.ops = map[*engine.Engine][]engine.Op{}
+		g.ops, g.nonblocking = map[*engine.Engine][]engine.Op{}, nb
+	} else if nb != g.nonblocking {
+		g.err = gccl.Errorf(gccl.InvalidArgument, "comm", "a group mixes blocking and nonblocking communicators (comm.Config.Blocking); "+
+			"put each kind in its own group, as NCCL requires")
+		return nil
 	}
 	if _, ok := g.ops[e]; !ok {
 		g.order = append(g.order, e)
 	}
-	g.ops[e] = append(g.ops[e], op)
+	return e
 }
 
 // AllReduce adds a coll.AllReduce.
@@ -77,11 +110,17 @@ func (g *Group) Recv(c coll.Comm, recvbuff uintptr, count int, t gccl.DataType, 
 	g.add(c, engine.Op{Kind: engine.Recv, Recv: recvbuff, Count: count, Type: t, Peer: peer, Stream: s})
 }
 
-// End validates every operation and launches the group: one launch per
-// communicator. It returns the first invalid argument seen (then nothing is
+// End validates every operation and launches the group: first it creates
+// the communicators of its InitRank and Split calls, then it launches the
+// operations, one launch per communicator, then it runs its Finalize
+// calls. It returns the first invalid argument seen (then nothing is
 // launched). End may be called once.
 //
-// When a member communicator is nonblocking (comm.Config.Blocking false),
+// The member communicators are all blocking or all nonblocking: a group
+// that mixes them fails with gccl.ErrInvalidArgument naming "comm" and
+// launches nothing (NCCL's ncclInvalidArgument).
+//
+// When the member communicators are nonblocking (comm.Config.Blocking false),
 // a successful End returns an error with code gccl.InProgress, as NCCL's
 // ncclGroupEnd does: the operations are launched; poll each communicator's
 // AsyncError, which is nil once its launch went through (or reports why it
@@ -94,11 +133,17 @@ func (g *Group) End() error {
 	if g.err != nil {
 		return g.err
 	}
+	if err := g.life.create(); err != nil {
+		return err
+	}
 	works := make([]engine.Work, 0, len(g.order))
 	for _, e := range g.order {
 		works = append(works, engine.Work{Engine: e, Ops: g.ops[e]})
 	}
 	if err := engine.LaunchGroup(works); err != nil {
+		return err
+	}
+	if err := g.life.finalize(); err != nil {
 		return err
 	}
 	if g.nonblocking {

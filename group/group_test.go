@@ -184,13 +184,10 @@ func TestGroupBadInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 24))
 	p, buf := w.Alloc(t, 0, 64, rng)
 	before := bytes.Clone(buf)
-	s0, err := w.Devs[0].NewStream()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = w.Devs[0].DestroyStream(s0) })
 	for arg, add := range map[string]func(g *group.Group){
 		"peer":   func(g *group.Group) { g.Send(w.Comms[0], p, 4, gccl.Int32, 2, w.Streams[0]) },
 		"root":   func(g *group.Group) { g.Reduce(w.Comms[0], p, p, 4, gccl.Int32, gccl.Sum, -1, w.Streams[0]) },
-		"stream": func(g *group.Group) { g.Recv(w.Comms[0], p, 4, gccl.Int32, 1, s0) },
+		"stream": func(g *group.Group) { g.Recv(w.Comms[0], p, 4, gccl.Int32, 1, 0x1234) },
 		"comm":   func(g *group.Group) { g.AllGather(nil, p, p, 4, gccl.Int32, w.Streams[0]) },
 	} {
 		g := group.New()
@@ -202,5 +199,35 @@ func TestGroupBadInput(t *testing.T) {
 		require.Equal(t, arg, ge.Arg, "%v", err)
 	}
 	require.NoError(t, w.Devs[0].Synchronize(w.Streams[0]))
+	require.Equal(t, before, buf, "nothing may run when End fails")
+}
+
+// TestMixedBlocking: a group over a blocking and a nonblocking communicator
+// fails with gccl.ErrInvalidArgument naming "comm", as NCCL rejects it,
+// and launches nothing.
+func TestMixedBlocking(t *testing.T) {
+	nonblocking := false
+	a := colltest.New(t, 2, nil)
+	b := colltest.New(t, 2, &comm.Config{Blocking: &nonblocking, Timeout: colltest.DefaultTimeout})
+	rng := rand.New(rand.NewPCG(6, 25))
+	p, buf := a.Alloc(t, 0, 64, rng)
+	before := bytes.Clone(buf)
+	q, _ := b.Alloc(t, 0, 64, rng)
+	for _, order := range [][2]*colltest.World{{a, b}, {b, a}} {
+		g := group.New()
+		for _, w := range order {
+			x := p
+			if w == b {
+				x = q
+			}
+			g.AllReduce(w.Comms[0], x, x, 16, gccl.Int32, gccl.Sum, w.Streams[0])
+		}
+		err := g.End()
+		var ge *gccl.Error
+		require.ErrorAs(t, err, &ge)
+		require.ErrorIs(t, err, gccl.ErrInvalidArgument)
+		require.Equal(t, "comm", ge.Arg, "%v", err)
+	}
+	require.NoError(t, a.Devs[0].Synchronize(a.Streams[0]))
 	require.Equal(t, before, buf, "nothing may run when End fails")
 }

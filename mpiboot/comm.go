@@ -2,7 +2,6 @@ package mpiboot
 
 import (
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -61,8 +60,9 @@ func NewComm(cfg *comm.Config) (*comm.Comm, error) {
 // NewComms creates ngpus communicators in this process, for devices
 // LocalRank()*ngpus + i (or cfg.Device + i when cfg sets a device), as ranks
 // rank*ngpus + i of one communicator of ngpus × size ranks (NCCL guide,
-// "multiple devices per process"). The ranks initialise concurrently; if one
-// fails the others are aborted and the first error is returned.
+// "multiple devices per process"). The ranks initialise concurrently
+// (comm.InitRanks); if one fails the others are aborted and the first error
+// is returned. Finalize them together: group.Finalize for each in one group.
 func NewComms(ngpus int, cfg *comm.Config) ([]*comm.Comm, error) {
 	if ngpus < 1 {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "ngpus", "%d devices per process; pass 1 or more", ngpus)
@@ -76,23 +76,12 @@ func NewComms(ngpus int, cfg *comm.Config) ([]*comm.Comm, error) {
 	if cfg != nil && cfg.DeviceSet {
 		first = cfg.Device
 	}
-	comms := make([]*comm.Comm, ngpus)
-	errs := make([]error, ngpus)
-	var wg sync.WaitGroup
-	for i := range ngpus {
-		wg.Go(func() {
-			c := withDevice(cfg, first+i)
-			comms[i], errs[i] = comm.InitRankConfig(size*ngpus, id, rank*ngpus+i, &c)
-		})
+	reqs := make([]comm.InitReq, ngpus)
+	for i := range reqs {
+		c := withDevice(cfg, first+i)
+		reqs[i] = comm.InitReq{NRanks: size * ngpus, ID: id, Rank: rank*ngpus + i, Config: &c}
 	}
-	wg.Wait()
-	if err := firstErr(errs...); err != nil {
-		for _, c := range comms {
-			_ = c.Abort()
-		}
-		return nil, err
-	}
-	return comms, nil
+	return comm.InitRanks(reqs)
 }
 
 // withDevice copies cfg (nil = defaults) with the device set to dev.

@@ -16,8 +16,19 @@
 // issue order, then the point-to-point ops run concurrently, one goroutine
 // per peer and direction, so all-to-all patterns cannot deadlock.
 //
+// A launch's ops may use several streams; the launch joins them (NCCL >=
+// 2.20): it starts when every stream has run what was enqueued before it,
+// and later work on any of them waits for it. The GPU backend takes one
+// stream per launch.
+//
 // The host backend (HostBackend) enqueues one task per launch on the host
-// stream. The task executes the plan with a runner: sends are posted to a
+// stream, its other streams joined to it by events. In a group, the
+// launches of several engines that share a stream become one task that
+// runs them concurrently (hosttask.go): run one after the other, two
+// communicators' launches could each wait for peers that another rank
+// queued in the other order, and NCCL treats a group as one call, so only
+// each communicator's own order must match across ranks. The task executes
+// each plan with a runner: sends are posted to a
 // goroutine per peer and complete when the peer took the bytes, receives
 // reduce straight out of the transport's pieces, and a step that writes a
 // range first waits for the posted sends still reading it. A failed task

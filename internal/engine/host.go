@@ -7,34 +7,21 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
-	"github.com/gccl/gccl/internal/hoststream"
 )
 
 // HostBackend runs operations on host streams over the transports.
 type HostBackend struct{}
 
-// Submit enqueues one task on the launch's host stream. The task waits for
-// the engine's earlier launches, runs the ops, and records a failure as the
-// engine's async error (the stream's Synchronize returns it too).
+// Submit enqueues one task on the launch's host stream, joined to its other
+// streams (hostTask). The task waits for the engine's earlier launches,
+// runs the ops, and records a failure as the engine's async error (the
+// stream's Synchronize returns it too).
 func (HostBackend) Submit(e *Engine, l *launch) error {
-	s, err := hoststream.Lookup(l.stream)
+	tasks, err := hostTasks([]hostPart{{e, l}})
 	if err != nil {
 		return err
 	}
-	return s.Enqueue(func() error {
-		defer e.order.release()
-		ctx, cancel := e.waitCtx(context.Background())
-		defer cancel()
-		err := e.order.wait(ctx, l.ticket, e.AsyncError)
-		if err == nil {
-			err = e.runHost(ctx, l.ops)
-		}
-		err = e.abortCause(err)
-		if err != nil {
-			e.setAsyncError(err)
-		}
-		return err
-	})
+	return tasks[0].enqueue()
 }
 
 // runHost runs a launch's collectives in order, then its p2p ops together.

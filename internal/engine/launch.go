@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/gccl/gccl"
@@ -29,7 +30,7 @@ var launches = sync.Pool{New: func() any { return new(launch) }}
 func newLaunch(s gccl.Stream, nops int) *launch {
 	l := launches.Get().(*launch)
 	l.stream, l.ticket = s, 0
-	l.ops = l.inline[:0]
+	l.ops, l.more = l.inline[:0], l.more[:0]
 	if nops > launchInline {
 		l.ops = make([]Op, 0, nops)
 	}
@@ -50,10 +51,12 @@ func (e *Engine) recycle(l *launch, submitted bool) {
 }
 
 // launch is one engine's share of one Launch or group: its ops, in issue
-// order, all on one stream, and its place in the engine's issue order.
+// order, the streams they use (the first op's, then any others, which the
+// launch joins) and its place in the engine's issue order.
 type launch struct {
 	ops    []Op
 	stream gccl.Stream
+	more   []gccl.Stream // the ops' other streams, each once
 	ticket uint64
 	inline [launchInline]Op // ops' storage for small launches (one allocation)
 }
@@ -84,42 +87,61 @@ func (e *Engine) Launch(ops []Op) error {
 }
 
 // LaunchGroup submits a group: one launch per engine (per device). Every op
-// of every engine is validated before anything is submitted.
+// of every engine is validated before anything is submitted. On the host
+// backend, launches that share a stream become one task (see submitHost).
 func LaunchGroup(works []Work) error {
-	var small [launchInline]*launch
-	ls := small[:0]
-	for i, w := range works {
-		if w.Engine == nil {
-			return gccl.Errorf(gccl.InvalidArgument, "comm", "group member %d has a nil communicator", i)
-		}
-		if appearsBefore(works, i) {
-			return gccl.Errorf(gccl.InvalidUsage, "comm", "communicator appears twice in one group launch; merge its ops")
-		}
-		l, err := w.Engine.prepare(w.Ops)
-		if err != nil {
-			for j, l := range ls {
-				works[j].Engine.recycle(l, false)
-			}
-			return err
-		}
-		ls = append(ls, l)
+	ls, err := prepareAll(works)
+	if err != nil {
+		return err
 	}
 	if len(ls) > 1 && capturingRegs(works, ls) {
 		return submitConcurrently(works, ls)
 	}
-	var err error
+	var host []hostPart
 	for i, w := range works {
-		if ls[i] == nil {
-			continue
-		}
-		if err == nil {
+		switch {
+		case ls[i] == nil:
+		case isHost(w.Engine):
+			host = append(host, hostPart{w.Engine, ls[i]})
+		case err == nil:
 			err = w.Engine.submit(ls[i])
 			w.Engine.recycle(ls[i], true)
-		} else {
+		default:
 			w.Engine.recycle(ls[i], false) // not submitted
 		}
 	}
-	return err
+	if err != nil {
+		for _, p := range host {
+			p.e.recycle(p.l, false)
+		}
+		return err
+	}
+	return submitHost(host)
+}
+
+// prepareAll validates every work's ops: one launch per work (nil for no ops).
+func prepareAll(works []Work) ([]*launch, error) {
+	ls := make([]*launch, 0, len(works))
+	for i, w := range works {
+		var err error
+		var l *launch
+		switch {
+		case w.Engine == nil:
+			err = gccl.Errorf(gccl.InvalidArgument, "comm", "group member %d has a nil communicator", i)
+		case appearsBefore(works, i):
+			err = gccl.Errorf(gccl.InvalidUsage, "comm", "communicator appears twice in one group launch; merge its ops")
+		default:
+			l, err = w.Engine.prepare(w.Ops)
+		}
+		if err != nil {
+			for j, l := range ls {
+				works[j].Engine.recycle(l, false)
+			}
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
 }
 
 // capturingRegs reports whether a GPU engine of the group captures its
@@ -193,9 +215,9 @@ func (e *Engine) prepare(ops []Op) (*launch, error) {
 			e.recycle(l, false)
 			return nil, err
 		}
-		if o.Stream != l.stream {
+		if err := l.addStream(o.Stream, e.backend); err != nil {
 			e.recycle(l, false)
-			return nil, gccl.Errorf(gccl.InvalidUsage, "stream", "one communicator's ops in a group must use one stream (got %#x and %#x)", l.stream, o.Stream)
+			return nil, err
 		}
 		if o.Kind.IsP2P() {
 			p2p = append(p2p, o)
@@ -214,4 +236,19 @@ func (e *Engine) prepare(ops []Op) (*launch, error) {
 	}
 	l.ops = append(l.ops, p2p...)
 	return l, nil
+}
+
+// addStream notes that an op of l runs on s. A launch on several streams
+// joins them (NCCL >= 2.20): it starts once every stream has reached it and
+// later work on any of them waits for it. The host backend joins streams;
+// the GPU backend takes one stream per launch.
+func (l *launch) addStream(s gccl.Stream, b Backend) error {
+	if s == l.stream || slices.Contains(l.more, s) {
+		return nil
+	}
+	if _, host := b.(HostBackend); !host {
+		return gccl.Errorf(gccl.InvalidUsage, "stream", "one communicator's ops in a group must use one stream on the GPU backend (got %#x and %#x)", l.stream, s)
+	}
+	l.more = append(l.more, s)
+	return nil
 }

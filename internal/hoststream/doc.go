@@ -19,9 +19,9 @@
 //
 // The registry maps gccl.Stream handles (the values the public API passes
 // around) to *Stream values: Register, Lookup and Unregister. Handles are
-// never 0; the handle 0 names a process-wide default stream, created on first
-// use, so that code written for CUDA's legacy default stream also runs on
-// the host backend.
+// never 0; the handle 0 names the default stream of the device (ordinal)
+// that looks it up, created on first use, so that code written for CUDA's
+// legacy default stream, which is per device, also runs on the host backend.
 //
 // Every wait takes a context; an expired context gives gccl.ErrTimeout.
 package hoststream

@@ -12,15 +12,29 @@ const handleBase = gccl.Stream(0x6cc1) << 32
 
 var registry = struct {
 	sync.RWMutex
-	streams map[gccl.Stream]*Stream
-	next    gccl.Stream
-}{streams: map[gccl.Stream]*Stream{}}
+	streams  map[gccl.Stream]*Stream
+	defaults map[int]*Stream // per device ordinal
+	next     gccl.Stream
+}{streams: map[gccl.Stream]*Stream{}, defaults: map[int]*Stream{}}
 
-var defaultStream = sync.OnceValue(New)
-
-// Default returns the process-wide default stream, which the handle 0
-// names. It is never closed.
-func Default() *Stream { return defaultStream() }
+// Default returns device ordinal's default stream, which the handle 0
+// names on that device (CUDA's legacy default stream is per device too).
+// It is made on first use and never closed.
+func Default(ordinal int) *Stream {
+	registry.RLock()
+	s := registry.defaults[ordinal]
+	registry.RUnlock()
+	if s != nil {
+		return s
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if s = registry.defaults[ordinal]; s == nil {
+		s = New()
+		registry.defaults[ordinal] = s
+	}
+	return s
+}
 
 // Register returns a new handle for s. Handles are never 0 and are not
 // reused within a process.
@@ -33,12 +47,13 @@ func Register(s *Stream) gccl.Stream {
 	return h
 }
 
-// Lookup returns the stream a handle names: the default stream for 0, else
-// a registered stream. An unknown handle gives gccl.ErrInvalidArgument
-// naming "stream".
-func Lookup(h gccl.Stream) (*Stream, error) {
+// Lookup returns the stream a handle names on device ordinal: that
+// device's default stream for 0, else a registered stream (registered
+// handles name one stream whichever device looks them up). An unknown
+// handle gives gccl.ErrInvalidArgument naming "stream".
+func Lookup(ordinal int, h gccl.Stream) (*Stream, error) {
 	if h == 0 {
-		return Default(), nil
+		return Default(ordinal), nil
 	}
 	registry.RLock()
 	s, ok := registry.streams[h]

@@ -1,8 +1,9 @@
-// Command multidevice is the NCCL guide's "multiple devices per process"
-// example: each MPI process drives ngpus devices from one goroutine. The
-// communicator has ngpus × nprocs ranks, rank = procRank*ngpus + i on device
-// localRank*ngpus + i, and a group launches the AllReduce on all of this
-// process's devices at once.
+// Command multidevice is the NCCL guide's example 3, "multiple devices per
+// thread": each MPI process drives ngpus devices from one goroutine. Rank 0
+// makes the unique ID and broadcasts it; a group of ngpus InitRank creates
+// this process's ranks of a communicator of ngpus × nprocs ranks (rank
+// procRank*ngpus + i on device localRank*ngpus + i); a group launches the
+// AllReduce on all of them at once; a group of Finalize ends them.
 //
 //	mpirun -np 2 multidevice [-ngpus 2] [-count 1048576]
 package main
@@ -37,8 +38,18 @@ func run(ngpus, n int) error {
 		return err
 	}
 	defer mpiboot.Finalize()
-	comms, err := mpiboot.NewComms(ngpus, nil)
+	myRank, nRanks := mpiboot.World()
+	id, err := mpiboot.ShareUniqueID() // rank 0 makes it, MPI_Bcast shares it
 	if err != nil {
+		return err
+	}
+	comms := make([]*comm.Comm, ngpus)
+	g := group.New()
+	for i := range comms {
+		dev := &comm.Config{Device: mpiboot.LocalRank()*ngpus + i, DeviceSet: true}
+		g.InitRank(&comms[i], ngpus*nRanks, id, myRank*ngpus+i, dev)
+	}
+	if err := g.End(); err != nil {
 		return err
 	}
 	ranks := make([]rankBuffers, ngpus)
@@ -53,7 +64,7 @@ func run(ngpus, n int) error {
 		}
 	}
 
-	g := group.New() // one launch for all of this process's devices
+	g = group.New() // one launch for all of this process's devices
 	for _, r := range ranks {
 		g.AllReduce(r.c, r.send, r.recv, n, gccl.Float32, gccl.Sum, r.s)
 	}
@@ -81,9 +92,16 @@ func run(ngpus, n int) error {
 	case failed >= 0:
 		return fmt.Errorf("process %d got a wrong allreduce result", failed)
 	}
-	if rank, size := mpiboot.World(); rank == 0 {
+	g = group.New() // one goroutine finalizes all of its ranks
+	for _, c := range comms {
+		g.Finalize(c)
+	}
+	if err := g.End(); err != nil {
+		return err
+	}
+	if myRank == 0 {
 		fmt.Printf("allreduce of %d processes × %d devices × %d float32 on %v: OK, sum checked\n",
-			size, ngpus, n, comms[0].Device().Kind())
+			nRanks, ngpus, n, comms[0].Device().Kind())
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-// Command onedevice is the NCCL guide's "one device per process" example:
+// Command onedevice is the NCCL guide's example 2, "one device per process":
 // mpirun starts one process per device; MPI gives each its rank, rank 0
 // makes the unique ID and MPI broadcasts it, each process uses the device
 // of its local rank, and all of them sum a vector with AllReduce.

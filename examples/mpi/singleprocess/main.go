@@ -1,7 +1,7 @@
-// Command singleprocess is the NCCL guide's "single process, single
-// thread, multiple devices" example: comm.InitAll creates one communicator
+// Command singleprocess is the NCCL guide's example 1, "single process,
+// single thread, multiple devices": comm.InitAll creates one communicator
 // per device inside this process, with no MPI at all, and one goroutine
-// drives them all through a group.
+// drives them all through groups (the AllReduce, then the Finalize).
 //
 //	singleprocess [-ndev 4] [-count 1048576]
 package main
@@ -70,6 +70,13 @@ func run(ndev, n int) error {
 		if err := demo.CheckDevice(c.Device(), bufs[i], want); err != nil {
 			return fmt.Errorf("device %d: %w", i, err)
 		}
+	}
+	g = group.New() // one goroutine finalizes every rank: together, in a group
+	for _, c := range comms {
+		g.Finalize(c)
+	}
+	if err := g.End(); err != nil {
+		return err
 	}
 	fmt.Printf("in-place allreduce of %d devices in one process × %d float32 on %v: OK, sum checked\n",
 		ndev, n, comms[0].Device().Kind())
