@@ -86,6 +86,9 @@ func resolve(t *testing.T, seed uint64, devices int) settings {
 		s.cfg.Backend = device.Host
 	case "cuda":
 		s.cfg.Backend = device.CUDA
+		if *oneDevice >= 0 { // every rank on that GPU
+			devices = *oneDevice + 1
+		}
 		cudatest.RequireGPU(t, devices)
 	default:
 		t.Fatalf("-random.backend %q: want auto, host or cuda", *backend)
