@@ -7,6 +7,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/progress"
 )
 
 // Comm is what registration needs from a communicator; *comm.Comm
@@ -62,6 +63,7 @@ func (h *Handle) Registration() *Registration {
 // With GCCL_LOCAL_REGISTER=0 (NCCL_LOCAL_REGISTER=0) Register checks its
 // arguments and returns a Handle that registers nothing.
 func Register(c Comm, ptr uintptr, size int) (*Handle, error) {
+	defer progress.Enter(true)()
 	if err := checkComm(c); err != nil {
 		return nil, err
 	}

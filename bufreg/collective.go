@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/bootstrap"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/progress"
 	"github.com/gccl/gccl/transport/topo"
 )
 
@@ -68,6 +69,7 @@ type netState struct {
 // Register calls RegisterOn with the communicator's bootstrap network when
 // it has one (*comm.Comm does).
 func RegisterOn(c Comm, net Net, ptr uintptr, size int) (*Handle, error) {
+	defer progress.Enter(true)()
 	return register(c, net, ptr, size, false)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl/internal/bootstrap"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/progress"
 	"github.com/gccl/gccl/internal/wire"
 )
 
@@ -93,7 +94,9 @@ func initRanks(nranks int, ids []UniqueID, rank int, cfg *Config) (*Comm, error)
 		go c.init(ctx, roots)
 		return c, nil
 	}
+	leave := progress.Enter(true)
 	c.init(ctx, roots)
+	leave()
 	if c.initErr != nil {
 		return nil, c.initErr
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/progress"
 )
 
 // Finalize flushes the communicator and synchronises with the other ranks:
@@ -32,6 +33,7 @@ func (c *Comm) finalize() error {
 	if !c.state.CompareAndSwap(stateOpen, stateFinalized) {
 		return gccl.Errorf(gccl.InvalidUsage, "comm", "Finalize was already called")
 	}
+	defer progress.Enter(true)()
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
 	if err := c.eng.Drain(ctx); err != nil {
@@ -59,6 +61,7 @@ func (c *Comm) shut(abort bool) error {
 	if c == nil {
 		return nil
 	}
+	defer progress.Enter(true)()
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
 	if c.state.Swap(stateClosed) == stateClosed {

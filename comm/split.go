@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/progress"
 )
 
 // SplitNoColor is the colour of a rank that joins no sub-communicator.
@@ -33,6 +34,7 @@ func (c *Comm) Split(color, key int, cfg *Config) (*Comm, error) {
 		inherit.DeviceSet = true
 		cfg = &inherit
 	}
+	defer progress.Enter(true)()
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
 	tag := -int(c.splitSeq.Add(1)) // negative tags are the comm package's own

@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/progress"
 )
 
 func init() {
@@ -196,6 +197,7 @@ func (d *CUDADevice) Query(s gccl.Stream) (bool, error) {
 // 1ms, and gives up with gccl.ErrTimeout after the device's timeout; it
 // never blocks in the driver, so a hung kernel cannot hang the caller.
 func (d *CUDADevice) Synchronize(s gccl.Stream) error {
+	defer progress.Enter(true)()
 	deadline := time.Now().Add(d.timeout)
 	for sleep := time.Microsecond; ; sleep = min(2*sleep, time.Millisecond) {
 		done, err := d.Query(s)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/hoststream"
+	"github.com/gccl/gccl/internal/progress"
 )
 
 // hostDevice is the host backend's device: shared host memory and host
@@ -88,6 +89,7 @@ func (d *hostDevice) Synchronize(h gccl.Stream) error {
 	if err != nil {
 		return err
 	}
+	defer progress.Enter(true)()
 	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
 	return s.Synchronize(ctx)

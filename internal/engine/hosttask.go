@@ -7,6 +7,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/hoststream"
+	"github.com/gccl/gccl/internal/progress"
 )
 
 // hostPart is one engine's launch within a host task.
@@ -151,6 +152,7 @@ func (t *hostTask) enqueue() error {
 
 // run runs the task's launches concurrently and returns the first error.
 func (t *hostTask) run() error {
+	defer progress.Enter(false)() // MPI beside gccl progresses while the task waits on peers
 	if len(t.parts) == 1 {
 		return t.parts[0].run()
 	}
