@@ -8,12 +8,10 @@ package mpiboot
 // so they are only ever named in C; Go sees plain ints and opaque requests.
 
 /*
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <mpi.h>
-
-static MPI_Comm gccl_comm;      // mpiboot's private duplicate of MPI_COMM_WORLD
-static int gccl_comm_valid = 0;
 
 static int gccl_success(void) { return MPI_SUCCESS; }
 
@@ -38,37 +36,85 @@ static int gccl_init_thread(int required, int *provided) {
 	return MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
-static int gccl_idup(MPI_Request *req) { return MPI_Comm_idup(MPI_COMM_WORLD, &gccl_comm, req); }
+// Communicators live in C memory (MPI writes the handle after an idup returns).
+static MPI_Comm *gccl_comm_alloc(void) { return (MPI_Comm *)malloc(sizeof(MPI_Comm)); }
 
-static int gccl_comm_ready(int *rank, int *size) {
-	int e = MPI_Comm_set_errhandler(gccl_comm, MPI_ERRORS_RETURN);
+// Not MPI error codes (those are >= 0): the parent of an idup is unusable.
+enum { GCCL_ERR_NULL = -1, GCCL_ERR_INTER = -2 };
+
+// gccl_idup starts duplicating an application's communicator named by how:
+// 0 MPI_COMM_WORLD, 1 a Fortran handle (MPI_Comm_c2f's MPI_Fint), 2 a raw
+// MPI_Comm handle (a pointer in Open MPI, an int in MPICH).
+static int gccl_idup(int how, uintptr_t v, MPI_Comm *out, MPI_Request *req) {
+	MPI_Comm parent = MPI_COMM_WORLD;
+	if (how == 1) parent = MPI_Comm_f2c((MPI_Fint)v);
+	if (how == 2) {
+		if (v == 0) return GCCL_ERR_NULL;
+		parent = (MPI_Comm)v;
+	}
+	if (parent == MPI_COMM_NULL) return GCCL_ERR_NULL;
+	int inter = 0;
+	int e = MPI_Comm_test_inter(parent, &inter);
 	if (e != MPI_SUCCESS) return e;
-	gccl_comm_valid = 1;
-	e = MPI_Comm_rank(gccl_comm, rank);
+	if (inter) return GCCL_ERR_INTER;
+	return MPI_Comm_idup(parent, out, req);
+}
+
+static int gccl_c2f(MPI_Comm *c) { return (int)MPI_Comm_c2f(*c); }
+static uintptr_t gccl_raw(MPI_Comm *c) { return (uintptr_t)*c; }
+
+static int gccl_comm_ready(MPI_Comm *c, int *rank, int *size) {
+	int e = MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN);
 	if (e != MPI_SUCCESS) return e;
-	return MPI_Comm_size(gccl_comm, size);
+	e = MPI_Comm_rank(*c, rank);
+	if (e != MPI_SUCCESS) return e;
+	return MPI_Comm_size(*c, size);
 }
 
-static int gccl_comm_free(void) {
-	if (!gccl_comm_valid) return MPI_SUCCESS;
-	gccl_comm_valid = 0;
-	return MPI_Comm_free(&gccl_comm);
+static int gccl_comm_free(MPI_Comm *c) {
+	int e = MPI_Comm_free(c);
+	free(c);
+	return e;
 }
 
-static int gccl_ibcast(void *buf, int n, int root, MPI_Request *req) {
-	return MPI_Ibcast(buf, n, MPI_BYTE, root, gccl_comm, req);
+// gccl_split is MPI_Comm_split; a negative colour is MPI_UNDEFINED, and
+// *none tells that this process got MPI_COMM_NULL.
+static int gccl_split(MPI_Comm *c, int color, int key, MPI_Comm *out, int *none) {
+	int e = MPI_Comm_split(*c, color < 0 ? MPI_UNDEFINED : color, key, out);
+	*none = e == MPI_SUCCESS && *out == MPI_COMM_NULL;
+	return e;
 }
 
-static int gccl_iallgather(const void *send, void *recv, int n, MPI_Request *req) {
-	return MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, gccl_comm, req);
+// gccl_appnum reads MPI_APPNUM: which command of an MPMD launch this process runs.
+static int gccl_appnum(int *appnum, int *flag) {
+	int *v = NULL;
+	int e = MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &v, flag);
+	if (e == MPI_SUCCESS && *flag && v != NULL) *appnum = *v;
+	return e;
 }
 
-static int gccl_ibarrier(MPI_Request *req) { return MPI_Ibarrier(gccl_comm, req); }
+static int gccl_ibcast(MPI_Comm *c, void *buf, int n, int root, MPI_Request *req) {
+	return MPI_Ibcast(buf, n, MPI_BYTE, root, *c, req);
+}
+
+static int gccl_iallgather(MPI_Comm *c, const void *send, void *recv, int n, MPI_Request *req) {
+	return MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, *c, req);
+}
+
+static int gccl_ibarrier(MPI_Comm *c, MPI_Request *req) { return MPI_Ibarrier(*c, req); }
+
+static int gccl_isend(MPI_Comm *c, uintptr_t buf, int n, int peer, int tag, MPI_Request *req) {
+	return MPI_Isend((const void *)buf, n, MPI_BYTE, peer, tag, *c, req);
+}
+
+static int gccl_irecv(MPI_Comm *c, uintptr_t buf, int n, int peer, int tag, MPI_Request *req) {
+	return MPI_Irecv((void *)buf, n, MPI_BYTE, peer, tag, *c, req);
+}
 
 static int gccl_test(MPI_Request *req, int *flag) { return MPI_Test(req, flag, MPI_STATUS_IGNORE); }
 
-static int gccl_iprobe(int *flag) {
-	return MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, gccl_comm, flag, MPI_STATUS_IGNORE);
+static int gccl_iprobe(MPI_Comm *c, int *flag) {
+	return MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, *c, flag, MPI_STATUS_IGNORE);
 }
 
 static int gccl_finalize(void) { return MPI_Finalize(); }
@@ -154,24 +200,71 @@ func cIsThreadMain() (bool, error) {
 	return f != 0, err
 }
 
-func cIdup() (*request, error) {
+// handle is an MPI communicator in C memory, owned by mpiboot.
+type handle = *C.MPI_Comm
+
+// cIdup starts MPI_Comm_idup of the communicator (how, v) into new C memory.
+func cIdup(how int, v uintptr) (handle, *request, error) {
+	h := C.gccl_comm_alloc()
+	if h == nil {
+		return nil, nil, gccl.Errorf(gccl.SystemError, "mpi", "out of memory for an MPI communicator handle")
+	}
 	r := &request{}
-	return r, mpiError(C.gccl_idup(&r.req), "MPI_Comm_idup")
+	code := C.gccl_idup(C.int(how), C.uintptr_t(v), h, &r.req)
+	var err error
+	switch code {
+	case C.GCCL_ERR_NULL:
+		err = gccl.Errorf(gccl.InvalidArgument, "comm", "the communicator is MPI_COMM_NULL; pass one this process belongs to")
+	case C.GCCL_ERR_INTER:
+		err = gccl.Errorf(gccl.InvalidArgument, "comm", "an intercommunicator; gccl needs an intracommunicator (MPI_Intercomm_merge it first)")
+	default:
+		err = mpiError(code, "MPI_Comm_idup")
+	}
+	if err != nil {
+		C.free(unsafe.Pointer(h))
+		return nil, nil, err
+	}
+	return h, r, nil
 }
 
-func cCommReady() (rank, size int, err error) {
+// cCommReady makes errors on h return codes and reads its rank and size.
+func cCommReady(h handle) (rank, size int, err error) {
 	var r, s C.int
-	err = mpiError(C.gccl_comm_ready(&r, &s), "MPI_Comm_set_errhandler")
+	err = mpiError(C.gccl_comm_ready(h, &r, &s), "MPI_Comm_set_errhandler")
 	return int(r), int(s), err
 }
 
-func cCommFree() error      { return mpiError(C.gccl_comm_free(), "MPI_Comm_free") }
-func cFinalize() error      { return mpiError(C.gccl_finalize(), "MPI_Finalize") }
-func cAbort(code int) error { return mpiError(C.gccl_abort(C.int(code)), "MPI_Abort") }
+// cSplit runs MPI_Comm_split (blocking); a nil handle means this process
+// passed a negative colour.
+func cSplit(h handle, color, key int) (handle, error) {
+	out := C.gccl_comm_alloc()
+	if out == nil {
+		return nil, gccl.Errorf(gccl.SystemError, "mpi", "out of memory for an MPI communicator handle")
+	}
+	var none C.int
+	err := mpiError(C.gccl_split(h, C.int(color), C.int(key), out, &none), "MPI_Comm_split")
+	if err != nil || none != 0 {
+		C.free(unsafe.Pointer(out))
+		return nil, err
+	}
+	return out, nil
+}
 
-func cIprobe() (bool, error) {
+func cAppnum() (appnum int, ok bool, err error) {
+	var v, flag C.int
+	err = mpiError(C.gccl_appnum(&v, &flag), "MPI_Comm_get_attr(MPI_APPNUM)")
+	return int(v), flag != 0, err
+}
+
+func cFortran(h handle) int    { return int(C.gccl_c2f(h)) }
+func cRaw(h handle) uintptr    { return uintptr(C.gccl_raw(h)) }
+func cCommFree(h handle) error { return mpiError(C.gccl_comm_free(h), "MPI_Comm_free") }
+func cFinalize() error         { return mpiError(C.gccl_finalize(), "MPI_Finalize") }
+func cAbort(code int) error    { return mpiError(C.gccl_abort(C.int(code)), "MPI_Abort") }
+
+func cIprobe(h handle) (bool, error) {
 	var f C.int
-	err := mpiError(C.gccl_iprobe(&f), "MPI_Iprobe")
+	err := mpiError(C.gccl_iprobe(h, &f), "MPI_Iprobe")
 	return f != 0, err
 }
 
@@ -182,21 +275,31 @@ func cBytes(n int, src []byte) unsafe.Pointer {
 	return p
 }
 
-func cIbcast(buf []byte, root int) (*request, error) {
+func cIbcast(h handle, buf []byte, root int) (*request, error) {
 	r := &request{bufs: []unsafe.Pointer{cBytes(len(buf), buf)}}
-	err := mpiError(C.gccl_ibcast(r.bufs[0], C.int(len(buf)), C.int(root), &r.req), "MPI_Ibcast")
+	err := mpiError(C.gccl_ibcast(h, r.bufs[0], C.int(len(buf)), C.int(root), &r.req), "MPI_Ibcast")
 	return r, r.freeOnError(err)
 }
 
-func cIallgather(send []byte, size int) (*request, error) {
+func cIallgather(h handle, send []byte, size int) (*request, error) {
 	r := &request{bufs: []unsafe.Pointer{cBytes(len(send), send), cBytes(len(send)*size, nil)}}
-	err := mpiError(C.gccl_iallgather(r.bufs[0], r.bufs[1], C.int(len(send)), &r.req), "MPI_Iallgather")
+	err := mpiError(C.gccl_iallgather(h, r.bufs[0], r.bufs[1], C.int(len(send)), &r.req), "MPI_Iallgather")
 	return r, r.freeOnError(err)
 }
 
-func cIbarrier() (*request, error) {
+func cIbarrier(h handle) (*request, error) {
 	r := &request{}
-	return r, mpiError(C.gccl_ibarrier(&r.req), "MPI_Ibarrier")
+	return r, mpiError(C.gccl_ibarrier(h, &r.req), "MPI_Ibarrier")
+}
+
+// cIsendrecv starts MPI_Isend (send) or MPI_Irecv of n bytes at addr, memory
+// the caller keeps alive until the request completes.
+func cIsendrecv(h handle, send bool, addr uintptr, n, peer, tag int) (*request, error) {
+	r := &request{}
+	if send {
+		return r, mpiError(C.gccl_isend(h, C.uintptr_t(addr), C.int(n), C.int(peer), C.int(tag), &r.req), "MPI_Isend")
+	}
+	return r, mpiError(C.gccl_irecv(h, C.uintptr_t(addr), C.int(n), C.int(peer), C.int(tag), &r.req), "MPI_Irecv")
 }
 
 // test reports whether the request has completed (MPI_Test).

@@ -13,13 +13,22 @@ import (
 // 0 = rank 0 could not make one) and the unique ID.
 const idMessage = 1 + comm.UniqueIDBytes
 
-// ShareUniqueID makes a unique ID on rank 0 and broadcasts it with MPI; every
-// process must call it. When rank 0 fails, every process gets an error.
+// ShareUniqueID makes a unique ID on rank 0 of the job and broadcasts it
+// (Comm.ShareUniqueID on mpiboot's duplicate of MPI_COMM_WORLD).
 func ShareUniqueID() (comm.UniqueID, error) {
-	rank, _ := World()
+	w, err := world()
+	if err != nil {
+		return comm.UniqueID{}, err
+	}
+	return w.ShareUniqueID()
+}
+
+// ShareUniqueID makes a unique ID on rank 0 of c and broadcasts it over c;
+// every process of c must call it. When rank 0 fails, every process gets an error.
+func (c *Comm) ShareUniqueID() (comm.UniqueID, error) {
 	msg := make([]byte, idMessage)
 	var idErr error
-	if rank == 0 {
+	if c.rank == 0 {
 		id, err := comm.NewUniqueID()
 		if err == nil {
 			msg[0] = 1
@@ -27,7 +36,7 @@ func ShareUniqueID() (comm.UniqueID, error) {
 		}
 		idErr = err
 	}
-	if err := Bcast(msg, 0); err != nil {
+	if err := c.Bcast(msg, 0); err != nil {
 		return comm.UniqueID{}, err
 	}
 	switch {
@@ -39,47 +48,65 @@ func ShareUniqueID() (comm.UniqueID, error) {
 	return comm.ParseUniqueID(msg[1:])
 }
 
-// NewComm creates this process's communicator over every process of the job:
-// rank and size from MPI, the unique ID made by rank 0 and broadcast, and
-// the device set to the local rank unless cfg sets one (NCCL guide,
-// "one device per process"). Every process must call it.
+// NewComm creates this process's communicator over every process of the job
+// (Comm.NewComm on mpiboot's duplicate of MPI_COMM_WORLD).
 func NewComm(cfg *comm.Config) (*comm.Comm, error) {
-	id, err := ShareUniqueID()
+	w, err := world()
 	if err != nil {
 		return nil, err
 	}
-	rank, size := World()
-	dev := LocalRank()
+	return w.NewComm(cfg)
+}
+
+// NewComm creates this process's gccl communicator over the processes of c:
+// rank and size from c, the unique ID made by c's rank 0 and broadcast over
+// c, and the device set to the local rank within c unless cfg sets one (NCCL
+// guide, "one device per process"). Every process of c must call it.
+func (c *Comm) NewComm(cfg *comm.Config) (*comm.Comm, error) {
+	id, err := c.ShareUniqueID()
+	if err != nil {
+		return nil, err
+	}
+	dev := c.localRank
 	if cfg != nil && cfg.DeviceSet {
 		dev = cfg.Device
 	}
-	c := withDevice(cfg, dev)
-	return comm.InitRankConfig(size, id, rank, &c)
+	cc := withDevice(cfg, dev)
+	return comm.InitRankConfig(c.size, id, c.rank, &cc)
+}
+
+// NewComms creates ngpus communicators in this process over every process
+// of the job (Comm.NewComms on mpiboot's duplicate of MPI_COMM_WORLD).
+func NewComms(ngpus int, cfg *comm.Config) ([]*comm.Comm, error) {
+	w, err := world()
+	if err != nil {
+		return nil, err
+	}
+	return w.NewComms(ngpus, cfg)
 }
 
 // NewComms creates ngpus communicators in this process, for devices
 // LocalRank()*ngpus + i (or cfg.Device + i when cfg sets a device), as ranks
-// rank*ngpus + i of one communicator of ngpus × size ranks (NCCL guide,
+// rank*ngpus + i of one communicator of ngpus × Size() ranks (NCCL guide,
 // "multiple devices per process"). The ranks initialise concurrently
 // (comm.InitRanks); if one fails the others are aborted and the first error
 // is returned. Finalize them together: group.Finalize for each in one group.
-func NewComms(ngpus int, cfg *comm.Config) ([]*comm.Comm, error) {
+func (c *Comm) NewComms(ngpus int, cfg *comm.Config) ([]*comm.Comm, error) {
 	if ngpus < 1 {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "ngpus", "%d devices per process; pass 1 or more", ngpus)
 	}
-	id, err := ShareUniqueID()
+	id, err := c.ShareUniqueID()
 	if err != nil {
 		return nil, err
 	}
-	rank, size := World()
-	first := LocalRank() * ngpus
+	first := c.localRank * ngpus
 	if cfg != nil && cfg.DeviceSet {
 		first = cfg.Device
 	}
 	reqs := make([]comm.InitReq, ngpus)
 	for i := range reqs {
-		c := withDevice(cfg, first+i)
-		reqs[i] = comm.InitReq{NRanks: size * ngpus, ID: id, Rank: rank*ngpus + i, Config: &c}
+		cc := withDevice(cfg, first+i)
+		reqs[i] = comm.InitReq{NRanks: c.size * ngpus, ID: id, Rank: c.rank*ngpus + i, Config: &cc}
 	}
 	return comm.InitRanks(reqs)
 }

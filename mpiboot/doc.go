@@ -22,6 +22,18 @@
 //	...
 //	err = mpiboot.Wait(c.Device(), s, time.Minute) // instead of Synchronize
 //
+// Communicators from the application's MPI. NewComm spans the whole job.
+// For a part of it, mpiboot duplicates a communicator the application owns
+// into a Comm: FromFortran (the MPI_Fint of MPI_Comm_c2f, from C, Fortran or
+// mpi4py), FromHandle (the raw MPI_Comm as an integer), SplitWorld
+// (MPI_Comm_split of the job) or SplitApp (one communicator per command of an
+// MPMD launch, by MPI_APPNUM). Over a Comm, ShareUniqueID broadcasts the
+// unique ID from its rank 0, LocalRank counts the processes of that Comm on
+// this host, and Comm.NewComm makes a gccl communicator of the same ranks:
+//
+//	app, err := mpiboot.SplitApp()        // mpirun -np 4 a : -np 2 b
+//	c, err := app.NewComm(nil)             // a's 4 ranks, or b's 2
+//
 // Launchers. A binary built for Open MPI and started by MPICH's mpiexec (or
 // the reverse) runs as many 1-process worlds; Init and Join log a WARN when
 // the launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE)
@@ -42,6 +54,12 @@
 //
 // Progress. Some MPI implementations progress only inside MPI calls; a
 // process that blocks on a GPU stream while a peer waits on MPI can then
-// deadlock (NCCL guide §4.2.1). Wait polls the stream and calls MPI_Iprobe
-// between polls, bounded by a deadline.
+// deadlock (NCCL guide §4.2.1). From Init or Join to Finalize, mpiboot
+// hooks MPI_Iprobe into every wait of gccl (Init, Split, Finalize, Close,
+// Register, Synchronize, and the engine running a launch): at most one probe
+// per 200 µs, on the funnel thread below MPI_THREAD_MULTIPLE. When the
+// application joined an MPI below MPI_THREAD_MULTIPLE, mpiboot probes only
+// while an application call waits inside gccl, never behind the
+// application's back. Wait polls a stream the same way, for code that
+// waits on streams by hand.
 package mpiboot

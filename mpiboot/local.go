@@ -22,17 +22,17 @@ func localOf(hashes []uint64, rank int) (localRank, localSize int) {
 	return localRank, localSize
 }
 
-// learnLocal all-gathers the host hashes (a collective over every process).
-func learnLocal(e *executor, rank, size int, deadline time.Time) (localRank, localSize int, err error) {
-	all, err := allgather(e, binary.LittleEndian.AppendUint64(nil, topo.HostHash()), size, deadline)
+// learnLocal all-gathers the host hashes over c (a collective over c).
+func learnLocal(e *executor, c *Comm, deadline time.Time) (localRank, localSize int, err error) {
+	all, err := c.allgather(e, binary.LittleEndian.AppendUint64(nil, topo.HostHash()), deadline)
 	if err != nil {
 		return 0, 0, err
 	}
-	hashes := make([]uint64, size)
+	hashes := make([]uint64, c.size)
 	for r := range hashes {
 		hashes[r] = binary.LittleEndian.Uint64(all[8*r:])
 	}
-	localRank, localSize = localOf(hashes, rank)
+	localRank, localSize = localOf(hashes, c.rank)
 	return localRank, localSize, nil
 }
 

@@ -38,8 +38,11 @@ func (l ThreadLevel) String() string {
 // state is the process's MPI state: MPI itself is one per process.
 type state struct {
 	mu        sync.Mutex
-	exec      *executor // nil before Init/Join and after Finalize
-	owned     bool      // Init started MPI, so Finalize ends it
+	exec      *executor          // nil before Init/Join and after Finalize
+	world     *Comm              // mpiboot's duplicate of MPI_COMM_WORLD
+	comms     map[*Comm]struct{} // the other duplicates, freed by Finalize
+	unhook    func()             // removes the progress hook
+	owned     bool               // Init started MPI, so Finalize ends it
 	level     ThreadLevel
 	rank      int
 	size      int
@@ -51,12 +54,13 @@ type state struct {
 
 var st = state{rank: -1}
 
-// Two locks order mpiboot's MPI use, always taken before st.mu:
+// Locks order mpiboot's MPI use, always taken before st.mu:
 //   - live is held shared by every MPI operation in flight and exclusively by
-//     start and shutdown, so the communicator never goes away under a call;
-//   - collMu lets one collective at a time run in this process, so a process
-//     never interleaves two of them (every rank must still call them in the
-//     same order).
+//     start and shutdown, so no communicator goes away under a call;
+//   - each Comm's mu lets one of its collectives at a time run in this
+//     process, so a process never interleaves two of them (every rank must
+//     still call them in the same order); collMu does the same for
+//     Collectives (MPI's own collectives, the benchmark baseline).
 var (
 	live   sync.RWMutex
 	collMu sync.Mutex
@@ -90,7 +94,8 @@ func InitThread(required ThreadLevel) error {
 // (MPI_Init_thread from C, gompi's mpi.Start, ...). Finalize then frees only
 // mpiboot's own communicator and leaves MPI running. The application must have
 // asked for MPI_THREAD_SERIALIZED or more, and below MPI_THREAD_MULTIPLE it must
-// not call MPI while an mpiboot call is running.
+// not call MPI while an mpiboot call or a blocking gccl call (which may probe
+// MPI for progress) is running.
 func Join() error {
 	return start(false, func(e *executor) (ThreadLevel, error) {
 		on, err := cInitialized()
@@ -140,32 +145,21 @@ func start(owned bool, boot func(*executor) (ThreadLevel, error)) error {
 	st.used = true
 	e.setDirect(level == Multiple)
 	st.exec, st.owned, st.level = e, owned, level
-	if err = dupWorld(e, deadline); err == nil {
-		st.localRank, st.localSize, err = learnLocal(e, st.rank, st.size, deadline)
-	}
+	w, err := dup(e, fromWorld, 0, deadline)
 	if err != nil {
 		st.shutdown(deadline)
 		return err
 	}
+	w.world = true
+	st.world, st.comms = w, map[*Comm]struct{}{}
+	st.rank, st.size, st.localRank, st.localSize = w.rank, w.size, w.localRank, w.localSize
+	st.unhook = installProgress(owned || level == Multiple)
 	if w := launcherMismatch(os.LookupEnv, st.size); w != "" {
 		env.Logger("INIT").Warn(w)
 	}
 	env.Logger("INIT").Info("mpiboot ready", "rank", st.rank, "size", st.size, "localRank", st.localRank,
 		"localSize", st.localSize, "thread", level, "joined", !owned)
 	return nil
-}
-
-// dupWorld makes the private communicator with MPI_Comm_idup, bounded by deadline.
-func dupWorld(e *executor, deadline time.Time) error {
-	var r *request
-	var err error
-	if terr := e.do(func() { r, err = cIdup() }); terr != nil || err != nil {
-		return firstErr(terr, err)
-	}
-	if err = wait(e, r, deadline, "MPI_Comm_idup"); err != nil {
-		return err
-	}
-	return firstErr(e.do(func() { st.rank, st.size, err = cCommReady() }), err)
 }
 
 // Finalize frees mpiboot's communicator and, when Init started MPI, calls
@@ -181,13 +175,28 @@ func Finalize() error {
 	return st.shutdown(time.Now().Add(st.timeoutLocked()))
 }
 
-// shutdown frees the communicator, finalises MPI if owned and stops the funnel.
+// shutdown removes the progress hook, frees the communicators, finalises
+// MPI if owned and stops the funnel.
 func (s *state) shutdown(deadline time.Time) error {
 	e := s.exec
 	s.exec = nil
+	if s.unhook != nil {
+		s.unhook()
+		s.unhook = nil
+	}
+	comms := []*Comm{s.world} // freed last: nil when start failed before it
+	for c := range s.comms {
+		comms = append([]*Comm{c}, comms...)
+	}
+	s.world, s.comms = nil, nil
 	var errFree, errFin error
 	err := e.onThread(func() {
-		errFree = cCommFree()
+		for _, c := range comms {
+			if c != nil && c.h != nil {
+				errFree = firstErr(errFree, cCommFree(c.h))
+				c.h = nil
+			}
+		}
 		if s.owned {
 			errFin = cFinalize()
 		}

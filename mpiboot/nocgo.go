@@ -32,15 +32,23 @@ func cFinalized() (bool, error)                    { return false, errNoCgo }
 func cInitThread(ThreadLevel) (ThreadLevel, error) { return Single, errNoCgo }
 func cQueryThread() (ThreadLevel, error)           { return Single, errNoCgo }
 func cIsThreadMain() (bool, error)                 { return false, errNoCgo }
-func cIdup() (*request, error)                     { return nil, errNoCgo }
-func cCommReady() (rank, size int, err error)      { return -1, 0, errNoCgo }
-func cCommFree() error                             { return errNoCgo }
+func cCommFree(handle) error                       { return errNoCgo }
 func cFinalize() error                             { return errNoCgo }
 func cAbort(int) error                             { return errNoCgo }
-func cIprobe() (bool, error)                       { return false, errNoCgo }
-func cIbcast([]byte, int) (*request, error)        { return nil, errNoCgo }
-func cIallgather([]byte, int) (*request, error)    { return nil, errNoCgo }
-func cIbarrier() (*request, error)                 { return nil, errNoCgo }
+
+// handle stands for an MPI communicator; none is ever made.
+type handle = *struct{}
+
+func cIdup(int, uintptr) (handle, *request, error)      { return nil, nil, errNoCgo }
+func cCommReady(handle) (rank, size int, err error)     { return -1, 0, errNoCgo }
+func cSplit(handle, int, int) (handle, error)           { return nil, errNoCgo }
+func cAppnum() (int, bool, error)                       { return 0, false, errNoCgo }
+func cFortran(handle) int                               { return 0 }
+func cRaw(handle) uintptr                               { return 0 }
+func cIprobe(handle) (bool, error)                      { return false, errNoCgo }
+func cIbcast(handle, []byte, int) (*request, error)     { return nil, errNoCgo }
+func cIallgather(handle, []byte, int) (*request, error) { return nil, errNoCgo }
+func cIbarrier(handle) (*request, error)                { return nil, errNoCgo }
 
 // collComm is never allocated without cgo: collNew returns nil, and
 // NewCollectives fails before (no Init).

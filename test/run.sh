@@ -75,6 +75,9 @@ run mpiboot/hostid 4 bash -c 'GCCL_HOSTID=host$(( ${OMPI_COMM_WORLD_RANK:-${PMI_
 echo "== other thread levels"
 run mpiboot/funneled 3 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=funneled
 run mpiboot/serialized 2 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=serialized
+echo "== MPMD: two commands, communicators split by MPI_APPNUM"
+mpmd=("$out/mpiboot.test" "${testflags[@]}" -test.run 'Split|From')
+run mpiboot/mpmd 2 "${mpmd[@]}" : -np 3 "${mpmd[@]}"
 echo "== one process, several devices (no MPI)"
 if "$out/singleprocess" -ndev 4 -count 65536; then echo "PASS  example/singleprocess"; else failed+=(singleprocess); fi
 
