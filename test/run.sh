@@ -75,6 +75,10 @@ run mpiboot/hostid 4 bash -c 'GCCL_HOSTID=host$(( ${OMPI_COMM_WORLD_RANK:-${PMI_
 echo "== other thread levels"
 run mpiboot/funneled 3 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=funneled
 run mpiboot/serialized 2 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=serialized
+echo "== MPI progress while a rank waits inside gccl (Open MPI's ob1 needs the receiver's progress;"
+echo "   the same test with -mpiboot.noprogress deadlocks until its 5 s timeout)"
+OMPI_MCA_pml=ob1 run mpiboot/progress 3 "$out/mpiboot.test" "${testflags[@]}" -test.run Progress
+OMPI_MCA_pml=ob1 run mpiboot/progress/funneled 2 "$out/mpiboot.test" "${testflags[@]}" -test.run Progress -mpiboot.level=funneled
 echo "== MPMD: two commands, communicators split by MPI_APPNUM"
 mpmd=("$out/mpiboot.test" "${testflags[@]}" -test.run 'Split|From')
 run mpiboot/mpmd 2 "${mpmd[@]}" : -np 3 "${mpmd[@]}"
