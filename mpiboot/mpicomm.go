@@ -32,6 +32,10 @@ const (
 	fromHandle  = 2 // a raw MPI_Comm
 )
 
+// FromWorld duplicates MPI_COMM_WORLD: a communicator of every process for
+// the application's own MPI traffic (Isend, Irecv), apart from gccl's.
+func FromWorld() (*Comm, error) { return dupOf(fromWorld, 0) }
+
 // FromFortran duplicates the application's communicator given as a Fortran
 // handle, the MPI_Fint that MPI_Comm_c2f returns (and what mpi4py's
 // Comm.py2f and Fortran codes pass). It is a collective over that

@@ -39,16 +39,18 @@ func cAbort(int) error                             { return errNoCgo }
 // handle stands for an MPI communicator; none is ever made.
 type handle = *struct{}
 
-func cIdup(int, uintptr) (handle, *request, error)      { return nil, nil, errNoCgo }
-func cCommReady(handle) (rank, size int, err error)     { return -1, 0, errNoCgo }
-func cSplit(handle, int, int) (handle, error)           { return nil, errNoCgo }
-func cAppnum() (int, bool, error)                       { return 0, false, errNoCgo }
-func cFortran(handle) int                               { return 0 }
-func cRaw(handle) uintptr                               { return 0 }
-func cIprobe(handle) (bool, error)                      { return false, errNoCgo }
-func cIbcast(handle, []byte, int) (*request, error)     { return nil, errNoCgo }
-func cIallgather(handle, []byte, int) (*request, error) { return nil, errNoCgo }
-func cIbarrier(handle) (*request, error)                { return nil, errNoCgo }
+func cIdup(int, uintptr) (handle, *request, error)                      { return nil, nil, errNoCgo }
+func cCommReady(handle) (rank, size int, err error)                     { return -1, 0, errNoCgo }
+func cSplit(handle, int, int) (handle, error)                           { return nil, errNoCgo }
+func cAppnum() (int, bool, error)                                       { return 0, false, errNoCgo }
+func cFortran(handle) int                                               { return 0 }
+func cRaw(handle) uintptr                                               { return 0 }
+func cIprobe(handle) (bool, error)                                      { return false, errNoCgo }
+func cIbcast(handle, []byte, int) (*request, error)                     { return nil, errNoCgo }
+func cIallgather(handle, []byte, int) (*request, error)                 { return nil, errNoCgo }
+func cIbarrier(handle) (*request, error)                                { return nil, errNoCgo }
+func cIsendrecv(handle, bool, uintptr, int, int, int) (*request, error) { return nil, errNoCgo }
+func cCUDAAware() int                                                   { return -1 }
 
 // collComm is never allocated without cgo: collNew returns nil, and
 // NewCollectives fails before (no Init).

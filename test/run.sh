@@ -27,7 +27,7 @@ echo "== building ($mpi${flags[*]:+, ${flags[*]}}) into $out"
 go test "${flags[@]}" -c -o "$out/mpiboot.test" ./mpiboot
 go test "${flags[@]}" -c -o "$out/mpi.test" ./test/mpi
 go test "${flags[@]}" -c -o "$out/random.test" ./test/random
-examples=(onedevice multidevice progress singleprocess)
+examples=(onedevice multidevice progress singleprocess cudaaware)
 [ "$mpi" = openmpi ] && examples+=(gompi) # gompi hard-codes Open MPI's paths
 for ex in "${examples[@]}"; do
 	go build "${flags[@]}" -o "$out/$ex" "./examples/mpi/$ex"
@@ -64,6 +64,7 @@ for np in $nps; do
 	run example/onedevice "$np" "$out/onedevice" -count 65536
 	run example/multidevice "$np" "$out/multidevice" -count 65536
 	run example/progress "$np" "$out/progress" -rounds 4
+	run example/cudaaware "$np" "$out/cudaaware" -rounds 4 -count 4099
 	if [ -x "$out/gompi" ] && [ "$mpi" = openmpi ]; then run example/gompi "$np" "$out/gompi" -count 65536; fi
 done
 echo "== sockets only (GCCL_SHM_DISABLE=1: TCP between every pair, no shared memory)"
@@ -72,6 +73,8 @@ GCCL_SHM_DISABLE=1 run example/onedevice/sockets 3 "$out/onedevice" -count 65536
 echo "== two hosts by GCCL_HOSTID (2+2): mpiboot's local ranks must agree with the transports'"
 run mpiboot/hostid 4 bash -c 'GCCL_HOSTID=host$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"' \
 	"$out/mpiboot.test" "${testflags[@]}" -test.run 'TestLocalMatchesTransports|TestLocalOf' -test.v
+echo "== MPI through host copies"
+run example/cudaaware/stage 3 "$out/cudaaware" -rounds 3 -count 4099 -stage
 echo "== other thread levels"
 run mpiboot/funneled 3 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=funneled
 run mpiboot/serialized 2 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=serialized
