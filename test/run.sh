@@ -27,7 +27,7 @@ echo "== building ($mpi${flags[*]:+, ${flags[*]}}) into $out"
 go test "${flags[@]}" -c -o "$out/mpiboot.test" ./mpiboot
 go test "${flags[@]}" -c -o "$out/mpi.test" ./test/mpi
 go test "${flags[@]}" -c -o "$out/random.test" ./test/random
-examples=(onedevice multidevice progress singleprocess cudaaware)
+examples=(onedevice multidevice progress singleprocess cudaaware coupling)
 [ "$mpi" = openmpi ] && examples+=(gompi) # gompi hard-codes Open MPI's paths
 for ex in "${examples[@]}"; do
 	go build "${flags[@]}" -o "$out/$ex" "./examples/mpi/$ex"
@@ -85,6 +85,9 @@ OMPI_MCA_pml=ob1 run mpiboot/progress/funneled 2 "$out/mpiboot.test" "${testflag
 echo "== MPMD: two commands, communicators split by MPI_APPNUM"
 mpmd=("$out/mpiboot.test" "${testflags[@]}" -test.run 'Split|From')
 run mpiboot/mpmd 2 "${mpmd[@]}" : -np 3 "${mpmd[@]}"
+echo "== coupled solvers (halo exchanges, residual AllReduce, interface over a split communicator)"
+run example/coupling/mpmd 2 "$out/coupling" : -np 3 "$out/coupling"
+run example/coupling/flag 6 "$out/coupling" -a 2 -steps 300 -every 7
 echo "== one process, several devices (no MPI)"
 if "$out/singleprocess" -ndev 4 -count 65536; then echo "PASS  example/singleprocess"; else failed+=(singleprocess); fi
 
