@@ -56,37 +56,37 @@ func TestProgressWhileInGccl(t *testing.T) {
 	s, err := d.NewStream()
 	require.NoError(t, err)
 	defer d.DestroyStream(s)
-	big, err := d.Alloc(progressBytes)
+	big, err := d.Alloc(progressBytes) // rank 0's MPI message; the AllReduce's one byte
 	require.NoError(t, err)
 	defer d.Free(big)
+	in, err := d.Alloc(progressBytes) // rank 1's MPI receive buffer
+	require.NoError(t, err)
+	defer d.Free(in)
 	pattern(device.HostBytes(big, progressBytes), rank)
 	w, err := world()
 	require.NoError(t, err)
-	require.NoError(t, Barrier())
-
-	allReduce := func() {
-		require.NoError(t, coll.AllReduce(g, big, big, 1, gccl.Uint8, gccl.Max, s))
-		require.NoError(t, d.Synchronize(s), "waiting inside gccl for a peer stuck in MPI")
+	if rank == 1 { // posted before rank 0 sends: only rank 1's progress can match it
+		r, err := w.Irecv(in, progressBytes, 0, 7)
+		require.NoError(t, err)
+		defer r.Wait() // on failure too: MPI must be done with in before it is freed
+		defer func() {
+			require.NoError(t, r.Wait())
+			want := make([]byte, progressBytes)
+			pattern(want, 0)
+			assert.Equal(t, want, device.HostBytes(in, progressBytes))
+		}()
 	}
-	switch rank {
-	case 0:
+	require.NoError(t, Barrier())
+	if rank == 0 { // the AllReduce waits for this send, which waits for rank 1's MPI
+		// Let rank 1 leave the barrier's last MPI call and enter gccl first:
+		// a message that reached it while it still polled the barrier would match there.
+		time.Sleep(200 * time.Millisecond)
 		r, err := w.Isend(big, progressBytes, 1, 7)
 		require.NoError(t, err)
 		require.NoError(t, r.Wait())
-		allReduce()
-	case 1:
-		r, err := w.Irecv(big, progressBytes, 0, 7)
-		require.NoError(t, err)
-		allReduce()
-		require.NoError(t, r.Wait())
-	default:
-		allReduce()
 	}
-	if rank == 1 { // bytes after the first (the AllReduce's) are rank 0's
-		want := make([]byte, progressBytes)
-		pattern(want, 0)
-		assert.Equal(t, want[1:], device.HostBytes(big, progressBytes)[1:])
-	}
+	require.NoError(t, coll.AllReduce(g, big, big, 1, gccl.Uint8, gccl.Max, s))
+	require.NoError(t, d.Synchronize(s), "waiting inside gccl for a peer stuck in MPI")
 	require.NoError(t, g.Finalize())
 }
 
