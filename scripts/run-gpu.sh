@@ -15,7 +15,7 @@
 #                         class ($TYPES) × every operator × in/out of place ×
 #                         counts $COUNTS, across processes under mpirun
 #   matrix shared=4       the same with 4 ranks in one process (TestSharedGPU)
-#   gpu np=1,2,4          the rest of test/gpu: graph capture and replay of
+#   gpu np=1,2            the rest of test/gpu: graph capture and replay of
 #                         every operation ($REPLAYS replays), registered and
 #                         MemAlloc buffers, p2p, groups, several ranks per
 #                         process, error paths (mismatched registrations)
@@ -132,11 +132,11 @@ for d in tests/*/; do
 	step "unit $name" 120 indir "$d" ./pkg.test "${gotest[@]}" -test.timeout=115s
 done
 matrix 120 -gccl.types "$types" -gccl.counts "$counts" -gccl.large=false
-for np in ${RANKS:-1 2 4}; do
-	step "gpu np=$np" 90 mpi "$np" "$gpu_test" "${gotest[@]}" -test.skip '^(TestCollectives|TestSharedGPU)$' -gccl.replays "$replays"
+# Graph capture and replay of every operation, registered and MemAlloc
+# buffers, p2p, groups: one process, and two sharing the GPU.
+for np in ${GPU_RANKS:-1 2}; do
+	step "gpu np=$np" 100 mpi "$np" "$gpu_test" "${gotest[@]}" -test.skip '^(TestCollectives|TestSharedGPU)$' -gccl.replays "$replays"
 done
-step "integration np=2" 120 mpi 2 mpi/mpi.test "${gotest[@]}" -test.timeout=115s
-step "mpiboot np=2" 60 ./mpirun.sh 2 mpi/mpiboot.test "${gotest[@]}"
 
 # The examples take the GPU of their local rank: as many processes as GPUs.
 for ex in onedevice progress gompi; do
@@ -159,14 +159,19 @@ rflags=(-random.backend cuda -random.seeds "${RANDOM_SEEDS:-2}" -random.ops "${R
 if [ -x "$random" ]; then
 	# 4 ranks in one process use up to 3 communicators at once: their
 	# kernels must all be resident (docs/gpu.md), 4 x 3 x 8 blocks <= SMs.
-	step "random shared=4" "${RANDOM_LIMIT:-60}" env GCCL_MAX_NCHANNELS=8 bash -c \
+	step "random shared=4" "${RANDOM_LIMIT:-45}" env GCCL_MAX_NCHANNELS=8 bash -c \
 		"cd tests/test-random && ./pkg.test ${gotest[*]} -test.run '^TestShared\$' -random.shared 4 ${rflags[*]}"
 	for np in 2 3 4; do
-		step "random np=$np" "${RANDOM_LIMIT:-60}" ./mpirun.sh "$np" "$random" "${gotest[@]}" -test.run '^TestMPI$' -gccl.device 0 "${rflags[@]}"
+		step "random np=$np" "${RANDOM_LIMIT:-45}" ./mpirun.sh "$np" "$random" "${gotest[@]}" -test.run '^TestMPI$' -gccl.device 0 "${rflags[@]}"
 	done
 else
 	skip "random" "no $random in this bundle"
 fi
+
+step "mpiboot np=2" 60 ./mpirun.sh 2 mpi/mpiboot.test "${gotest[@]}"
+# test/mpi on the GPU: communicator life cycle, split, abort, p2p patterns,
+# groups (its collective matrix is test/gpu's, above).
+step "integration np=2" 100 mpi 2 mpi/mpi.test "${gotest[@]}" -test.timeout=95s -test.skip '^TestCollectives$'
 
 # perf NAME ARGS... — one gccl-perf run against NCCL on every GPU; with
 # OUT, its table goes to $OUT/perf/NAME.txt (CSV and PNG beside it).

@@ -26,9 +26,10 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if *sharedRanks > 1 && os.Getenv("CUDA_MODULE_LOADING") == "" {
+	if (*sharedRanks > 1 || *oneDevice >= 0) && os.Getenv("CUDA_MODULE_LOADING") == "" {
 		// Lazily loading a kernel may wait for the context's running
-		// kernels: with every rank in one context, a rank's first launch
+		// kernels: with several ranks in one context (TestSharedGPU, and
+		// TestSeveralGPUsPerProcess on one GPU), a rank's first launch
 		// would wait for a peer's kernel that waits for this rank.
 		_ = os.Setenv("CUDA_MODULE_LOADING", "EAGER")
 	}
