@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -75,6 +77,9 @@ func (g *gpuBackend) allocate(img []byte) error {
 	var err error
 	if g.mod, err = g.drv.ModuleLoadData(img); err != nil {
 		return gccl.Errorf(gccl.Code(err), "kernels", "loading the kernel module: %w", err)
+	}
+	if err := g.preload(); err != nil {
+		return err
 	}
 	if g.buf, err = g.drv.MemAlloc(g.bufBytes()); err != nil {
 		return gccl.Errorf(gccl.Code(err), "comm", "allocating the %d-byte communication buffer: %w", g.bufBytes(), err)
@@ -208,4 +213,31 @@ func (g *gpuBackend) free() error {
 		g.mod = 0
 	}
 	return first
+}
+
+// preload resolves every kernel now. Under CUDA's default lazy module
+// loading a kernel is loaded at its first use, which can wait for the
+// kernels running in the context: another rank's of this process, waiting
+// for this one (a deadlock until the timeout, seen with two ranks per
+// process on one GPU). NCCL loads its kernels at init for the same reason.
+// An entry point the module lacks (a test's stand-ins) fails at its launch.
+func (g *gpuBackend) preload() error {
+	g.fnMu.Lock()
+	defer g.fnMu.Unlock()
+	for _, name := range kernels.EntryPoints() {
+		if _, ok := g.fns[name]; ok {
+			continue
+		}
+		f, err := g.drv.ModuleGetFunction(g.mod, name)
+		switch {
+		case errors.Is(err, cuda.ErrorNotFound):
+			continue
+		case err != nil:
+			return gccl.Errorf(gccl.Code(err), "kernels", "loading kernel %s: %w", name, err)
+		}
+		g.fns[name] = &loadedFn{f: f, family: kernelFamily(name)}
+	}
+	ro := maps.Clone(g.fns)
+	g.fnsRO.Store(&ro)
+	return nil
 }
