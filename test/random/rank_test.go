@@ -75,8 +75,10 @@ func (r *rank) close(failed bool) error {
 		if !failed {
 			errs = append(errs, c.Finalize())
 		}
-		for _, s := range r.streams[i] {
-			errs = append(errs, c.Device().DestroyStream(s))
+		if d := c.Device(); d != nil { // nil once the communicator was aborted
+			for _, s := range r.streams[i] {
+				errs = append(errs, d.DestroyStream(s))
+			}
 		}
 		if failed {
 			errs = append(errs, c.Abort())
