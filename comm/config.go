@@ -15,13 +15,12 @@ import (
 // is bounded for the whole process by GCCL_MAX_NCHANNELS, and TCP sockets
 // are gccl's only network transport.
 type Config struct {
-	Blocking   *bool         // nil = GCCL_COMM_BLOCKING (default true)
-	Device     int           // local device ordinal, used when DeviceSet
-	DeviceSet  bool          // false = device 0
-	Backend    device.Kind   // device.Auto: GPU if a driver is present and GCCL_DEVICE != host
-	SplitShare bool          // accepted for NCCL compatibility; resources are not shared yet
-	Timeout    time.Duration // every wait's deadline; 0 = GCCL_TIMEOUT (default 5 min)
-	Name       string        // shown in logs
+	Blocking  *bool         // nil = GCCL_COMM_BLOCKING (default true)
+	Device    int           // local device ordinal, used when DeviceSet
+	DeviceSet bool          // false = device 0
+	Backend   device.Kind   // device.Auto: GPU if a driver is present and GCCL_DEVICE != host
+	Timeout   time.Duration // every wait's deadline; 0 = GCCL_TIMEOUT (default 5 min)
+	Name      string        // shown in logs
 }
 
 // resolve validates cfg and fills in the defaults.
