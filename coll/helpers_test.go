@@ -3,7 +3,6 @@ package coll_test
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -37,35 +36,9 @@ func scalarFor(t gccl.DataType, r int) []byte {
 		return binary.LittleEndian.AppendUint64(nil, uint64(-(1<<53 + 1 + 2*int64(r))))
 	}
 	if t.IsFloat() {
-		return encode(t, 1.5+0.25*float64(r))
+		return reduce.Encode(t, 1.5+0.25*float64(r))
 	}
-	return encode(t, float64(3+r))
-}
-
-// encode writes v as one element of type t.
-func encode(t gccl.DataType, v float64) []byte {
-	b := make([]byte, t.Size())
-	switch t {
-	case gccl.Int8, gccl.Uint8:
-		b[0] = byte(int64(v))
-	case gccl.Int32, gccl.Uint32:
-		binary.LittleEndian.PutUint32(b, uint32(int64(v)))
-	case gccl.Int64, gccl.Uint64:
-		binary.LittleEndian.PutUint64(b, uint64(int64(v)))
-	case gccl.Float16:
-		binary.LittleEndian.PutUint16(b, reduce.Float16FromFloat32(float32(v)))
-	case gccl.BFloat16:
-		binary.LittleEndian.PutUint16(b, reduce.BFloat16FromFloat32(float32(v)))
-	case gccl.Float32:
-		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
-	case gccl.Float64:
-		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
-	case gccl.Float8E4M3:
-		b[0] = reduce.Float8E4M3FromFloat32(float32(v))
-	case gccl.Float8E5M2:
-		b[0] = reduce.Float8E5M2FromFloat32(float32(v))
-	}
-	return b
+	return reduce.Encode(t, float64(3+r))
 }
 
 // redOps resolves op on every rank: built-ins as they are, premulSum as a

@@ -50,12 +50,12 @@ func premulForty(t *testing.T, w *colltest.World, kind string, dt gccl.DataType,
 	for r := range n {
 		sp, sb := w.Alloc(t, r, sendCount*es, rng)
 		for i := range sendCount {
-			copy(sb[i*es:], encode(dt, float64(r+1)))
+			copy(sb[i*es:], reduce.Encode(dt, float64(r+1)))
 		}
 		rp, rb := w.Alloc(t, r, count*es, rng)
 		recvs[r] = rb
 		p, b := w.Alloc(t, r, es, rng)
-		copy(b, encode(dt, float64(r+2)))
+		copy(b, reduce.Encode(dt, float64(r+2)))
 		op, err := coll.CreatePreMulSum(w.Comms[r], p, dt, []coll.ScalarResidence{coll.ScalarHostImmediate, coll.ScalarDevice}[r%2])
 		require.NoError(t, err)
 		ops := make([]gccl.RedOp, n)
@@ -65,7 +65,7 @@ func premulForty(t *testing.T, w *colltest.World, kind string, dt gccl.DataType,
 		require.NoError(t, coll.DestroyRedOp(w.Comms[r], op))
 	}
 	w.Sync(t)
-	forty := encode(dt, 40)
+	forty := reduce.Encode(dt, 40)
 	for r, rb := range recvs {
 		if kind == "reduce" && r != 1 {
 			continue
@@ -121,10 +121,10 @@ func premulEight(t *testing.T, w *colltest.World, rng *rand.Rand, what string) {
 	for r := range 2 {
 		sp, sb := w.Alloc(t, r, 4*7, rng)
 		for i := range 7 {
-			copy(sb[4*i:], encode(gccl.Int32, float64(r+1)))
+			copy(sb[4*i:], reduce.Encode(gccl.Int32, float64(r+1)))
 		}
 		p, b := w.Alloc(t, r, 4, rng)
-		copy(b, encode(gccl.Int32, float64(r+2)))
+		copy(b, reduce.Encode(gccl.Int32, float64(r+2)))
 		op, err := coll.CreatePreMulSum(w.Comms[r], p, gccl.Int32, coll.ScalarHostImmediate)
 		require.NoError(t, err)
 		var rp uintptr
@@ -135,7 +135,7 @@ func premulEight(t *testing.T, w *colltest.World, rng *rand.Rand, what string) {
 	w.Sync(t)
 	for r := range 2 {
 		for i := range 7 {
-			require.Equal(t, encode(gccl.Int32, 8), recvs[r][4*i:4*i+4], "%s rank %d", what, r)
+			require.Equal(t, reduce.Encode(gccl.Int32, 8), recvs[r][4*i:4*i+4], "%s rank %d", what, r)
 		}
 	}
 	w.Reset()

@@ -70,7 +70,7 @@ func (p *placed) fill(img []byte) {
 	p.input = harness.Input(p.c.Seed, p.rank, p.c.T, p.sendLen/p.c.T.Size())
 	copy(img[p.send:], p.input)
 	if p.scalar >= 0 {
-		copy(img[p.scalar:], harness.Encode(p.c.T, p.c.Scalar))
+		copy(img[p.scalar:], reduce.Encode(p.c.T, p.c.Scalar))
 	}
 }
 

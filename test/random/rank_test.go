@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/group"
+	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
 	"github.com/gccl/gccl/test/harness"
 )
@@ -211,7 +212,7 @@ func (r *rank) call(p placed) (harness.Call, error) {
 	if p.scalar >= 0 {
 		c.RedOp, err = coll.CreatePreMulSum(cm, r.arena+uintptr(p.scalar), p.c.T, coll.ScalarDevice)
 	} else {
-		host := harness.Encode(p.c.T, p.c.Scalar) // copied by CreatePreMulSum
+		host := reduce.Encode(p.c.T, p.c.Scalar) // copied by CreatePreMulSum
 		c.RedOp, err = coll.CreatePreMulSum(cm, uintptr(unsafe.Pointer(&host[0])), p.c.T, coll.ScalarHostImmediate)
 		runtime.KeepAlive(host)
 	}
