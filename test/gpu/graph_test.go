@@ -15,13 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// capture records fn's launches on s into an instantiated graph.
+// capture records fn's launches on s into an instantiated graph (relaxed capture).
 func capture(t *testing.T, dev *device.CUDADevice, s gccl.Stream, fn func() error) cuda.GraphExec {
+	t.Helper()
+	return captureIn(t, dev, s, cuda.CaptureModeRelaxed, fn)
+}
+
+// captureIn is capture in the given capture mode.
+func captureIn(t *testing.T, dev *device.CUDADevice, s gccl.Stream, mode cuda.CaptureMode, fn func() error) cuda.GraphExec {
 	t.Helper()
 	drv := dev.Driver()
 	var exec cuda.GraphExec
 	require.NoError(t, dev.Do(func() error {
-		if err := drv.StreamBeginCapture(cuda.Stream(s), cuda.CaptureModeRelaxed); err != nil {
+		if err := drv.StreamBeginCapture(cuda.Stream(s), mode); err != nil {
 			return err
 		}
 		ferr := fn()

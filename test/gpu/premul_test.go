@@ -126,22 +126,9 @@ func TestPreMulSumDeviceScalarInGraph(t *testing.T) {
 	sp := bufs.Alloc(4, premulScalar(gccl.Int32, me))
 	op, err := coll.CreatePreMulSum(cm, sp, gccl.Int32, coll.ScalarDevice)
 	require.NoError(t, err)
-	var exec cuda.GraphExec
-	drv := dev.Driver()
-	require.NoError(t, dev.Do(func() error {
-		if err := drv.StreamBeginCapture(cuda.Stream(s), cuda.CaptureModeGlobal); err != nil {
-			return err
-		}
-		lerr := coll.AllReduce(cm, send, recv, count, gccl.Int32, op, s)
-		g, err := drv.StreamEndCapture(cuda.Stream(s))
-		if lerr != nil || err != nil {
-			return fmt.Errorf("capturing: %v / %v", lerr, err)
-		}
-		defer drv.GraphDestroy(g)
-		exec, err = drv.GraphInstantiate(g)
-		return err
-	}))
-	t.Cleanup(func() { _ = dev.Do(func() error { return drv.GraphExecDestroy(exec) }) })
+	exec := captureIn(t, dev, s, cuda.CaptureModeGlobal, func() error {
+		return coll.AllReduce(cm, send, recv, count, gccl.Int32, op, s)
+	})
 	require.NoError(t, coll.DestroyRedOp(cm, op)) // the graph keeps what it needs
 	var failures []error
 	for replay := range 3 {
@@ -150,7 +137,7 @@ func TestPreMulSumDeviceScalarInGraph(t *testing.T) {
 			scalars[r] = binary.LittleEndian.AppendUint32(nil, uint32(r+2+10*replay))
 		}
 		require.NoError(t, dev.CopyIn(sp, scalars[me]))
-		err := dev.Do(func() error { return drv.GraphLaunch(exec, cuda.Stream(s)) })
+		err := dev.Do(func() error { return dev.Driver().GraphLaunch(exec, cuda.Stream(s)) })
 		if err == nil {
 			err = mpiboot.Wait(dev, s, 0)
 		}
