@@ -54,7 +54,13 @@ func newLocalComms(cfg config) (comms []*comm.Comm, costs []initCost, closeMeter
 	}
 	meters, closes := make([]*memMeter, n), make([]func() error, n)
 	closeMeters = func() error { return closeAll(closes) }
+	// Ranks sharing one GPU in this process share its context: a meter's
+	// cuCtxSynchronize would wait for another rank's kernel, which waits
+	// for this rank, so their memory is not measured.
 	for r := range n {
+		if cfg.device >= 0 && n > 1 {
+			break
+		}
 		if meters[r], closes[r], err = openMeter(localDevice(cfg, r)); err != nil {
 			return nil, nil, nil, errors.Join(err, closeMeters())
 		}

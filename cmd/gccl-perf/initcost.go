@@ -178,7 +178,7 @@ func (r *ranker) firstOp() (op perf.Op, sizes []int64, ok bool) {
 func (r *ranker) measureFirstOps(libs []library, costs []initCost) (err error) {
 	m := meterOf(r.dev)
 	op, sizes, ok := r.firstOp()
-	if m == nil || !ok {
+	if m == nil || !ok || costs[0].memInit < 0 { // gccl's init unmeasured: a shared GPU
 		return nil
 	}
 	bytes, err := r.arenaBytes(op, sizes)

@@ -151,6 +151,9 @@ func (r *rank) run(b batch, first int, wait func(device.Device, gccl.Stream) err
 	for i, c := range r.comms {
 		for _, s := range r.streams[i] {
 			if err := wait(c.Device(), s); err != nil {
+				if errors.Is(err, gccl.ErrTimeout) {
+					dumpStacks()
+				}
 				return fmt.Errorf("ops %d-%d: waiting for a stream of the %s communicator: %w", first, first+len(ps)-1, commNames[i], err)
 			}
 		}

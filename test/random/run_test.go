@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +58,17 @@ func runRank(m meeting, cfg *comm.Config, seq sequence, logf func(string, ...any
 
 var errPeer = errors.New("another rank failed")
 
+var dumped sync.Once
+
+// dumpStacks writes every goroutine's stack to stderr, once per process:
+// when ranks stall, it names what each one waits for.
+func dumpStacks() {
+	dumped.Do(func() {
+		fmt.Fprintln(os.Stderr, "random: a rank stalled; every goroutine's stack follows")
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+	})
+}
+
 // barrier is the agreement of n goroutine ranks, with a deadline.
 type barrier struct {
 	mu      sync.Mutex
@@ -85,6 +98,7 @@ func (b *barrier) agree(failed bool) (bool, error) {
 	case <-rd.done:
 		return rd.failed, nil
 	case <-time.After(*timeout):
+		dumpStacks()
 		return true, fmt.Errorf("the other ranks did not arrive within %v", *timeout)
 	}
 }
