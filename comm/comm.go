@@ -10,6 +10,7 @@ import (
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/bootstrap"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/choose"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/progress"
 	"github.com/gccl/gccl/internal/wire"
@@ -141,8 +142,8 @@ func (c *Comm) build(ctx context.Context, roots []wire.RootID) error {
 		return err
 	}
 	s := env.Get()
-	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Comm: c, Device: c.dev,
-		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Algo: s.Algo, ChunkBytes: s.ChunkSize})
+	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Device: c.dev,
+		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Backend: choose.Backend(choose.Config{Comm: c, Algo: s.Algo, ChunkBytes: s.ChunkSize})})
 	return err
 }
 

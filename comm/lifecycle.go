@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/internal/progress"
 )
 
@@ -75,16 +76,17 @@ func (c *Comm) shut(abort bool) error {
 		return nil
 	}
 	c.stopWatch()
-	var errBusy, errEng, errBoot error
+	var errBusy, errEng, errReg, errBoot error
 	if abort {
-		errEng, errBoot = c.eng.Abort(), c.boot.Abort()
+		errEng = c.eng.Abort()
+		errReg, errBoot = bufreg.DeregisterNet(c.boot), c.boot.Abort()
 	} else {
 		errBusy = c.busy()
 		errEng = c.eng.Close()
-		errBoot = c.boot.Close()
+		errReg, errBoot = bufreg.DeregisterNet(c.boot), c.boot.Close()
 	}
 	c.log.Info("communicator destroyed", "abort", abort)
-	return errors.Join(errBusy, errEng, errBoot)
+	return errors.Join(errBusy, errEng, errReg, errBoot)
 }
 
 // busy returns an InvalidUsage error when operations are still in flight

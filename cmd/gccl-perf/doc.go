@@ -45,7 +45,7 @@
 // with the same events and batches, and every rank asks its engine which
 // path it took (engine.Engine.LastGPUPath: a kernel family, "copy" or
 // "none") and how many bytes that path reads and writes in device memory
-// (engine.GPUTraffic, counted from the kernels' loops). Ranks on the same
+// (gpu.TrafficOf in internal/engine/gpu, counted from the kernels' loops). Ranks on the same
 // GPU add up; the busiest GPU's bytes over gccl's time are memGB/s, the
 // copy's read and write bytes over its time copyGB/s, and %copy the one
 // over the other, with the path in the last column (and in the CSV and

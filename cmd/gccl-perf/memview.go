@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/gpu"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/gccl/gccl/transport/topo"
 )
@@ -20,7 +21,7 @@ type pathSource interface {
 }
 
 // memView computes, on a GPU, the memory-traffic columns of each row: the
-// bytes the engine's chosen kernels read and write (engine.GPUTraffic of
+// bytes the engine's chosen kernels read and write (gpu.TrafficOf of
 // the path the engine took) on the busiest GPU, and rank 0 times a
 // device-to-device copy (cuMemcpyDtoDAsync) of the row's size with the
 // same events, the yardstick of those bytes.
@@ -126,13 +127,13 @@ var opKinds = map[perf.Op][]engine.Kind{
 
 // traffic is this rank's traffic for c run with path; ok is false where
 // the model has no figure (all-to-all, an unknown path).
-func traffic(path string, c call, inPlace bool) (engine.Traffic, bool) {
-	var sum engine.Traffic
+func traffic(path string, c call, inPlace bool) (gpu.Traffic, bool) {
+	var sum gpu.Traffic
 	kinds := opKinds[c.Op]
 	for _, k := range kinds {
-		tr, ok := engine.GPUTraffic(path, k, c.Count, c.Type, c.NRanks, c.Rank, c.Root, inPlace)
+		tr, ok := gpu.TrafficOf(path, k, c.Count, c.Type, c.NRanks, c.Rank, c.Root, inPlace)
 		if !ok {
-			return engine.Traffic{}, false
+			return gpu.Traffic{}, false
 		}
 		sum = sum.Add(tr)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/gpu"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/gccl/gccl/kernels"
 	"github.com/stretchr/testify/assert"
@@ -26,7 +26,7 @@ func TestSweepOnFakeGPUWithMemoryView(t *testing.T) {
 	lib, _ := fakePair(t, 200*time.Microsecond)
 	r, out := fakeRanker(t, []string{"-op", "broadcast", "-b", "16M", "-e", "32M", "-n", "3", "-w", "1"}, lib, nil)
 	var err error
-	r.mem, err = newMemView(r.cfg, fixedPath(engine.PathCopy), lib.dev, lib.gstream, 0)
+	r.mem, err = newMemView(r.cfg, fixedPath(gpu.PathCopy), lib.dev, lib.gstream, 0)
 	require.NoError(t, err)
 	require.NotNil(t, r.mem)
 	t.Cleanup(func() { assert.NoError(t, r.mem.Close()) })
@@ -40,7 +40,7 @@ func TestSweepOnFakeGPUWithMemoryView(t *testing.T) {
 		assert.Equal(t, row.Size, m.CopySize)
 		assert.Equal(t, row.Gccl.Time, m.Time)
 		assert.Positive(t, m.CopyTime)
-		assert.Equal(t, engine.PathCopy, m.Path)
+		assert.Equal(t, gpu.PathCopy, m.Path)
 	}
 	assert.Equal(t, int64(32<<20), r.mem.size, "the copy buffers grow to the largest size")
 	text := out.String()
@@ -66,14 +66,14 @@ func TestTrafficOfCalls(t *testing.T) {
 	c := call{Op: perf.SendRecv, Count: 1 << 20, Type: gccl.Float32, Rank: 1, NRanks: 4}
 	tr, ok := traffic(kernels.P2P, c, false)
 	require.True(t, ok)
-	require.Equal(t, engine.Traffic{Read: 8 << 20, Write: 8 << 20}, tr)
+	require.Equal(t, gpu.Traffic{Read: 8 << 20, Write: 8 << 20}, tr)
 	c.Op = perf.AllToAll
 	_, ok = traffic(kernels.P2P, c, false)
 	require.False(t, ok)
 	c.Op = perf.AllReduce
 	tr, ok = traffic(kernels.AllReducePipelined, c, false)
 	require.True(t, ok)
-	require.Equal(t, engine.Traffic{Read: 12 << 20, Write: 12 << 20}, tr)
+	require.Equal(t, gpu.Traffic{Read: 12 << 20, Write: 12 << 20}, tr)
 }
 
 // Ranks on one GPU add up; across GPUs the busiest counts; rank 0's copy

@@ -1,62 +1,26 @@
 package engine
 
 import (
-	"errors"
-	"slices"
-	"sync"
+	"context"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/internal/cuda"
 )
 
-// Backend runs launched operations: the host backend enqueues a task on a
-// host stream that moves data over the transports; a GPU backend would
-// launch kernels on the CUstream. Submit must not block on the operation.
-type Backend interface {
-	Submit(e *Engine, l *launch) error
-}
+// Launch is one engine's share of one Launch call or group, as the core
+// hands it to the backend: the ops in the order they run, the streams they
+// use, and the launch's place in the engine's issue order, with the calls
+// that wait for its turn and end it. The core owns it again after Done
+// (it is reused), and the backend must not touch it then.
+type Launch struct {
+	// Ops are the collectives in issue order, then the point-to-point ops
+	// (which run concurrently). Each captured its operator (Op.Scalar).
+	Ops []Op
+	// Stream is the first op's stream; More the ops' other streams, each
+	// once (only a Joiner's launches have any: it joins them).
+	Stream gccl.Stream
+	More   []gccl.Stream
 
-// launchDone is a Backend that is done with a launch when Submit returns
-// (it enqueued everything in the call and kept no reference to the launch
-// or its ops), so the launch can be reused for a later one.
-type launchDone interface {
-	doneOnReturn()
-}
-
-// launches recycles the launches of launchDone backends.
-var launches = sync.Pool{New: func() any { return new(launch) }}
-
-// newLaunch returns an empty launch for ops on stream s.
-func newLaunch(s gccl.Stream, nops int) *launch {
-	l := launches.Get().(*launch)
-	l.stream, l.ticket = s, 0
-	l.ops, l.more = l.inline[:0], l.more[:0]
-	if nops > launchInline {
-		l.ops = make([]Op, 0, nops)
-	}
-	return l
-}
-
-// recycle returns l for reuse when the engine's backend is done with it on
-// return from Submit (or l never reached Submit).
-func (e *Engine) recycle(l *launch, submitted bool) {
-	if l == nil {
-		return
-	}
-	if _, done := e.backend.(launchDone); submitted && !done {
-		return
-	}
-	l.ops = nil
-	launches.Put(l)
-}
-
-// launch is one engine's share of one Launch or group: its ops, in issue
-// order, the streams they use (the first op's, then any others, which the
-// launch joins) and its place in the engine's issue order.
-type launch struct {
-	ops    []Op
-	stream gccl.Stream
-	more   []gccl.Stream // the ops' other streams, each once
+	e      *Engine
 	ticket uint64
 	inline [launchInline]Op // ops' storage for small launches (one allocation)
 }
@@ -64,191 +28,70 @@ type launch struct {
 // launchInline is how many ops a launch holds without a second allocation.
 const launchInline = 4
 
-// Work is one engine's ops in a group launch.
-type Work struct {
-	Engine *Engine
-	Ops    []Op
+// Backend is the backend of the launch's engine (a Joiner tells its own
+// launches from others' with it).
+func (l *Launch) Backend() Backend { return l.e.backend }
+
+// Context is bounded by the engine's timeout (Config.Timeout) and
+// cancelled by Abort: the bound of every wait of the launch's operations.
+func (l *Launch) Context() (context.Context, context.CancelFunc) {
+	return l.e.waitCtx(context.Background())
 }
 
-// Launch validates ops and submits them as one launch: collectives run in
-// issue order, then the point-to-point ops progress concurrently. Nothing is
-// submitted if any op is invalid.
-func (e *Engine) Launch(ops []Op) error {
-	if e == nil {
-		return gccl.Errorf(gccl.InvalidArgument, "comm", "group member 0 has a nil communicator")
+// WaitTurn waits until the engine's earlier launches are done, so that
+// every rank runs a communicator's operations in the same order whatever
+// streams they use. It returns at once, allocating nothing, when the turn
+// has come; otherwise it waits at most until ctx, the engine's timeout or
+// Abort ends it or the engine has an async error, and returns that error.
+func (l *Launch) WaitTurn(ctx context.Context) error {
+	e := l.e
+	if e.order.ready(l.ticket) {
+		return nil
 	}
-	l, err := e.prepare(ops)
-	if err != nil || l == nil {
-		return err
+	ctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	return e.order.wait(ctx, l.ticket, e.AsyncError)
+}
+
+// Fail records err (when not nil) as the engine's async error, unless an
+// earlier failure is recorded: AsyncError reports it and later launches
+// fail at once.
+func (l *Launch) Fail(err error) {
+	if err != nil {
+		l.e.setAsyncError(err)
 	}
-	err = e.submit(l)
-	e.recycle(l, true)
+}
+
+// Done ends the launch: err, replaced by the abort's cause when Abort cut
+// the launch short, becomes the engine's async error (Fail), and the next
+// launch may run. It returns the error to report (to the stream). The
+// backend must not touch l afterwards.
+func (l *Launch) Done(err error) error {
+	e := l.e
+	err = e.abortCause(err)
+	l.Fail(err)
+	e.order.release()
+	e.recycle(l)
 	return err
 }
 
-// LaunchGroup submits a group: one launch per engine (per device). Every op
-// of every engine is validated before anything is submitted. On the host
-// backend, launches that share a stream become one task (see submitHost).
-func LaunchGroup(works []Work) error {
-	ls, err := prepareAll(works)
-	if err != nil {
-		return err
+// newLaunch returns an empty launch of e for ops on stream s.
+func (e *Engine) newLaunch(s gccl.Stream, nops int) *Launch {
+	l := e.launches.Get().(*Launch)
+	l.Stream, l.ticket = s, 0
+	l.Ops, l.More = l.inline[:0], l.More[:0]
+	if nops > launchInline {
+		l.Ops = make([]Op, 0, nops)
 	}
-	if len(ls) > 1 && capturingRegs(works, ls) {
-		return submitConcurrently(works, ls)
-	}
-	var host []hostPart
-	for i, w := range works {
-		switch {
-		case ls[i] == nil:
-		case isHost(w.Engine):
-			host = append(host, hostPart{w.Engine, ls[i]})
-		case err == nil:
-			err = w.Engine.submit(ls[i])
-			w.Engine.recycle(ls[i], true)
-		default:
-			w.Engine.recycle(ls[i], false) // not submitted
-		}
-	}
-	if err != nil {
-		for _, p := range host {
-			p.e.recycle(p.l, false)
-		}
-		return err
-	}
-	return submitHost(host)
+	return l
 }
 
-// prepareAll validates every work's ops: one launch per work (nil for no ops).
-func prepareAll(works []Work) ([]*launch, error) {
-	ls := make([]*launch, 0, len(works))
-	for i, w := range works {
-		var err error
-		var l *launch
-		switch {
-		case w.Engine == nil:
-			err = gccl.Errorf(gccl.InvalidArgument, "comm", "group member %d has a nil communicator", i)
-		case appearsBefore(works, i):
-			err = gccl.Errorf(gccl.InvalidUsage, "comm", "communicator appears twice in one group launch; merge its ops")
-		default:
-			l, err = w.Engine.prepare(w.Ops)
-		}
-		if err != nil {
-			for j, l := range ls {
-				works[j].Engine.recycle(l, false)
-			}
-			return nil, err
-		}
-		ls = append(ls, l)
+// recycle keeps l for a later launch of e: the backend ended it (Done) or
+// never took it.
+func (e *Engine) recycle(l *Launch) {
+	if l == nil {
+		return
 	}
-	return ls, nil
-}
-
-// capturingRegs reports whether a GPU engine of the group captures its
-// launch with graph registration on: its submit then agrees with its peers
-// (capturedRegs), and peers in this process are engines of the same group,
-// so the engines must submit at the same time.
-func capturingRegs(works []Work, ls []*launch) bool {
-	for i, w := range works {
-		if g, ok := w.Engine.backend.(*gpuBackend); ok && ls[i] != nil && g.capturing(w.Engine, cuda.Stream(ls[i].stream)) {
-			return true
-		}
-	}
-	return false
-}
-
-// submitConcurrently submits every engine's launch on its own goroutine and
-// returns the first error.
-func submitConcurrently(works []Work, ls []*launch) error {
-	errs := make([]error, len(works))
-	var wg sync.WaitGroup
-	for i, w := range works {
-		if ls[i] == nil {
-			continue
-		}
-		wg.Go(func() {
-			errs[i] = w.Engine.submit(ls[i])
-			w.Engine.recycle(ls[i], true)
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// appearsBefore reports whether works[i]'s engine is also one of works[:i]'s.
-// Groups span a handful of devices, so a scan beats building a set.
-func appearsBefore(works []Work, i int) bool {
-	for j := range i {
-		if works[j].Engine == works[i].Engine {
-			return true
-		}
-	}
-	return false
-}
-
-// submit gives l the engine's next ticket and hands it to the backend.
-func (e *Engine) submit(l *launch) error {
-	l.ticket = e.order.take()
-	if err := e.backend.Submit(e, l); err != nil {
-		e.order.release() // keep later tickets moving
-		return err
-	}
-	return nil
-}
-
-// prepare validates ops for this engine; nil launch for no ops.
-func (e *Engine) prepare(ops []Op) (*launch, error) {
-	if e.Closed() {
-		return nil, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator is closed or aborted; create a new one")
-	}
-	if err := e.AsyncError(); err != nil {
-		return nil, err
-	}
-	if len(ops) == 0 {
-		return nil, nil
-	}
-	l := newLaunch(ops[0].Stream, len(ops))
-	var p2p []Op
-	for i := range ops {
-		o := ops[i]
-		if err := o.Validate(e.rank, e.nranks, e.validOp); err != nil {
-			e.recycle(l, false)
-			return nil, err
-		}
-		if err := l.addStream(o.Stream, e.backend); err != nil {
-			e.recycle(l, false)
-			return nil, err
-		}
-		if o.Kind.IsP2P() {
-			p2p = append(p2p, o)
-			continue
-		}
-		if !o.Kind.collective().Reduces() {
-			o.Op = gccl.Sum // unused by this kind
-		} else if o.Op < 0 || o.Op >= gccl.NumBuiltinOps {
-			var err error
-			if o.premul, err = e.userOp(o.Op, o.Type); err != nil {
-				e.recycle(l, false)
-				return nil, err
-			}
-		}
-		l.ops = append(l.ops, o)
-	}
-	l.ops = append(l.ops, p2p...)
-	return l, nil
-}
-
-// addStream notes that an op of l runs on s. A launch on several streams
-// joins them (NCCL >= 2.20): it starts once every stream has reached it and
-// later work on any of them waits for it. The host backend joins streams;
-// the GPU backend takes one stream per launch.
-func (l *launch) addStream(s gccl.Stream, b Backend) error {
-	if s == l.stream || slices.Contains(l.more, s) {
-		return nil
-	}
-	if _, host := b.(HostBackend); !host {
-		return gccl.Errorf(gccl.InvalidUsage, "stream", "one communicator's ops in a group must use one stream on the GPU backend (got %#x and %#x)", l.stream, s)
-	}
-	l.more = append(l.more, s)
-	return nil
+	l.Ops = nil
+	e.launches.Put(l)
 }

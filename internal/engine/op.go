@@ -35,7 +35,8 @@ func (k Kind) String() string {
 // IsP2P reports whether k is a point-to-point operation.
 func (k Kind) IsP2P() bool { return k == Send || k == Recv }
 
-func (k Kind) collective() algo.Kind { return algo.Kind(k) } // same order by construction
+// Collective is k in package algo's terms (the same order by construction).
+func (k Kind) Collective() algo.Kind { return algo.Kind(k) }
 
 // Op is one operation of one communicator. Count is in elements: per rank for
 // AllGather (what each rank sends) and ReduceScatter (what each rank
@@ -49,15 +50,19 @@ type Op struct {
 	Op         gccl.RedOp
 	Root, Peer int
 	Stream     gccl.Stream
-	premul     premul // Op's CreatePreMulSum operator, captured at enqueue
+	scalar     Scalar // Op's CreatePreMulSum operator, captured at enqueue
 }
+
+// Scalar is the factor of the CreatePreMulSum operator that the op
+// captured when it was launched; the zero Scalar for built-in operators.
+func (o *Op) Scalar() Scalar { return o.scalar }
 
 func (o *Op) String() string {
 	return fmt.Sprintf("%v(count=%d type=%v op=%v root=%d peer=%d)", o.Kind, o.Count, o.Type, o.Op, o.Root, o.Peer)
 }
 
-// sizes returns the byte sizes of the op's send and receive buffers.
-func (o *Op) sizes(nranks int) (send, recv int) {
+// Sizes returns the byte sizes of the op's send and receive buffers.
+func (o *Op) Sizes(nranks int) (send, recv int) {
 	b := o.Count * o.Type.Size()
 	switch o.Kind {
 	case AllGather:
@@ -86,9 +91,9 @@ func (o *Op) Validate(rank, nranks int, validOp func(gccl.RedOp) bool) error {
 		return bad("datatype", "unknown data type %d; use one of gccl.DataTypes()", int(o.Type))
 	case o.Count < 0:
 		return bad("count", "count %d is negative", o.Count)
-	case o.Kind.collective().Reduces() && !(o.Op >= 0 && o.Op < gccl.NumBuiltinOps || validOp != nil && validOp(o.Op)):
+	case o.Kind.Collective().Reduces() && !(o.Op >= 0 && o.Op < gccl.NumBuiltinOps || validOp != nil && validOp(o.Op)):
 		return bad("op", "unknown reduction operator %d; use a built-in or one made by CreatePreMulSum on this communicator", int(o.Op))
-	case o.Kind.collective().Rooted() && !o.Kind.IsP2P() && (o.Root < 0 || o.Root >= nranks):
+	case o.Kind.Collective().Rooted() && !o.Kind.IsP2P() && (o.Root < 0 || o.Root >= nranks):
 		return bad("root", "root %d is not a rank of this %d-rank communicator", o.Root, nranks)
 	case o.Kind.IsP2P() && (o.Peer < 0 || o.Peer >= nranks):
 		return bad("peer", "peer %d is not a rank of this %d-rank communicator", o.Peer, nranks)
@@ -106,7 +111,7 @@ func (o *Op) Validate(rank, nranks int, validOp func(gccl.RedOp) bool) error {
 // validateBuffers checks that the buffers an op touches are set and that
 // send and receive buffers overlap only in NCCL's in-place layouts.
 func (o *Op) validateBuffers(rank, nranks int) error {
-	sendSz, recvSz := o.sizes(nranks)
+	sendSz, recvSz := o.Sizes(nranks)
 	needSend := sendSz > 0 && !(o.Kind == Broadcast && rank != o.Root)
 	needRecv := recvSz > 0 && !(o.Kind == Reduce && rank != o.Root)
 	if needSend && o.Send == 0 {

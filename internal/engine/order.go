@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/engine/internal/errs"
 )
 
 // ticketLock runs launches in issue order: Launch takes a ticket, the task
@@ -37,18 +37,6 @@ func (t *ticketLock) signal() chan struct{} {
 	return t.changed
 }
 
-// waitTurn waits (bounded by the engine's timeout and by Abort) until
-// ticket may run. The usual eager case, where the ticket is already being
-// served, returns at once without building the deadline's context.
-func (e *Engine) waitTurn(ticket uint64) error {
-	if e.order.ready(ticket) {
-		return nil
-	}
-	ctx, cancel := e.waitCtx(context.Background())
-	defer cancel()
-	return e.order.wait(ctx, ticket, e.AsyncError)
-}
-
 // wait blocks until ticket may run, ctx ends, or broken returns an error.
 func (t *ticketLock) wait(ctx context.Context, ticket uint64, broken func() error) error {
 	for {
@@ -65,7 +53,7 @@ func (t *ticketLock) wait(ctx context.Context, ticket uint64, broken func() erro
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return ctxErr(ctx, "waiting for the communicator's earlier operations")
+			return errs.Ctx(ctx, "waiting for the communicator's earlier operations")
 		}
 	}
 }
@@ -94,16 +82,7 @@ func (t *ticketLock) drain(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return ctxErr(ctx, "waiting for launched operations to finish")
+			return errs.Ctx(ctx, "waiting for launched operations to finish")
 		}
 	}
-}
-
-// ctxErr turns an ended context into ErrTimeout (deadline) or ErrRemote
-// (cancelled by Abort).
-func ctxErr(ctx context.Context, doing string) error {
-	if ctx.Err() == context.DeadlineExceeded {
-		return gccl.Errorf(gccl.TimeoutError, "timeout", "%s: deadline expired; raise GCCL_TIMEOUT or Config.Timeout if the peers are slow", doing)
-	}
-	return gccl.Errorf(gccl.RemoteError, "comm", "%s: communicator aborted", doing)
 }

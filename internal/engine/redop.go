@@ -2,22 +2,10 @@ package engine
 
 import (
 	"sync"
-	"unsafe"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 )
-
-// Reducer is the element-wise arithmetic the host backend needs
-// (internal/reduce provides it; tests may pass their own).
-type Reducer interface {
-	// Combine sets dst = a op b element-wise for the built-in op Sum, Prod, Max or Min.
-	Combine(dst, a, b []byte, t gccl.DataType, op gccl.RedOp) error
-	// Scale multiplies every element of buf by scalar, one element of type t.
-	Scale(buf []byte, t gccl.DataType, scalar []byte) error
-	// DivN divides every element of buf by n (Avg: integer division for integer types).
-	DivN(buf []byte, t gccl.DataType, n int) error
-}
 
 // Residence says where a PreMulSum scalar lives.
 type Residence int
@@ -28,33 +16,33 @@ const (
 	ScalarHostImmed                  // a host value copied at creation
 )
 
-// premul is one operator made by CreatePreMulSum, and what an operation
-// that uses it captures when it is enqueued (Op.premul), so that
-// DestroyRedOp may follow as soon as the call returns, as in NCCL.
-type premul struct {
-	t      gccl.DataType
-	res    Residence
-	value  [8]byte // ScalarHostImmed: the scalar's bytes (t.Size() of them)
-	scalar uintptr // ScalarDevice: where the scalar is read when the operation runs
+// Scalar is one operator made by CreatePreMulSum, as an operation that uses
+// it captures it when it is launched (Op.Scalar), so that DestroyRedOp may
+// follow as soon as the call returns, as in NCCL.
+type Scalar struct {
+	Type      gccl.DataType
+	Residence Residence
+	Value     [8]byte // ScalarHostImmed: the scalar's bytes (Type.Size() of them)
+	Ptr       uintptr // ScalarDevice: where the scalar is read when the operation runs
 }
 
-// hostScalar is the scalar's bytes on the host backend, where a
-// ScalarDevice pointer is host memory read when the operation runs.
-func (p *premul) hostScalar() []byte {
-	if p.res == ScalarDevice {
-		return device.HostBytes(p.scalar, p.t.Size())
+// HostBytes is the scalar's bytes for a backend that computes on the host,
+// where a ScalarDevice pointer is host memory read when the operation runs.
+func (s *Scalar) HostBytes() []byte {
+	if s.Residence == ScalarDevice {
+		return device.HostBytes(s.Ptr, s.Type.Size())
 	}
-	return p.value[:p.t.Size()]
+	return s.Value[:s.Type.Size()]
 }
 
 type redopTable struct {
 	mu   sync.Mutex
 	next gccl.RedOp
-	ops  map[gccl.RedOp]premul
+	ops  map[gccl.RedOp]Scalar
 }
 
 func newRedopTable() redopTable {
-	return redopTable{next: gccl.NumBuiltinOps, ops: map[gccl.RedOp]premul{}}
+	return redopTable{next: gccl.NumBuiltinOps, ops: map[gccl.RedOp]Scalar{}}
 }
 
 // CreatePreMulSum makes an operator that multiplies this rank's input by the
@@ -71,9 +59,9 @@ func (e *Engine) CreatePreMulSum(scalar uintptr, t gccl.DataType, res Residence)
 	case res != ScalarDevice && res != ScalarHostImmed:
 		return 0, gccl.Errorf(gccl.InvalidArgument, "residence", "CreatePreMulSum: unknown residence %d", int(res))
 	}
-	p := premul{t: t, res: res, scalar: scalar}
+	p := Scalar{Type: t, Residence: res, Ptr: scalar}
 	if res == ScalarHostImmed {
-		copy(p.value[:], device.HostBytes(scalar, t.Size()))
+		copy(p.Value[:], device.HostBytes(scalar, t.Size()))
 	}
 	e.redops.mu.Lock()
 	defer e.redops.mu.Unlock()
@@ -105,52 +93,15 @@ func (e *Engine) validOp(op gccl.RedOp) bool {
 
 // userOp resolves an operation's user operator (CreatePreMulSum) for capture in the
 // enqueued operation: it must exist now and fit o's type.
-func (e *Engine) userOp(op gccl.RedOp, t gccl.DataType) (premul, error) {
+func (e *Engine) userOp(op gccl.RedOp, t gccl.DataType) (Scalar, error) {
 	e.redops.mu.Lock()
 	p, ok := e.redops.ops[op]
 	e.redops.mu.Unlock()
 	if !ok {
-		return premul{}, gccl.Errorf(gccl.InvalidArgument, "op", "%v was not made by CreatePreMulSum on this communicator (or was destroyed)", op)
+		return Scalar{}, gccl.Errorf(gccl.InvalidArgument, "op", "%v was not made by CreatePreMulSum on this communicator (or was destroyed)", op)
 	}
-	if p.t != t {
-		return premul{}, gccl.Errorf(gccl.InvalidArgument, "op", "%v was made for %v, not %v", op, p.t, t)
+	if p.Type != t {
+		return Scalar{}, gccl.Errorf(gccl.InvalidArgument, "op", "%v was made for %v, not %v", op, p.Type, t)
 	}
 	return p, nil
-}
-
-// arith resolves an op to the operator the transfer uses and the epilogue
-// applied to the result (nil if none): Avg reduces as Sum then divides;
-// PreMulSum reduces as Sum (runCollective scaled this rank's input first).
-func (e *Engine) arith(red Reducer, o *Op) (combineFunc, func([]byte) error) {
-	base, post := o.Op, (func([]byte) error)(nil)
-	switch {
-	case o.Op == gccl.Avg:
-		base = gccl.Sum
-		post = func(b []byte) error { return red.DivN(b, o.Type, e.nranks) }
-	case o.Op >= gccl.NumBuiltinOps:
-		base = gccl.Sum
-	}
-	combine := func(dst, a, b []byte) error { return red.Combine(dst, a, b, o.Type, base) }
-	return combine, post
-}
-
-// premulInput returns o reading a copy of its input that this rank's factor
-// scaled: PreMulSum is Σ_r s_r·x_r, each rank scaling its own contribution
-// before the sum, so every algorithm then reduces as Sum, and the user's
-// buffer is left as it was. The copy lives in e.premulBuf (Go memory, which
-// peers cannot map: a large zero-copy run falls back to a step schedule on
-// every rank alike).
-func (e *Engine) premulInput(o *Op) (*Op, error) {
-	send, _ := o.sizes(e.nranks)
-	if cap(e.premulBuf) < send {
-		e.premulBuf = make([]byte, send)
-	}
-	b := e.premulBuf[:send]
-	copy(b, hostBytes(o.Send, send))
-	if err := e.red.Scale(b, o.Type, o.premul.hostScalar()); err != nil {
-		return nil, err
-	}
-	p := *o
-	p.Send = uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return &p, nil
 }

@@ -1,0 +1,106 @@
+package choose
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/bufreg"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/gpu"
+	"github.com/gccl/gccl/internal/engine/host"
+	"github.com/gccl/gccl/internal/engine/viahost"
+	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/kernels"
+	"github.com/gccl/gccl/transport"
+	"github.com/gccl/gccl/transport/topo"
+)
+
+// Config is what the backends need beyond the engine's Setup; the zero
+// value is the defaults.
+type Config struct {
+	// Comm is the communicator whose buffer registrations (package bufreg)
+	// the GPU backend uses; nil = none.
+	Comm bufreg.Comm
+	// Algo restricts the host algorithms (GCCL_ALGO syntax); "" = all.
+	Algo string
+	// ChunkBytes is the host pipeline piece size (GCCL_CHUNKSIZE); 0 = the default.
+	ChunkBytes int
+	// Transport configures the host backend's endpoint.
+	Transport transport.Config
+	// Reducer does the host arithmetic; nil = host.DefaultReducer.
+	Reducer host.Reducer
+}
+
+// Backend returns the constructor that picks an engine's backend:
+//
+//   - a host device: the host backend;
+//   - a GPU whose peers can all map its memory: the GPU backend;
+//   - a GPU with GCCL_P2P_DISABLE, a peer on another host, or more ranks
+//     than the kernels address: the GPU-via-host backend.
+//
+// On a GPU the ranks first all-gather their host hashes (every rank of a
+// GPU communicator, so that they decide alike).
+func Backend(cfg Config) engine.NewBackend {
+	return func(ctx context.Context, s engine.Setup) (engine.Backend, error) {
+		if _, err := algo.ParseAllowed(cfg.Algo); err != nil {
+			return nil, gccl.Errorf(gccl.InvalidArgument, "GCCL_ALGO", "%v", err)
+		}
+		hc := host.Config{Transport: cfg.Transport, Algo: cfg.Algo, ChunkBytes: cfg.ChunkBytes, Reducer: cfg.Reducer}
+		if _, ok := s.Device.(*device.CUDADevice); !ok || s.Device.Kind() != device.CUDA {
+			return orNil(host.Open(ctx, s, hc))
+		}
+		hashes, err := hostHashes(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if viaHost(env.Get().P2PDisable, s.Rank, hashes) {
+			return orNil(viahost.Open(ctx, s, hc))
+		}
+		return orNil(gpu.Open(ctx, s, gpu.Config{Comm: cfg.Comm}))
+	}
+}
+
+// orNil is b as an engine.Backend, nil (not a typed nil) on an error.
+func orNil[B engine.Backend](b B, err error) (engine.Backend, error) {
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// hostHashes all-gathers every rank's topo.HostHash.
+func hostHashes(ctx context.Context, s engine.Setup) ([]uint64, error) {
+	all, err := s.Boot.AllGather(ctx, binary.LittleEndian.AppendUint64(nil, topo.HostHash()))
+	if err != nil {
+		return nil, gccl.Errorf(gccl.Code(err), "bootstrap", "exchanging host hashes: %w", err)
+	}
+	if len(all) != s.NRanks {
+		return nil, gccl.Errorf(gccl.InternalError, "bootstrap", "all-gather returned %d entries, want %d", len(all), s.NRanks)
+	}
+	hashes := make([]uint64, len(all))
+	for r, b := range all {
+		if len(b) != 8 {
+			return nil, gccl.Errorf(gccl.RemoteError, "peer", "rank %d sent a %d-byte host hash", r, len(b))
+		}
+		hashes[r] = binary.LittleEndian.Uint64(b)
+	}
+	return hashes, nil
+}
+
+// viaHost reports whether a GPU communicator must run through host memory:
+// p2p disabled (GCCL_P2P_DISABLE), more ranks than the kernels address, or
+// a peer on another host than rank me.
+func viaHost(p2pDisabled bool, me int, hashes []uint64) bool {
+	if p2pDisabled || len(hashes) > kernels.MaxRanks {
+		return true
+	}
+	for _, h := range hashes {
+		if !topo.SameHost(h, hashes[me]) {
+			return true
+		}
+	}
+	return false
+}

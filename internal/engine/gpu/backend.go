@@ -1,0 +1,327 @@
+package gpu
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/gpu/regs"
+	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/kernels"
+	"github.com/gccl/gccl/transport/p2p"
+)
+
+// The GPU backend's communication buffer, one per rank, mapped by every peer:
+// the flag array, the direct area of the one-shot (LL) and push all-reduces
+// and the bulk area that every other kernel stages through (gpuBulkBytes, or
+// GCCL_GPU_BUFFSIZE within gpuBulkMin..gpuBulkMax). 80 MiB per rank in all
+// by default, a quarter of NCCL's default buffers.
+const (
+	gpuFlagsBytes  = 64 << 10
+	gpuDirectBytes = 16 << 20
+	gpuBulkBytes   = 64 << 20
+	gpuBulkMin     = 1 << 20
+	gpuBulkMax     = 1 << 30
+
+	// gpuLLMax is the largest all-reduce (bytes) that takes the one-shot
+	// LL kernel by default (GCCL_GPU_LL_MAX), gpuPushMax the largest that
+	// takes the push kernel (GCCL_GPU_PUSH_MAX); larger ones take the
+	// pipelined two-shot. Either needs its copies to fit the direct area.
+	gpuLLMax   = 128 << 10
+	gpuPushMax = 1 << 20
+	// gpuChannelBytes is how many bytes one channel (block) should move
+	// before another channel is worth starting.
+	gpuChannelBytes = 32 << 10
+	// gpuSingleCopyMin is the smallest eager one-rank collective that is a
+	// device-to-device copy rather than a kernel (issue 18: the staged
+	// kernel moved 336 GB/s at 16 MiB on an H100, NCCL's copy 1130).
+	gpuSingleCopyMin = 1 << 20
+	// gpuMaxChannels is the default grid cap; GCCL_MAX_NCHANNELS sets
+	// another, up to kernels.MaxChannels. Every kernel's blocks must be
+	// co-resident (one block per SM at most is assumed).
+	gpuMaxChannels = 32
+)
+
+// Backend runs operations as kernels on the caller's CUstream. Nothing on
+// the host waits for the GPU: the kernels synchronise among themselves
+// through flags and counters in device memory that they advance, so a
+// captured CUDA graph can be replayed any number of times.
+type Backend struct {
+	rank, nranks int
+	timeout      time.Duration // the kernels' waits (TimeoutNs)
+
+	dev *device.CUDADevice
+	drv cuda.Driver
+	mod cuda.Module
+
+	buf  uintptr // this rank's communication buffer (gpuBufBytes)
+	ctrs uintptr // this rank's counters (local)
+	// ctlHost is host-mapped pinned memory the kernels see at ctlDev: word
+	// 0 the abort flag the host sets, word 1 the status word the kernels
+	// report failures to, so no launch needs a copy back to learn it.
+	ctlHost uintptr
+	ctlDev  uintptr
+	peers   *p2p.Mapping
+	base    kernels.Comm // the fields every launch shares
+
+	fnMu sync.Mutex
+	fns  map[string]*loadedFn // loaded kernels, under fnMu
+	// fnsRO is a copy of fns that launches read without locking; fn
+	// replaces it (copy on write) when it loads a kernel.
+	fnsRO atomic.Pointer[map[string]*loadedFn]
+	// last is the path of the latest operation enqueued (LastPath).
+	last atomic.Pointer[loadedFn]
+	// args is reused by every launch; launches of one engine run one at a
+	// time (under its ticket) and the driver copies the values at launch.
+	args cuda.Args
+
+	maxCh     int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS
+	bulkBytes int // the bulk area's size: gpuBulkBytes or GCCL_GPU_BUFFSIZE
+	llMax     int // gpuLLMax or GCCL_GPU_LL_MAX
+	pushMax   int // gpuPushMax or GCCL_GPU_PUSH_MAX
+
+	llAllowed, llForced bool // GCCL_PROTO for the one-shot path (llPolicy)
+
+	stats counters    // Stats (registered.go)
+	regs  *regs.View  // the communicator's registrations (registered.go)
+	chain streamChain // issue order across streams (chain.go), under the launch's turn
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// flags, direct and bulk are rank r's areas as mapped here.
+func (g *Backend) flags(r int) uintptr  { return g.peers.Ptrs[r] }
+func (g *Backend) direct(r int) uintptr { return g.peers.Ptrs[r] + gpuFlagsBytes }
+func (g *Backend) bulk(r int) uintptr   { return g.peers.Ptrs[r] + gpuFlagsBytes + gpuDirectBytes }
+
+// Submit enqueues the launch's kernels and copies on its stream, in its
+// turn, and ends the launch before it returns (nothing on the host waits
+// for the GPU).
+func (g *Backend) Submit(l *engine.Launch) error {
+	if err := l.WaitTurn(context.Background()); err != nil {
+		return err // the core gives the turn back on a failed Submit
+	}
+	if err := g.checkStatus(l); err != nil {
+		return err
+	}
+	if err := g.dev.Do(func() error { return g.enqueue(l) }); err != nil {
+		l.Fail(err)
+		return err
+	}
+	l.Done(nil)
+	return nil
+}
+
+// Meets reports whether Submit of l agrees on graph registrations with
+// the peers (l's stream is being captured with graph registration on).
+func (g *Backend) Meets(l *engine.Launch) bool { return g.regs.Capturing(cuda.Stream(l.Stream)) }
+
+// enqueue issues l's collectives in order, then its point-to-point ops,
+// after the communicator's previous launch whatever its stream (device
+// context current, in l's turn).
+func (g *Backend) enqueue(l *engine.Launch) error {
+	s := cuda.Stream(l.Stream)
+	if err := g.join(s); err != nil {
+		return err
+	}
+	first := len(l.Ops)
+	for i := range l.Ops {
+		if l.Ops[i].Kind.IsP2P() {
+			first = i
+			break
+		}
+		if err := g.collective(&l.Ops[i], s); err != nil {
+			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.Ops[i].String(), err)
+		}
+	}
+	return g.sendRecv(l.Ops[first:], s)
+}
+
+// checkStatus turns a failure a kernel reported into the engine's async error.
+func (g *Backend) checkStatus(l *engine.Launch) error {
+	var err error
+	switch st := atomic.LoadUint32(g.ctlWord(gpuCtlStatus)); st {
+	case kernels.StatusOK:
+		return nil
+	case kernels.StatusTimeout:
+		err = gccl.Errorf(gccl.TimeoutError, "comm", "a GPU kernel waited longer than the timeout for a peer; a peer is gone or stuck (raise GCCL_TIMEOUT if it is just slow)")
+	case kernels.StatusAborted:
+		err = gccl.Errorf(gccl.RemoteError, "comm", "a GPU kernel saw the communicator aborted")
+	case kernels.StatusBadUsage:
+		err = gccl.Errorf(gccl.InvalidUsage, "comm", "the ranks disagreed on buffer registration for an operation (registered on some ranks only, or at different offsets or registrations); pass registered buffers at the same offset on every rank, or unregistered ones on all")
+	default:
+		err = gccl.Errorf(gccl.InternalError, "comm", "a GPU kernel reported status %d (scratch too small for the launch)", st)
+	}
+	l.Fail(err)
+	return err
+}
+
+// The words of the host-mapped control block.
+const (
+	gpuCtlAbort  = 0
+	gpuCtlStatus = 1
+	gpuCtlBytes  = 8
+)
+
+// ctlWord is word i of the control block, as the host sees it.
+func (g *Backend) ctlWord(i int) *uint32 {
+	return (*uint32)(unsafe.Pointer(&device.HostBytes(g.ctlHost, gpuCtlBytes)[4*i]))
+}
+
+// loadedFn is a loaded kernel and its family (kernelFamily), or with no
+// function one of the paths that are not kernels (pathCopy, pathNone).
+type loadedFn struct {
+	f      cuda.Function
+	family string
+}
+
+var pathCopy, pathNone = &loadedFn{family: PathCopy}, &loadedFn{family: PathNone}
+
+// fn returns the kernel's function, loading it once; loaded kernels are
+// found without taking a lock.
+func (g *Backend) fn(name string) (*loadedFn, error) {
+	if m := g.fnsRO.Load(); m != nil {
+		if f, ok := (*m)[name]; ok {
+			return f, nil
+		}
+	}
+	g.fnMu.Lock()
+	defer g.fnMu.Unlock()
+	if f, ok := g.fns[name]; ok {
+		return f, nil
+	}
+	f, err := g.drv.ModuleGetFunction(g.mod, name)
+	if err != nil {
+		return nil, gccl.Errorf(gccl.Code(err), "kernels", "kernel %s: %w", name, err)
+	}
+	lf := &loadedFn{f: f, family: kernelFamily(name)}
+	g.fns[name] = lf
+	ro := maps.Clone(g.fns)
+	g.fnsRO.Store(&ro)
+	return lf, nil
+}
+
+// LastPath is how the backend ran the latest operation enqueued: the
+// kernel family (a kernel name of package kernels, such as
+// kernels.AllReducePipelined), PathCopy or PathNone; "" before the first
+// one. Traffic turns it into bytes.
+func (g *Backend) LastPath() string {
+	if lf := g.last.Load(); lf != nil {
+		return lf.family
+	}
+	return ""
+}
+
+// launch starts kernel name with grid blocks on s: the Comm, then args.
+// It reuses g.args, so it must run in the launch's turn.
+func (g *Backend) launch(name string, grid int, s cuda.Stream, c *kernels.Comm, args func(*cuda.Args)) error {
+	lf, err := g.fn(name)
+	if err != nil {
+		return err
+	}
+	g.last.Store(lf)
+	a := &g.args
+	a.Reset()
+	c.Put(a.Slot(kernels.CommBytes, kernels.CommAlign))
+	if args != nil {
+		args(a)
+	}
+	return g.drv.LaunchKernel(lf.f, cuda.Dim3{X: uint32(grid), Y: 1, Z: 1}, cuda.Dim3{X: kernels.Threads, Y: 1, Z: 1}, 0, s, a)
+}
+
+// channels is the grid for moving bytes: one block per gpuChannelBytes, at
+// least one, at most the grid cap g.maxCh. Every rank computes the same
+// value (the ranks check at init that their caps agree).
+func (g *Backend) channels(bytes int) int {
+	return min(max(1, (bytes+gpuChannelBytes-1)/gpuChannelBytes), g.maxCh)
+}
+
+// maxChannels is the grid cap GCCL_MAX_NCHANNELS asks for, within
+// 1..kernels.MaxChannels, or gpuMaxChannels.
+func maxChannels() int {
+	if v := env.Get().MaxNChannels; v > 0 {
+		return min(v, kernels.MaxChannels)
+	}
+	return gpuMaxChannels
+}
+
+// bulkBytes is the bulk area size GCCL_GPU_BUFFSIZE asks for, rounded
+// down to 64 KiB within gpuBulkMin..gpuBulkMax, or gpuBulkBytes.
+func bulkBytes() int {
+	if v := env.Get().GPUBuffSize; v > 0 {
+		return min(max(v, gpuBulkMin), gpuBulkMax) &^ (64<<10 - 1)
+	}
+	return gpuBulkBytes
+}
+
+// orDefault is v when it is positive, else def.
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// bufBytes is the size of the communication buffer: flags, direct and bulk.
+func (g *Backend) bufBytes() int { return gpuFlagsBytes + gpuDirectBytes + g.bulkBytes }
+
+// llPolicy reads GCCL_PROTO for the all-reduce's LL one-shot path: allowed
+// unless the list leaves LL out; forced (whenever the direct area holds the
+// operation, not only up to g.llMax) when it allows LL but not Simple.
+// A leading ^ excludes the listed protocols, as in NCCL.
+func llPolicy(proto string) (allowed, forced bool) {
+	s := strings.ToUpper(strings.TrimSpace(proto))
+	if s == "" {
+		return true, false
+	}
+	exclude := strings.HasPrefix(s, "^")
+	has := map[string]bool{}
+	for _, f := range strings.Split(strings.TrimPrefix(s, "^"), ",") {
+		has[strings.TrimSpace(f)] = true
+	}
+	ll, simple := has["LL"] != exclude, has["SIMPLE"] != exclude
+	return ll, ll && !simple
+}
+
+// copyAsync is a stream-ordered device copy, skipped when empty or in place.
+func (g *Backend) copyAsync(dst, src uintptr, n int, s cuda.Stream) error {
+	if n == 0 || dst == src {
+		return nil
+	}
+	return g.drv.MemcpyDtoDAsync(dst, src, n, s)
+}
+
+// Close waits for the device's work (the kernels' own deadlines bound it;
+// with abort they are told to give up first), then frees the buffers.
+// Safe twice.
+func (g *Backend) Close(abort bool) error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	g.mu.Unlock()
+	if abort && g.ctlHost != 0 {
+		atomic.StoreUint32(g.ctlWord(gpuCtlAbort), 1)
+	}
+	var first error
+	_ = g.dev.Do(func() error {
+		// A stream the user destroyed cannot be queried, so wait for the
+		// whole context; every kernel wait has a deadline (TimeoutNs).
+		first = g.drv.CtxSynchronize()
+		first = errs.First(first, g.free())
+		return nil
+	})
+	return first
+}

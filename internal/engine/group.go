@@ -1,0 +1,239 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/gccl/gccl"
+)
+
+// Work is one engine's ops in a group launch.
+type Work struct {
+	Engine *Engine
+	Ops    []Op
+}
+
+// Launch validates ops and submits them as one launch: collectives run in
+// issue order, then the point-to-point ops progress concurrently. Nothing is
+// submitted if any op is invalid.
+func (e *Engine) Launch(ops []Op) error {
+	if e == nil {
+		return gccl.Errorf(gccl.InvalidArgument, "comm", "group member 0 has a nil communicator")
+	}
+	l, err := e.prepare(ops)
+	if err != nil || l == nil {
+		return err
+	}
+	return e.submit(l)
+}
+
+// LaunchGroup submits a group: one launch per engine (per device). Every op
+// of every engine is validated before anything is submitted. The launches
+// of Joiner backends are submitted together (submitJoined).
+func LaunchGroup(works []Work) error {
+	ls, err := prepareAll(works)
+	if err != nil {
+		return err
+	}
+	if len(ls) > 1 && meets(works, ls) {
+		return submitConcurrently(works, ls)
+	}
+	var joined []*Launch
+	for i, w := range works {
+		_, joins := w.Engine.backend.(Joiner)
+		switch {
+		case ls[i] == nil:
+		case joins:
+			joined = append(joined, ls[i])
+		case err == nil:
+			err = w.Engine.submit(ls[i])
+		default:
+			w.Engine.recycle(ls[i]) // not submitted
+		}
+	}
+	if err != nil {
+		recycleAll(joined)
+		return err
+	}
+	return submitJoined(joined)
+}
+
+// prepareAll validates every work's ops: one launch per work (nil for no ops).
+func prepareAll(works []Work) ([]*Launch, error) {
+	ls := make([]*Launch, 0, len(works))
+	for i, w := range works {
+		var err error
+		var l *Launch
+		switch {
+		case w.Engine == nil:
+			err = gccl.Errorf(gccl.InvalidArgument, "comm", "group member %d has a nil communicator", i)
+		case appearsBefore(works, i):
+			err = gccl.Errorf(gccl.InvalidUsage, "comm", "communicator appears twice in one group launch; merge its ops")
+		default:
+			l, err = w.Engine.prepare(w.Ops)
+		}
+		if err != nil {
+			recycleAll(ls)
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+// recycleAll recycles launches that were never submitted (nil ones skipped).
+func recycleAll(ls []*Launch) {
+	for _, l := range ls {
+		if l != nil {
+			l.e.recycle(l)
+		}
+	}
+}
+
+// meets reports whether a backend of the group would wait in Submit for
+// its peers (Meeter), which may be engines of this same group.
+func meets(works []Work, ls []*Launch) bool {
+	for i, w := range works {
+		if m, ok := w.Engine.backend.(Meeter); ok && ls[i] != nil && m.Meets(ls[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// submitConcurrently submits every engine's launch on its own goroutine and
+// returns the first error.
+func submitConcurrently(works []Work, ls []*Launch) error {
+	errs := make([]error, len(works))
+	var wg sync.WaitGroup
+	for i, w := range works {
+		if ls[i] == nil {
+			continue
+		}
+		wg.Go(func() { errs[i] = w.Engine.submit(ls[i]) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// submitJoined hands the launches of Joiner backends to their Joiner, one
+// call per set of backends that join, and submits the batches it makes:
+// each batch's launches get their engines' next turns, then the batch is
+// submitted; a batch that fails gives its turns back, and later launches
+// are not submitted.
+func submitJoined(ls []*Launch) error {
+	for len(ls) > 0 {
+		j := ls[0].e.backend.(Joiner)
+		var mine, rest []*Launch
+		for _, l := range ls {
+			if j.Joins(l.e.backend) {
+				mine = append(mine, l)
+			} else {
+				rest = append(rest, l)
+			}
+		}
+		batches, err := j.Join(mine)
+		if err != nil {
+			recycleAll(ls)
+			return err
+		}
+		for i, b := range batches {
+			for _, l := range b.Launches {
+				l.ticket = l.e.order.take()
+			}
+			if err := b.Submit(); err != nil {
+				for _, l := range b.Launches {
+					l.e.order.release() // keep later tickets moving
+					l.e.recycle(l)
+				}
+				for _, later := range batches[i+1:] {
+					recycleAll(later.Launches)
+				}
+				recycleAll(rest)
+				return err
+			}
+		}
+		ls = rest
+	}
+	return nil
+}
+
+// appearsBefore reports whether works[i]'s engine is also one of works[:i]'s.
+// Groups span a handful of devices, so a scan beats building a set.
+func appearsBefore(works []Work, i int) bool {
+	for j := range i {
+		if works[j].Engine == works[i].Engine {
+			return true
+		}
+	}
+	return false
+}
+
+// submit gives l the engine's next ticket and hands it to the backend.
+func (e *Engine) submit(l *Launch) error {
+	l.ticket = e.order.take()
+	if err := e.backend.Submit(l); err != nil {
+		e.order.release() // keep later tickets moving
+		e.recycle(l)
+		return err
+	}
+	return nil
+}
+
+// prepare validates ops for this engine; nil launch for no ops.
+func (e *Engine) prepare(ops []Op) (*Launch, error) {
+	if e.Closed() {
+		return nil, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator is closed or aborted; create a new one")
+	}
+	if err := e.AsyncError(); err != nil {
+		return nil, err
+	}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	l := e.newLaunch(ops[0].Stream, len(ops))
+	var p2p []Op
+	for i := range ops {
+		o := ops[i]
+		if err := o.Validate(e.rank, e.nranks, e.validOp); err != nil {
+			e.recycle(l)
+			return nil, err
+		}
+		if err := e.addStream(l, o.Stream); err != nil {
+			e.recycle(l)
+			return nil, err
+		}
+		if o.Kind.IsP2P() {
+			p2p = append(p2p, o)
+			continue
+		}
+		if !o.Kind.Collective().Reduces() {
+			o.Op = gccl.Sum // unused by this kind
+		} else if o.Op < 0 || o.Op >= gccl.NumBuiltinOps {
+			var err error
+			if o.scalar, err = e.userOp(o.Op, o.Type); err != nil {
+				e.recycle(l)
+				return nil, err
+			}
+		}
+		l.Ops = append(l.Ops, o)
+	}
+	l.Ops = append(l.Ops, p2p...)
+	return l, nil
+}
+
+// addStream notes that an op of l runs on s. A launch on several streams
+// joins them (NCCL >= 2.20): it starts once every stream has reached it and
+// later work on any of them waits for it. A Joiner backend joins streams;
+// the others take one stream per launch.
+func (e *Engine) addStream(l *Launch, s gccl.Stream) error {
+	if s == l.Stream || slices.Contains(l.More, s) {
+		return nil
+	}
+	if _, joins := e.backend.(Joiner); !joins {
+		return gccl.Errorf(gccl.InvalidUsage, "stream", "one communicator's ops in a group must use one stream on the GPU backend (got %#x and %#x)", l.Stream, s)
+	}
+	l.More = append(l.More, s)
+	return nil
+}

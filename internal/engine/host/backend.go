@@ -1,0 +1,193 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"sync"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/transport"
+)
+
+// Config tunes the host backend; the zero value is the defaults.
+type Config struct {
+	// Transport configures the endpoint; Rank, CommID and Secret are filled
+	// in by Open when zero (CommID and Secret from rank 0, through the bootstrap).
+	Transport transport.Config
+	// Algo restricts the algorithms (GCCL_ALGO syntax: "ring,tree", "^direct"); "" = all.
+	Algo string
+	// ChunkBytes is the pipeline piece size (GCCL_CHUNKSIZE); 0 = algo.DefaultChunkBytes.
+	ChunkBytes int
+	// Reducer does the arithmetic; nil = DefaultReducer.
+	Reducer Reducer
+}
+
+// Backend runs operations on host streams over the transports: one task
+// per launch (or per group of launches sharing a stream, task.go) that
+// runs the plans of package algo with a runner, or the zero-copy schedule
+// when every rank is on this host.
+type Backend struct {
+	rank, nranks int
+	dev          device.Device
+	log          *slog.Logger
+	red          Reducer
+	allowed      algo.Allowed
+	chunk        int
+
+	ep    *transport.Endpoint
+	infos []transport.PeerInfo
+	link  []algo.Link // per peer
+
+	connMu sync.Mutex
+	conns  []*peerConn // per peer, nil until connected
+
+	scratch   []byte    // grown on demand; used under the engine's issue order only
+	premulBuf []byte    // PreMulSum's scaled input (premulInput); as scratch
+	zc        *zeroCopy // nil where the ranks cannot map each other's memory
+}
+
+// peerConn is the two directions to one peer.
+type peerConn struct {
+	send, recv transport.Conn
+}
+
+// New returns the constructor of a host backend with cfg, for engine.Config.
+func New(cfg Config) engine.NewBackend {
+	return func(ctx context.Context, s engine.Setup) (engine.Backend, error) { return Open(ctx, s, cfg) }
+}
+
+// Open builds the backend (collective over the ranks): it opens the
+// transport endpoint, exchanges the peers' addresses over the bootstrap
+// and sets up zero-copy (zerocopy.go) when every peer is on this host.
+// Connections are made on first use.
+func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
+	allowed, err := algo.ParseAllowed(cfg.Algo)
+	if err != nil {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "GCCL_ALGO", "%v", err)
+	}
+	b := &Backend{rank: s.Rank, nranks: s.NRanks, dev: s.Device, log: s.Log, red: cfg.Reducer,
+		allowed: allowed, chunk: cfg.ChunkBytes, conns: make([]*peerConn, s.NRanks)}
+	if b.red == nil {
+		b.red = DefaultReducer
+	}
+	if err := b.exchange(ctx, s.Boot, cfg.Transport); err != nil {
+		return nil, errs.First(err, b.Close(true))
+	}
+	if b.zc, err = b.setupZeroCopy(ctx, s.Boot); err != nil {
+		return nil, errs.First(err, b.Close(true))
+	}
+	return b, nil
+}
+
+// exchange agrees on the communicator id and secret, opens the endpoint and
+// all-gathers every rank's PeerInfo.
+func (b *Backend) exchange(ctx context.Context, boot engine.Bootstrap, tc transport.Config) error {
+	tc.Rank = b.rank
+	if tc.CommID == ([16]byte{}) {
+		var mine [32]byte
+		if _, err := rand.Read(mine[:]); err != nil {
+			return gccl.Wrap(gccl.SystemError, "random", err)
+		}
+		all, err := boot.AllGather(ctx, mine[:])
+		if err != nil {
+			return gccl.Errorf(gccl.Code(err), "bootstrap", "agreeing on the communicator id: %w", err)
+		}
+		if len(all) != b.nranks || len(all[0]) != 32 {
+			return gccl.Errorf(gccl.InternalError, "bootstrap", "all-gather returned %d entries, want %d of 32 bytes", len(all), b.nranks)
+		}
+		copy(tc.CommID[:], all[0][:16])
+		if tc.Secret == ([16]byte{}) {
+			copy(tc.Secret[:], all[0][16:])
+		}
+	}
+	ep, err := transport.Listen(tc)
+	if err != nil {
+		return err
+	}
+	b.ep = ep
+	mine, err := ep.Info().MarshalBinary()
+	if err != nil {
+		return err
+	}
+	all, err := boot.AllGather(ctx, mine)
+	if err != nil {
+		return gccl.Errorf(gccl.Code(err), "bootstrap", "exchanging transport addresses: %w", err)
+	}
+	if len(all) != b.nranks {
+		return gccl.Errorf(gccl.InternalError, "bootstrap", "all-gather returned %d entries, want %d", len(all), b.nranks)
+	}
+	b.infos = make([]transport.PeerInfo, b.nranks)
+	b.link = make([]algo.Link, b.nranks)
+	for r, p := range all {
+		if err := b.infos[r].UnmarshalBinary(p); err != nil {
+			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d published a bad address: %w", r, err)
+		}
+		b.link[r] = algo.NetLink
+		if ep.UsesShm(b.infos[r]) {
+			b.link[r] = algo.SHMLink
+		}
+	}
+	return nil
+}
+
+// Close frees the zero-copy control block and closes the connections.
+// With abort it first marks this rank failed, so peers waiting for it at
+// a zero-copy barrier fail at once. Safe twice.
+func (b *Backend) Close(abort bool) error {
+	err := b.zc.close(abort)
+	if b.ep != nil {
+		err = errs.First(err, b.ep.Close())
+	}
+	return err
+}
+
+// connect makes the missing connections to peers, all at once: each Connect
+// waits for the peer's matching call, so connecting one by one could wait in
+// a cycle.
+func (b *Backend) connect(ctx context.Context, peers []int) error {
+	b.connMu.Lock()
+	defer b.connMu.Unlock()
+	var wg sync.WaitGroup
+	errList := make([]error, len(peers))
+	conns := make([]*peerConn, b.nranks)
+	for i, p := range peers {
+		if b.conns[p] != nil || conns[p] != nil || p == b.rank {
+			continue
+		}
+		conns[p] = &peerConn{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, r, err := b.ep.Connect(ctx, b.infos[p], 0)
+			conns[p].send, conns[p].recv, errList[i] = s, r, wrapPeer(err, p, "connecting to")
+		}()
+	}
+	wg.Wait()
+	for p, c := range conns {
+		if c != nil && c.send != nil {
+			b.conns[p] = c
+		}
+	}
+	return errs.First(errList...)
+}
+
+// wrapPeer names the peer in a transport error, keeping its code.
+func wrapPeer(err error, peer int, doing string) error {
+	if err == nil {
+		return nil
+	}
+	return gccl.Errorf(gccl.Code(err), "peer", "%s rank %d: %w", doing, peer, err)
+}
+
+// hostBytes views n bytes at p, nil for n == 0 or p == 0.
+func hostBytes(p uintptr, n int) []byte {
+	if n == 0 || p == 0 {
+		return nil
+	}
+	return device.HostBytes(p, n)
+}

@@ -1,0 +1,129 @@
+package host
+
+import (
+	"context"
+	"unsafe"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/engine"
+)
+
+// Run runs a launch's ops on the host: its collectives in order, then its
+// point-to-point ops together. The GPU-via-host backend calls it with host
+// copies of its ops.
+func (b *Backend) Run(ctx context.Context, ops []engine.Op) error {
+	first := len(ops)
+	for i := range ops {
+		if ops[i].Kind.IsP2P() {
+			first = i
+			break
+		}
+		if err := b.runCollective(ctx, &ops[i]); err != nil {
+			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", ops[i].String(), err)
+		}
+	}
+	return b.runSendRecv(ctx, ops[first:])
+}
+
+func (b *Backend) runCollective(ctx context.Context, o *engine.Op) error {
+	if o.Count == 0 {
+		return nil
+	}
+	kind := o.Kind.Collective()
+	if kind.Reduces() && b.red == nil {
+		return gccl.Errorf(gccl.InternalError, "reducer", "the host backend has no reducer; set host.Config.Reducer or host.DefaultReducer")
+	}
+	var combine combineFunc
+	var post func([]byte) error
+	if kind.Reduces() {
+		combine, post = b.arith(o)
+	}
+	if kind.Reduces() && o.Op >= gccl.NumBuiltinOps {
+		var err error
+		if o, err = b.premulInput(o); err != nil {
+			return err
+		}
+	}
+	if ran, err := b.tryZeroCopy(ctx, o, combine, post); ran || err != nil {
+		return err
+	}
+	es := o.Type.Size()
+	plan, err := algo.Build(algo.Params{Kind: kind, Algo: b.choose(kind, o.Count*es), NRanks: b.nranks,
+		Rank: b.rank, Root: o.Root, Count: o.Count, ElemSize: es, ChunkBytes: b.chunk})
+	if err != nil {
+		return gccl.Errorf(gccl.InternalError, "plan", "%v", err)
+	}
+	send, recv := o.Sizes(b.nranks)
+	sendTo, recvFrom := plan.Peers()
+	if err := b.connect(ctx, append(sendTo, recvFrom...)); err != nil {
+		return err
+	}
+	if len(b.scratch) < plan.ScratchBytes {
+		b.scratch = make([]byte, plan.ScratchBytes)
+	}
+	r := newRunner(ctx, b.conns, es, combine, countSends(plan.Steps))
+	r.bufs[algo.SendBuf] = hostBytes(o.Send, send)
+	r.bufs[algo.RecvBuf] = hostBytes(o.Recv, recv)
+	r.bufs[algo.ScratchBuf] = b.scratch
+	if err := r.run(plan.Steps); err != nil {
+		return err
+	}
+	if post != nil && (kind != algo.Reduce || b.rank == o.Root) {
+		return post(r.bufs[algo.RecvBuf])
+	}
+	return nil
+}
+
+// choose picks the algorithm for a collective of the given per-rank bytes.
+func (b *Backend) choose(kind algo.Kind, bytes int) algo.Algorithm {
+	link := algo.SHMLink
+	for r, l := range b.link {
+		if r != b.rank && l == algo.NetLink {
+			link = l
+		}
+	}
+	if kind == algo.AllGather || kind == algo.ReduceScatter {
+		bytes *= b.nranks
+	}
+	return algo.Choose(kind, bytes, b.nranks, link, b.allowed)
+}
+
+// arith resolves an op to the operator the transfer uses and the epilogue
+// applied to the result (nil if none): Avg reduces as Sum then divides;
+// PreMulSum reduces as Sum (runCollective scaled this rank's input first).
+func (b *Backend) arith(o *engine.Op) (combineFunc, func([]byte) error) {
+	red := b.red
+	base, post := o.Op, (func([]byte) error)(nil)
+	switch {
+	case o.Op == gccl.Avg:
+		base = gccl.Sum
+		post = func(p []byte) error { return red.DivN(p, o.Type, b.nranks) }
+	case o.Op >= gccl.NumBuiltinOps:
+		base = gccl.Sum
+	}
+	combine := func(dst, x, y []byte) error { return red.Combine(dst, x, y, o.Type, base) }
+	return combine, post
+}
+
+// premulInput returns o reading a copy of its input that this rank's factor
+// scaled: PreMulSum is Σ_r s_r·x_r, each rank scaling its own contribution
+// before the sum, so every algorithm then reduces as Sum, and the user's
+// buffer is left as it was. The copy lives in b.premulBuf (Go memory, which
+// peers cannot map: a large zero-copy run falls back to a step schedule on
+// every rank alike).
+func (b *Backend) premulInput(o *engine.Op) (*engine.Op, error) {
+	send, _ := o.Sizes(b.nranks)
+	if cap(b.premulBuf) < send {
+		b.premulBuf = make([]byte, send)
+	}
+	buf := b.premulBuf[:send]
+	copy(buf, hostBytes(o.Send, send))
+	sc := o.Scalar()
+	if err := b.red.Scale(buf, o.Type, sc.HostBytes()); err != nil {
+		return nil, err
+	}
+	p := *o
+	p.Send = uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	return &p, nil
+}

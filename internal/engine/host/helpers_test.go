@@ -1,0 +1,139 @@
+package host
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/enginetest"
+	"github.com/stretchr/testify/require"
+)
+
+// testReducer does Int32 and Float64 arithmetic for the engine's own tests
+// (the full type matrix is tested with internal/reduce through package coll).
+type testReducer struct{}
+
+func (testReducer) each(dst, a, b []byte, t gccl.DataType, f func(x, y float64) float64) error {
+	switch t {
+	case gccl.Int32:
+		for i := 0; i < len(dst); i += 4 {
+			x, y := float64(int32(binary.LittleEndian.Uint32(a[i:]))), float64(int32(binary.LittleEndian.Uint32(b[i:])))
+			binary.LittleEndian.PutUint32(dst[i:], uint32(int32(int64(f(x, y)))))
+		}
+	case gccl.Float64:
+		for i := 0; i < len(dst); i += 8 {
+			x, y := math.Float64frombits(binary.LittleEndian.Uint64(a[i:])), math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))
+			binary.LittleEndian.PutUint64(dst[i:], math.Float64bits(f(x, y)))
+		}
+	default:
+		return fmt.Errorf("testReducer: %v unsupported", t)
+	}
+	return nil
+}
+
+func (r testReducer) Combine(dst, a, b []byte, t gccl.DataType, op gccl.RedOp) error {
+	f := map[gccl.RedOp]func(x, y float64) float64{
+		gccl.Sum: func(x, y float64) float64 { return x + y }, gccl.Prod: func(x, y float64) float64 { return x * y },
+		gccl.Max: math.Max, gccl.Min: math.Min}[op]
+	return r.each(dst, a, b, t, f)
+}
+
+func (r testReducer) Scale(buf []byte, t gccl.DataType, s []byte) error {
+	v := make([]byte, len(buf))
+	for i := 0; i < len(v); i += len(s) {
+		copy(v[i:], s)
+	}
+	return r.each(buf, buf, v, t, func(x, y float64) float64 { return x * y })
+}
+
+func (r testReducer) DivN(buf []byte, t gccl.DataType, n int) error {
+	return r.each(buf, buf, buf, t, func(x, _ float64) float64 {
+		if t == gccl.Int32 {
+			return float64(int64(x) / int64(n))
+		}
+		return x / float64(n)
+	})
+}
+
+// world is n engines over an in-process bootstrap, each with its host device and stream.
+type world struct {
+	engines  []*engine.Engine
+	backends []*Backend
+	devs    []device.Device
+	streams []gccl.Stream
+}
+
+func newWorld(t *testing.T, n int, algoList string) *world {
+	t.Helper()
+	return newWorldTimeout(t, n, algoList, 20*time.Second)
+}
+
+func newWorldTimeout(t *testing.T, n int, algoList string, timeout time.Duration) *world {
+	t.Helper()
+	net := enginetest.NewNet(n)
+	w := &world{engines: make([]*engine.Engine, n), backends: make([]*Backend, n), devs: make([]device.Device, n), streams: make([]gccl.Stream, n)}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for r := range n {
+		d, err := device.Open(device.Host, 0)
+		require.NoError(t, err)
+		s, err := d.NewStream()
+		require.NoError(t, err)
+		w.devs[r], w.streams[r] = d, s
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg := Config{Reducer: testReducer{}, Algo: algoList, ChunkBytes: 4096}
+			w.engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, Timeout: timeout,
+				Backend: func(ctx context.Context, s engine.Setup) (engine.Backend, error) {
+					b, err := Open(ctx, s, cfg)
+					if err != nil {
+						return nil, err
+					}
+					w.backends[r] = b
+					return b, nil
+				}})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		for r, e := range w.engines {
+			require.NoError(t, e.Close())
+			require.NoError(t, w.devs[r].DestroyStream(w.streams[r]))
+		}
+	})
+	return w
+}
+
+// alloc returns a host-device buffer of n bytes filled with random bytes.
+func (w *world) alloc(t *testing.T, r, n int, rng *rand.Rand) (uintptr, []byte) {
+	if n == 0 {
+		return 0, nil
+	}
+	p, err := w.devs[r].Alloc(n)
+	require.NoError(t, err)
+	t.Cleanup(func() { w.devs[r].Free(p) })
+	b := device.HostBytes(p, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return p, b
+}
+
+// sync waits for every rank's stream.
+func (w *world) sync(t *testing.T) {
+	for r := range w.engines {
+		require.NoError(t, w.devs[r].Synchronize(w.streams[r]), "rank %d", r)
+	}
+}

@@ -1,0 +1,228 @@
+package host
+
+import (
+	"context"
+	"sync"
+	"unsafe"
+
+	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/transport"
+)
+
+// combineFunc computes dst = a ⊕ b element-wise; dst may alias a or b.
+type combineFunc func(dst, a, b []byte) error
+
+// runner executes one plan of this rank over host memory. Sends are posted
+// to one goroutine per peer and complete when the peer has taken the bytes;
+// receives block; before a step writes a range it waits for the posted sends
+// that still read that range.
+type runner struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	conns   []*peerConn
+	es      int
+	combine combineFunc
+	bufs    [4][]byte // indexed by algo.Buffer
+
+	senders map[int]chan *sendReq
+	wg      sync.WaitGroup
+	pending []*sendReq
+}
+
+type sendReq struct {
+	p    []byte
+	done chan struct{}
+	err  error
+}
+
+// newRunner prepares a runner; sends[p] is how many sends the steps post
+// to peer p, so that posting never blocks.
+func newRunner(ctx context.Context, conns []*peerConn, es int, combine combineFunc, sends map[int]int) *runner {
+	r := &runner{conns: conns, es: es, combine: combine, senders: map[int]chan *sendReq{}}
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	for p, n := range sends {
+		q := make(chan *sendReq, n)
+		r.senders[p] = q
+		r.wg.Add(1)
+		go r.sendLoop(conns[p].send, q)
+	}
+	return r
+}
+
+// countSends returns how many sends steps post to each peer.
+func countSends(steps []algo.Step) map[int]int {
+	m := map[int]int{}
+	for _, s := range steps {
+		if s.Op.Sends() {
+			m[s.To]++
+		}
+	}
+	return m
+}
+
+// run executes the steps, then waits for every posted send.
+func (r *runner) run(steps []algo.Step) error {
+	err := r.steps(steps)
+	if err != nil {
+		r.cancel()
+	}
+	return errs.First(err, r.finish())
+}
+
+func (r *runner) steps(steps []algo.Step) error {
+	for _, s := range steps {
+		if err := r.step(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) at(ref algo.Ref, n int) []byte { return r.bufs[ref.Buf][ref.Off : ref.Off+n] }
+
+func (r *runner) step(s algo.Step) error {
+	var dst []byte
+	if s.Op.Writes() {
+		dst = r.at(s.Dst, s.Len)
+		if err := r.waitWriters(dst); err != nil {
+			return err
+		}
+	}
+	switch s.Op {
+	case algo.Send:
+		r.post(s.To, r.at(s.Src, s.Len))
+		return nil
+	case algo.Copy:
+		if src := r.at(s.Src, s.Len); addr(src) != addr(dst) {
+			copy(dst, src)
+		}
+		return nil
+	case algo.LocalReduce:
+		return r.combine(dst, dst, r.at(s.Src, s.Len))
+	case algo.Recv, algo.RecvCopySend:
+		err := r.recv(s.From, s.Len, func(off int, p []byte) error { copy(dst[off:], p); return nil })
+		if err != nil {
+			return err
+		}
+	case algo.RecvReduce, algo.RecvReduceSend:
+		src := r.at(s.Src, s.Len)
+		err := r.recv(s.From, s.Len, func(off int, p []byte) error {
+			return r.combine(dst[off:off+len(p)], src[off:off+len(p)], p)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if s.Op.Sends() {
+		r.post(s.To, dst)
+	}
+	return nil
+}
+
+// recv receives n bytes from peer, handing consume whole elements only
+// (transport pieces may split an element), with their offset.
+func (r *runner) recv(peer, n int, consume func(off int, p []byte) error) error {
+	off := 0
+	var carry []byte
+	err := r.conns[peer].recv.Recv(r.ctx, n, func(p []byte) error {
+		if len(carry) > 0 {
+			k := min(r.es-len(carry), len(p))
+			carry = append(carry, p[:k]...)
+			p = p[k:]
+			if len(carry) < r.es {
+				return nil
+			}
+			if err := consume(off, carry); err != nil {
+				return err
+			}
+			off += r.es
+			carry = carry[:0]
+		}
+		whole := len(p) - len(p)%r.es
+		if whole > 0 {
+			if err := consume(off, p[:whole]); err != nil {
+				return err
+			}
+			off += whole
+		}
+		carry = append(carry, p[whole:]...)
+		return nil
+	})
+	return wrapPeer(err, peer, "receiving from")
+}
+
+// post queues p for peer's sender goroutine; the queue was sized by
+// newRunner, so this never blocks.
+func (r *runner) post(peer int, p []byte) {
+	req := &sendReq{p: p, done: make(chan struct{})}
+	r.pending = append(r.pending, req)
+	r.senders[peer] <- req
+}
+
+func (r *runner) sendLoop(c transport.Conn, q chan *sendReq) {
+	defer r.wg.Done()
+	for req := range q {
+		if err := r.ctx.Err(); err != nil {
+			req.err = errs.Ctx(r.ctx, "sending")
+		} else {
+			req.err = c.Send(r.ctx, req.p)
+		}
+		close(req.done)
+	}
+}
+
+// waitWriters waits for the posted sends whose bytes overlap w, and drops
+// completed sends from the pending list.
+func (r *runner) waitWriters(w []byte) error {
+	lo, hi := addr(w), addr(w)+uintptr(len(w))
+	keep := r.pending[:0]
+	for _, req := range r.pending {
+		plo := addr(req.p)
+		if plo < hi && lo < plo+uintptr(len(req.p)) {
+			if err := r.wait(req); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-req.done:
+			if req.err != nil {
+				return req.err
+			}
+		default:
+			keep = append(keep, req)
+		}
+	}
+	clear(r.pending[len(keep):])
+	r.pending = keep
+	return nil
+}
+
+func (r *runner) wait(req *sendReq) error {
+	select {
+	case <-req.done:
+		return req.err
+	case <-r.ctx.Done():
+		return errs.Ctx(r.ctx, "waiting for a send")
+	}
+}
+
+// finish waits for every posted send and stops the sender goroutines.
+func (r *runner) finish() error {
+	var err error
+	for _, req := range r.pending {
+		err = errs.First(err, r.wait(req))
+	}
+	if err != nil {
+		r.cancel()
+	}
+	for _, q := range r.senders {
+		close(q)
+	}
+	r.wg.Wait()
+	r.cancel()
+	return err
+}
+
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }

@@ -1,0 +1,116 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/internal/errs"
+)
+
+// runSendRecv runs point-to-point ops concurrently: one goroutine per peer and
+// direction takes that peer's ops in issue order (so the k-th send to a peer
+// matches the peer's k-th receive), and all peers progress at once, so
+// all-to-all patterns cannot deadlock. Sends to self are matched with
+// receives from self by order and copied.
+func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	type lane struct {
+		peer int
+		send bool
+	}
+	lanes := map[lane][]*engine.Op{}
+	var order []lane
+	var selfSend, selfRecv []*engine.Op
+	for i := range ops {
+		o := &ops[i]
+		switch {
+		case o.Peer == b.rank && o.Kind == engine.Send:
+			selfSend = append(selfSend, o)
+		case o.Peer == b.rank:
+			selfRecv = append(selfRecv, o)
+		default:
+			k := lane{o.Peer, o.Kind == engine.Send}
+			if _, ok := lanes[k]; !ok {
+				order = append(order, k)
+			}
+			lanes[k] = append(lanes[k], o)
+		}
+	}
+	if err := copySelf(selfSend, selfRecv); err != nil {
+		return err
+	}
+	peers := make([]int, 0, len(order))
+	for _, k := range order {
+		peers = append(peers, k.peer)
+	}
+	if err := b.connect(ctx, peers); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errList := make([]error, len(order))
+	var wg sync.WaitGroup
+	for i, k := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, o := range lanes[k] {
+				if errList[i] = b.sendRecvOne(ctx, o); errList[i] != nil {
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return causeErr(errList...)
+}
+
+// causeErr is the first error that is not a cancellation, else the first
+// error: when one lane fails it cancels its siblings, and the failure (a
+// dead peer, say), not a sibling's "cancelled while waiting", must reach
+// the caller.
+func causeErr(list ...error) error {
+	for _, err := range list {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return errs.First(list...)
+}
+
+func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
+	n := o.Count * o.Type.Size()
+	if n == 0 {
+		return nil
+	}
+	pc := b.conns[o.Peer]
+	if o.Kind == engine.Send {
+		return wrapPeer(pc.send.Send(ctx, hostBytes(o.Send, n)), o.Peer, "sending to")
+	}
+	dst := hostBytes(o.Recv, n)
+	off := 0
+	err := pc.recv.Recv(ctx, n, func(p []byte) error { off += copy(dst[off:], p); return nil })
+	return wrapPeer(err, o.Peer, "receiving from")
+}
+
+// copySelf pairs sends to self with receives from self, in order.
+func copySelf(sends, recvs []*engine.Op) error {
+	if len(sends) != len(recvs) {
+		return gccl.Errorf(gccl.InvalidUsage, "peer", "%d sends to self but %d receives from self in one group; pair them", len(sends), len(recvs))
+	}
+	for i, s := range sends {
+		r := recvs[i]
+		ns, nr := s.Count*s.Type.Size(), r.Count*r.Type.Size()
+		if ns != nr {
+			return gccl.Errorf(gccl.InvalidUsage, "count", "send to self of %d bytes matched with a receive of %d bytes", ns, nr)
+		}
+		copy(hostBytes(r.Recv, nr), hostBytes(s.Send, ns))
+	}
+	return nil
+}
