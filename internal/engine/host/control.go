@@ -117,18 +117,18 @@ func (c ctlBlock) getDesc(parity uint32, i int) bufDesc {
 // zeroCopy is a host backend's state for the zero-copy algorithm: its own
 // control block, its peers' (mapped), and caches of mapped peer buffers.
 type zeroCopy struct {
-	mu     sync.Mutex // held by the running operation; close waits for it
-	closed bool
-	host   device.Device // allocates the control block
-	ctlPtr uintptr
-	ctl    []ctlBlock // per rank; ctl[rank] is this rank's own
-	own    ctlBlock   // this rank's, once mapped
-	unmaps []func() error
-	maps   []peerMaps // per rank
-	seq    uint32     // barriers passed
-	runs    uint64    // operations run zero-copy (copy-in ones included)
-	copyIns uint64    // operations run through the copy-in areas
-	tmp    []byte     // accumulator of one block
+	mu      sync.Mutex // held by the running operation; close waits for it
+	closed  bool
+	host    device.Device // allocates the control block
+	ctlPtr  uintptr
+	ctl     []ctlBlock // per rank; ctl[rank] is this rank's own
+	own     ctlBlock   // this rank's, once mapped
+	unmaps  []func() error
+	maps    []peerMaps // per rank
+	seq     uint32     // barriers passed
+	runs    uint64     // operations run zero-copy (copy-in ones included)
+	copyIns uint64     // operations run through the copy-in areas
+	tmp     []byte     // accumulator of one block
 }
 
 // setupZeroCopy allocates this rank's control block and maps every peer's.

@@ -67,8 +67,8 @@ func (r testReducer) DivN(buf []byte, t gccl.DataType, n int) error {
 type world struct {
 	engines  []*engine.Engine
 	backends []*Backend
-	devs    []device.Device
-	streams []gccl.Stream
+	devs     []device.Device
+	streams  []gccl.Stream
 }
 
 func newWorld(t *testing.T, n int, algoList string) *world {

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/transport"
 )
 

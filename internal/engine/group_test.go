@@ -1,0 +1,125 @@
+package engine_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// joinBackend is a fakeBackend that joins: it accepts launches on several
+// streams, and Join makes one batch of every launch it is given.
+type joinBackend struct {
+	fakeBackend
+	joins     *[][]*engine.Launch // every Join call's launches
+	batchFail error               // the batch's Submit fails with it when set
+}
+
+func (j *joinBackend) Joins(b engine.Backend) bool {
+	_, ok := b.(*joinBackend)
+	return ok
+}
+
+func (j *joinBackend) Join(ls []*engine.Launch) ([]engine.Batch, error) {
+	*j.joins = append(*j.joins, ls)
+	submit := func() error {
+		if j.batchFail != nil {
+			return j.batchFail
+		}
+		for _, l := range ls {
+			if err := l.Backend().Submit(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return []engine.Batch{{Launches: ls, Submit: submit}}, nil
+}
+
+// TestSeamJoiner: a group's launches on Joiner backends reach one Join
+// call and may use several streams; a launch on several streams is an
+// error on other backends; a batch that fails gives its turns back.
+func TestSeamJoiner(t *testing.T) {
+	var joins [][]*engine.Launch
+	js := []*joinBackend{{joins: &joins}, {joins: &joins}}
+	var works []engine.Work
+	var bufs []uintptr
+	for i, j := range js {
+		j.rng = rand.New(rand.NewPCG(uint64(i), 9))
+		e, buf := seamEngine(t, j, 10*time.Second)
+		two := op(buf, 10+i)
+		two.Stream = 2
+		works = append(works, engine.Work{Engine: e, Ops: []engine.Op{op(buf, i+1), two}})
+		bufs = append(bufs, buf)
+	}
+	require.NoError(t, engine.LaunchGroup(works))
+	require.Len(t, joins, 1)
+	assert.Len(t, joins[0], 2)
+	for i, j := range js {
+		require.NoError(t, works[i].Engine.Drain(context.Background()))
+		assert.Equal(t, []int{i + 1, 10 + i}, j.log())
+	}
+
+	js[0].batchFail = gccl.Errorf(gccl.InvalidUsage, "stream", "closed")
+	require.ErrorIs(t, engine.LaunchGroup(works), gccl.ErrInvalidUsage)
+	js[0].batchFail = nil
+	require.NoError(t, engine.LaunchGroup(works), "the failed batch gave its turns back")
+	for _, w := range works {
+		require.NoError(t, w.Engine.Drain(context.Background()))
+	}
+
+	plain, buf := seamEngine(t, &fakeBackend{rng: rand.New(rand.NewPCG(1, 1))}, 10*time.Second)
+	two := op(buf, 2)
+	two.Stream = 2
+	err := plain.Launch([]engine.Op{op(buf, 1), two})
+	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
+	assert.Equal(t, "stream", err.(*gccl.Error).Arg)
+}
+
+// meetBackend's Submit waits (up to a second) until every backend of its
+// meeting has been submitted to, as the GPU backend agreeing on graph
+// registrations with peers that are engines of the same group.
+type meetBackend struct {
+	fakeBackend
+	meeting *sync.WaitGroup
+}
+
+func (m *meetBackend) Meets(*engine.Launch) bool { return true }
+
+func (m *meetBackend) Submit(l *engine.Launch) error {
+	m.meeting.Done()
+	met := make(chan struct{})
+	go func() { m.meeting.Wait(); close(met) }()
+	select {
+	case <-met:
+		return m.fakeBackend.Submit(l)
+	case <-time.After(time.Second):
+		return gccl.Errorf(gccl.TimeoutError, "test", "the peers never submitted")
+	}
+}
+
+// TestSeamMeeter: the launches of a group whose backend meets its peers in
+// Submit are submitted concurrently.
+func TestSeamMeeter(t *testing.T) {
+	var meeting sync.WaitGroup
+	meeting.Add(3)
+	var works []engine.Work
+	var ms []*meetBackend
+	for i := range 3 {
+		m := &meetBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(uint64(i), 3))}, meeting: &meeting}
+		e, buf := seamEngine(t, m, 10*time.Second)
+		works = append(works, engine.Work{Engine: e, Ops: []engine.Op{op(buf, i+1)}})
+		ms = append(ms, m)
+	}
+	require.NoError(t, engine.LaunchGroup(works))
+	for i, m := range ms {
+		require.NoError(t, works[i].Engine.Drain(context.Background()))
+		assert.Equal(t, []int{i + 1}, m.log())
+	}
+}
