@@ -3,7 +3,6 @@ package gpu
 import (
 	"context"
 	"maps"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,11 +10,11 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/graph"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
-	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport/p2p"
 )
@@ -246,52 +245,8 @@ func (g *Backend) channels(bytes int) int {
 	return min(max(1, (bytes+gpuChannelBytes-1)/gpuChannelBytes), g.maxCh)
 }
 
-// maxChannels is the grid cap GCCL_MAX_NCHANNELS asks for, within
-// 1..kernels.MaxChannels, or gpuMaxChannels.
-func maxChannels() int {
-	if v := env.Get().MaxNChannels; v > 0 {
-		return min(v, kernels.MaxChannels)
-	}
-	return gpuMaxChannels
-}
-
-// bulkBytes is the bulk area size GCCL_GPU_BUFFSIZE asks for, rounded
-// down to 64 KiB within gpuBulkMin..gpuBulkMax, or gpuBulkBytes.
-func bulkBytes() int {
-	if v := env.Get().GPUBuffSize; v > 0 {
-		return min(max(v, gpuBulkMin), gpuBulkMax) &^ (64<<10 - 1)
-	}
-	return gpuBulkBytes
-}
-
-// orDefault is v when it is positive, else def.
-func orDefault(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
-}
-
 // bufBytes is the size of the communication buffer: flags, direct and bulk.
 func (g *Backend) bufBytes() int { return gpuFlagsBytes + gpuDirectBytes + g.bulkBytes }
-
-// llPolicy reads GCCL_PROTO for the all-reduce's LL one-shot path: allowed
-// unless the list leaves LL out; forced (whenever the direct area holds the
-// operation, not only up to g.llMax) when it allows LL but not Simple.
-// A leading ^ excludes the listed protocols, as in NCCL.
-func llPolicy(proto string) (allowed, forced bool) {
-	s := strings.ToUpper(strings.TrimSpace(proto))
-	if s == "" {
-		return true, false
-	}
-	exclude := strings.HasPrefix(s, "^")
-	has := map[string]bool{}
-	for _, f := range strings.Split(strings.TrimPrefix(s, "^"), ",") {
-		has[strings.TrimSpace(f)] = true
-	}
-	ll, simple := has["LL"] != exclude, has["SIMPLE"] != exclude
-	return ll, ll && !simple
-}
 
 // copyAsync is a stream-ordered device copy, skipped when empty or in place.
 func (g *Backend) copyAsync(dst, src uintptr, n int, s cuda.Stream) error {
@@ -324,4 +279,81 @@ func (g *Backend) Close(abort bool) error {
 		return nil
 	})
 	return first
+}
+
+// streamChain keeps one communicator's kernels in issue order whatever
+// streams they are enqueued on, as NCCL does. Every rank's kernels must run
+// in the same order: two launches of one communicator running at once, or
+// in another order on two ranks, would pair different operations' flags
+// and areas (wrong data, or waits that never end).
+//
+// It costs nothing while launches stay on one stream. When a launch comes
+// on another stream than the previous one, an event recorded on the
+// previous stream now (it covers that launch and whatever was enqueued
+// there before this call, all of it issued earlier, so no cycle can form)
+// is made the new stream's next dependency.
+//
+// Captured launches are chained the same way within one capture (the event
+// joins the two captured streams in the graph). Between a capture and
+// eager work, or two captures, there is no link to make (CUDA forbids it):
+// a graph's kernels run when the graph is launched, and the application
+// orders graph launches against eager operations of the same communicator
+// through the stream it launches the graph on (docs/gpu.md).
+type streamChain struct {
+	last  cuda.Stream
+	valid bool       // last is set
+	ev    cuda.Event // created at the first change of stream
+}
+
+// join makes s wait for the communicator's previous launch when that went
+// to another stream (the engine's ticket held, the context current).
+func (g *Backend) join(s cuda.Stream) error {
+	ch := &g.chain
+	prev, had := ch.last, ch.valid
+	ch.last, ch.valid = s, true
+	if !had || prev == s {
+		return nil
+	}
+	link, err := g.linkable(prev, s)
+	if err != nil || !link {
+		return err
+	}
+	if ch.ev == 0 {
+		if ch.ev, err = g.drv.EventCreate(cuda.EventDisableTiming); err != nil {
+			return gccl.Errorf(gccl.Code(err), "stream", "creating the event that orders the communicator's streams: %w", err)
+		}
+	}
+	if err := g.drv.EventRecord(ch.ev, prev); err != nil {
+		return gccl.Errorf(gccl.Code(err), "stream",
+			"recording an event on stream %#x, where this communicator's previous operation went (was it destroyed while that operation ran?): %w", uintptr(prev), err)
+	}
+	if err := g.drv.StreamWaitEvent(s, ch.ev); err != nil {
+		return gccl.Errorf(gccl.Code(err), "stream", "ordering stream %#x after stream %#x: %w", uintptr(s), uintptr(prev), err)
+	}
+	return nil
+}
+
+// linkable reports whether a dependency of s on prev can be expressed:
+// both eager, or both captured into the same graph.
+func (g *Backend) linkable(prev, s cuda.Stream) (bool, error) {
+	a, err := graph.Info(g.drv, gccl.Stream(prev))
+	if err != nil {
+		return false, gccl.Errorf(gccl.Code(err), "stream",
+			"stream %#x, where this communicator's previous operation went, cannot be queried (destroyed while that operation ran?): %w", uintptr(prev), err)
+	}
+	b, err := graph.Info(g.drv, gccl.Stream(s))
+	if err != nil {
+		return false, err
+	}
+	return a.Active == b.Active && a.ID == b.ID, nil
+}
+
+// destroyChain frees the chain's event (the device's work done).
+func (g *Backend) destroyChain() error {
+	ev := g.chain.ev
+	g.chain = streamChain{}
+	if ev == 0 {
+		return nil
+	}
+	return g.drv.EventDestroy(ev)
 }

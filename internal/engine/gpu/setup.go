@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/bufreg"
@@ -260,4 +261,48 @@ func (g *Backend) preload() error {
 	ro := maps.Clone(g.fns)
 	g.fnsRO.Store(&ro)
 	return nil
+}
+
+// maxChannels is the grid cap GCCL_MAX_NCHANNELS asks for, within
+// 1..kernels.MaxChannels, or gpuMaxChannels.
+func maxChannels() int {
+	if v := env.Get().MaxNChannels; v > 0 {
+		return min(v, kernels.MaxChannels)
+	}
+	return gpuMaxChannels
+}
+
+// bulkBytes is the bulk area size GCCL_GPU_BUFFSIZE asks for, rounded
+// down to 64 KiB within gpuBulkMin..gpuBulkMax, or gpuBulkBytes.
+func bulkBytes() int {
+	if v := env.Get().GPUBuffSize; v > 0 {
+		return min(max(v, gpuBulkMin), gpuBulkMax) &^ (64<<10 - 1)
+	}
+	return gpuBulkBytes
+}
+
+// orDefault is v when it is positive, else def.
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// llPolicy reads GCCL_PROTO for the all-reduce's LL one-shot path: allowed
+// unless the list leaves LL out; forced (whenever the direct area holds the
+// operation, not only up to g.llMax) when it allows LL but not Simple.
+// A leading ^ excludes the listed protocols, as in NCCL.
+func llPolicy(proto string) (allowed, forced bool) {
+	s := strings.ToUpper(strings.TrimSpace(proto))
+	if s == "" {
+		return true, false
+	}
+	exclude := strings.HasPrefix(s, "^")
+	has := map[string]bool{}
+	for _, f := range strings.Split(strings.TrimPrefix(s, "^"), ",") {
+		has[strings.TrimSpace(f)] = true
+	}
+	ll, simple := has["LL"] != exclude, has["SIMPLE"] != exclude
+	return ll, ll && !simple
 }

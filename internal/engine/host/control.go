@@ -13,6 +13,7 @@ import (
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/host/futex"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 )
 
@@ -67,7 +68,9 @@ type ctlBlock struct{ mem []byte }
 
 func (c ctlBlock) u32(off int) *uint32 { return (*uint32)(unsafe.Pointer(&c.mem[off])) }
 
-func (c ctlBlock) seq() counter { return counter{seq: c.u32(offSeq), waiters: c.u32(offWaiters)} }
+func (c ctlBlock) seq() futex.Counter {
+	return futex.Counter{Seq: c.u32(offSeq), Waiters: c.u32(offWaiters)}
+}
 
 func (c ctlBlock) failed() bool { return atomic.LoadUint32(c.u32(offFailed)) != 0 }
 

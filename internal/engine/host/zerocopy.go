@@ -170,13 +170,13 @@ func (b *Backend) zcResolve(zo *zcOp, d [][2]bufDesc, sendSz, recvSz int) error 
 func (b *Backend) zcBarrier(ctx context.Context) error {
 	z := b.zc
 	z.seq++
-	z.own.seq().advance(z.seq)
+	z.own.seq().Advance(z.seq)
 	deadline, _ := ctx.Deadline()
 	for r := range z.ctl {
 		if r == b.rank {
 			continue
 		}
-		if err := z.ctl[r].seq().await(z.seq, b.zcCheck(ctx, r, deadline)); err != nil {
+		if err := z.ctl[r].seq().Await(z.seq, b.zcCheck(ctx, r, deadline)); err != nil {
 			return err
 		}
 	}

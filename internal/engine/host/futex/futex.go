@@ -1,4 +1,9 @@
-package host
+// Package futex is a sequence counter in shared memory that one process
+// advances and others wait on: a waiter polls, yields, then sleeps on a
+// Linux futex that the advancing process wakes, so that a wait costs no
+// CPU for long and an advance costs no system call when nobody sleeps.
+// The host backend's zero-copy barriers are made of them.
+package futex
 
 import (
 	"runtime"
@@ -38,32 +43,32 @@ const (
 	futexNap   = 2 * time.Millisecond
 )
 
-// counter is a 32-bit sequence number in shared memory that one process
+// Counter is a 32-bit sequence number in shared memory that one process
 // advances and others wait on, with a count of sleeping waiters next to it
 // (on its own cache line) so that advancing costs no system call when
 // nobody sleeps.
-type counter struct {
-	seq     *uint32
-	waiters *uint32
+type Counter struct {
+	Seq     *uint32
+	Waiters *uint32
 }
 
-// reached reports whether the counter is at or past target (wrap-safe).
-func reached(v, target uint32) bool { return int32(v-target) >= 0 }
+// Reached reports whether a counter value v is at or past target (wrap-safe).
+func Reached(v, target uint32) bool { return int32(v-target) >= 0 }
 
-// advance stores v and wakes the sleepers.
-func (c counter) advance(v uint32) {
-	atomic.StoreUint32(c.seq, v)
-	if atomic.LoadUint32(c.waiters) != 0 {
-		futexWakeAll(c.seq)
+// Advance stores v and wakes the sleepers.
+func (c Counter) Advance(v uint32) {
+	atomic.StoreUint32(c.Seq, v)
+	if atomic.LoadUint32(c.Waiters) != 0 {
+		futexWakeAll(c.Seq)
 	}
 }
 
-// await waits until the counter reaches target. check runs between sleeps
+// Await waits until the counter reaches target. check runs between sleeps
 // (and every few polls) and ends the wait with its error.
-func (c counter) await(target uint32, check func() error) error {
+func (c Counter) Await(target uint32, check func() error) error {
 	for i := 0; ; i++ {
-		v := atomic.LoadUint32(c.seq)
-		if reached(v, target) {
+		v := atomic.LoadUint32(c.Seq)
+		if Reached(v, target) {
 			return nil
 		}
 		switch {
@@ -81,11 +86,11 @@ func (c counter) await(target uint32, check func() error) error {
 		if err := check(); err != nil {
 			return err
 		}
-		atomic.AddUint32(c.waiters, 1)
-		if v = atomic.LoadUint32(c.seq); !reached(v, target) {
-			futexSleep(c.seq, v, futexNap)
+		atomic.AddUint32(c.Waiters, 1)
+		if v = atomic.LoadUint32(c.Seq); !Reached(v, target) {
+			futexSleep(c.Seq, v, futexNap)
 		}
-		atomic.AddUint32(c.waiters, ^uint32(0))
+		atomic.AddUint32(c.Waiters, ^uint32(0))
 	}
 }
 

@@ -1,0 +1,35 @@
+// Package gpu is the engine's GPU backend: operations run as kernels
+// (package kernels) on the caller's CUstream over device memory that the
+// peers map (transport/p2p). Nothing on the host waits for the GPU: the
+// kernels synchronise among themselves through flags and counters in
+// device memory, so a captured CUDA graph can be replayed any number of
+// times.
+//
+// Open loads the kernels, allocates this rank's communication buffer
+// (flags, a direct area for the one-shot and push kernels, a bulk area for
+// the staged kernels) and counters, and exchanges the buffers with the
+// peers, checking that every rank runs with the same settings
+// (GCCL_MAX_NCHANNELS, GCCL_PROTO, GCCL_GPU_BUFFSIZE, GCCL_GPU_LL_MAX,
+// GCCL_GPU_PUSH_MAX). Submit waits for the launch's turn, joins its stream
+// to the communicator's previous one (chain.go), enqueues the collectives
+// in order and then one P2P kernel for the point-to-point ops, and ends
+// the launch before it returns.
+//
+// The kernel of a collective: a one-rank communicator copies (a copy node
+// when captured, a copy engine transfer from 1 MiB); up to GCCL_GPU_LL_MAX
+// bytes the one-shot (LL) kernel through the direct areas; registered
+// buffers run zero-copy, the kernels loading and storing the peers'
+// registered buffers (registered.go, with the registrations found, agreed
+// on while capturing and held by package regs), the kernels comparing a
+// key of the registrations at their first barrier; otherwise the push
+// all-reduce up to GCCL_GPU_PUSH_MAX, else the staged kernels, which move
+// the data through the bulk areas segment by segment. PreMulSum passes
+// its scalar (its bits, or its device pointer for ScalarDevice) to the
+// kernels, which read it when they run, and never runs zero-copy.
+//
+// A kernel reports a failure (timeout, abort, ranks that disagree on
+// registration) in a host-mapped status word, which the next Submit turns
+// into the engine's async error; Close(abort) raises the abort word the
+// kernels poll. LastPath and TrafficOf say which kernel ran and what it
+// moved (for gccl-perf).
+package gpu
