@@ -89,6 +89,10 @@ type Backend struct {
 	pushMax   int // gpuPushMax or GCCL_GPU_PUSH_MAX
 
 	llAllowed, llForced bool // GCCL_PROTO for the one-shot path (llPolicy)
+	// testRegion, when nonzero, replaces the per-peer region size of the
+	// P2P kernel (tests shrink it to cross many segment boundaries with
+	// little data); set before launching, the same on every rank.
+	testRegion int
 
 	stats counters    // Stats (registered.go)
 	regs  *regs.View  // the communicator's registrations (registered.go)

@@ -11,7 +11,7 @@ import (
 )
 
 // collective enqueues one collective on s. Registered buffers are used in
-// place (gpu_reg.go); otherwise user buffers are not mapped by the peers,
+// place (registered.go); otherwise user buffers are not mapped by the peers,
 // so data goes through the mapped direct area (small operations: one-shot
 // LL kernels, and the push all-reduce) or the bulk area, one kernel per
 // operation that moves the data through it segment by segment

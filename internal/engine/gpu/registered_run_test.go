@@ -331,7 +331,7 @@ func TestZeroCopyStreamsHold(t *testing.T) {
 	assert.Zero(t, reg.Uses())
 	assert.Zero(t, x.drv.hostFuncs.Load())
 	// One pending hold per stream, one spare, and the event that chains
-	// the streams in issue order (gpu_chain.go).
+	// the streams in issue order (streamChain).
 	assert.LessOrEqual(t, x.drv.eventsMade.Load(), int64(streams+2), "events for %d ops", streams*perStream)
 	require.NoError(t, bufreg.Deregister(hs[0]))
 }

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"encoding/binary"
-	"sync/atomic"
 
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
@@ -38,10 +37,6 @@ const (
 	p2pDescBytes = p2pPiecesAt + p2pMaxPieces*16 // sizeof(gcclP2PDesc)
 	p2pDescAlign = 8
 )
-
-// p2pTestRegion, when nonzero, replaces the per-peer region size (tests
-// shrink it to cross many segment boundaries with little data).
-var p2pTestRegion atomic.Int64
 
 // sendRecv enqueues a launch's sends and receives: sends to self are copied by
 // the copy engine, everything else moves in one kernels.P2P launch in
@@ -129,8 +124,8 @@ func p2pChannels(n, nbytes, maxCh int) int {
 // p2pRegionBytes is the part of each rank's bulk area that carries what it
 // sends to one peer (every peer has its own, by rank).
 func (g *Backend) p2pRegionBytes(n int) int {
-	if r := p2pTestRegion.Load(); r > 0 {
-		return int(r)
+	if g.testRegion > 0 {
+		return g.testRegion
 	}
 	return g.bulkBytes / max(1, n-1) / 16 * 16
 }

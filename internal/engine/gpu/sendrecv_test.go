@@ -261,7 +261,9 @@ func TestGPUP2P(t *testing.T) {
 			if round == 5 {
 				region = 0 // the real one
 			}
-			p2pTestRegion.Store(region)
+			for _, x := range rs {
+				x.g.testRegion = int(region)
+			}
 			many := round == 2
 			msgs := randomP2PGroup(t, rng, rs, many)
 			before := make([]int64, n)
@@ -286,7 +288,6 @@ func TestGPUP2P(t *testing.T) {
 				}
 			}
 		}
-		p2pTestRegion.Store(0)
 	}
 }
 

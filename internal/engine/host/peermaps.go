@@ -14,14 +14,13 @@ import (
 // small; a name that comes back with a new inode replaces its old mapping.
 const maxMapsPerPeer = 16
 
-// forceMapping makes same-process peers map each other's regions like
-// separate processes do (tests use it to exercise the mapping path).
-var forceMapping = false
-
 // peerMaps caches one peer's mapped regions, least recently used first out.
 type peerMaps struct {
 	entries []mapEntry
 	tick    uint64
+	// mapSelf makes a same-process peer's regions mapped like a separate
+	// process's (tests use it to exercise the mapping path).
+	mapSelf bool
 }
 
 type mapEntry struct {
@@ -36,7 +35,7 @@ type mapEntry struct {
 // resolve returns the address, in this process, of the peer buffer d
 // describes, mapping its region on first use.
 func (m *peerMaps) resolve(d bufDesc) (uintptr, error) {
-	if d.pid == uint32(os.Getpid()) && !forceMapping {
+	if d.pid == uint32(os.Getpid()) && !m.mapSelf {
 		return d.base + uintptr(d.off), nil
 	}
 	m.tick++

@@ -166,10 +166,13 @@ func TestZeroCopyAllKinds(t *testing.T) {
 // TestZeroCopyMapped runs the schedules with peers mapping each other's
 // regions as separate processes do, and checks the mapping cache.
 func TestZeroCopyMapped(t *testing.T) {
-	forceMapping = true
-	t.Cleanup(func() { forceMapping = false })
 	rng := rand.New(rand.NewPCG(13, 14))
 	w := newWorld(t, 3, "")
+	for _, b := range w.backends {
+		for p := range b.zc.maps {
+			b.zc.maps[p].mapSelf = true
+		}
+	}
 	for _, kind := range zcKinds {
 		w.runZC(t, zcCase{kind: kind, count: areaBytes/4 + rng.IntN(5000), root: rng.IntN(3), op: gccl.Sum, inPlace: rng.IntN(2) == 0}, rng, -1)
 	}
