@@ -219,7 +219,16 @@ func (e *Engine) AsyncError() error {
 	if p := e.asyncErr.Load(); p != nil {
 		return *p
 	}
+	if r, ok := e.backend.(statusReporter); ok {
+		return r.checkStatus(e) // a kernel that gave up left its stream done and its outputs unwritten
+	}
 	return nil
+}
+
+// statusReporter is a Backend whose work reports failures in memory (the
+// GPU kernels' status word) rather than through Submit.
+type statusReporter interface {
+	checkStatus(e *Engine) error
 }
 
 func (e *Engine) setAsyncError(err error) {

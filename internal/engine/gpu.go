@@ -183,7 +183,13 @@ func (g *gpuBackend) doneOnReturn() {}
 // checkStatus turns a failure a kernel reported into the engine's async error.
 func (g *gpuBackend) checkStatus(e *Engine) error {
 	var err error
-	switch st := atomic.LoadUint32(g.ctlWord(gpuCtlStatus)); st {
+	g.mu.Lock() // close frees the control block once it has set closed
+	st := uint32(kernels.StatusOK)
+	if !g.closed && g.ctlHost != 0 {
+		st = atomic.LoadUint32(g.ctlWord(gpuCtlStatus))
+	}
+	g.mu.Unlock()
+	switch st {
 	case kernels.StatusOK:
 		return nil
 	case kernels.StatusTimeout:
