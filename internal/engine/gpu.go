@@ -45,6 +45,12 @@ const (
 	// another, up to kernels.MaxChannels. Every kernel's blocks must be
 	// co-resident (one block per SM at most is assumed).
 	gpuMaxChannels = 32
+	// gpuSharedKernels is how many kernels of ranks sharing a GPU in one
+	// process may run side by side and still all fit: the most hardware
+	// queues a context has (CUDA_DEVICE_MAX_CONNECTIONS, at most 32, which
+	// internal/cuda raises to 32 when the process did not set it). Such a
+	// communicator's grid cap is the GPU's SM count over it (4 on an H100).
+	gpuSharedKernels = 32
 )
 
 // gpuBackend runs operations as kernels on the caller's CUstream. Nothing on
@@ -77,7 +83,8 @@ type gpuBackend struct {
 	// time (under its ticket) and the driver copies the values at launch.
 	args cuda.Args
 
-	maxCh     int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS
+	maxCh     int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS (lower when ranks share the GPU in one process)
+	sharedCh  int // the grid cap when ranks share this GPU in one process
 	bulkBytes int // the bulk area's size: gpuBulkBytes or GCCL_GPU_BUFFSIZE
 	llMax     int // gpuLLMax or GCCL_GPU_LL_MAX
 	pushMax   int // gpuPushMax or GCCL_GPU_PUSH_MAX
