@@ -8,6 +8,7 @@ package cuda
 import "C"
 
 import (
+	"os"
 	"strconv"
 	"unsafe"
 
@@ -27,11 +28,24 @@ func load() (Driver, error) {
 			Msg: C.GoString(&buf[0]), Err: ErrNoDriver}
 	}
 	d := driver{}
+	raiseConnections()
 	if err := d.check("cuInit", C.gccl_cuInit(0)); err != nil {
 		return nil, &gccl.Error{Code: gccl.SystemError, Arg: "libcuda.so.1",
 			Msg: "cuInit failed: " + err.Error(), Err: ErrNoDriver}
 	}
 	return d, nil
+}
+
+// raiseConnections sets CUDA_DEVICE_MAX_CONNECTIONS to its maximum, 32,
+// when the process has not set it, before the driver reads it. Streams of
+// one context share that many hardware queues (8 by default), and kernels
+// of two streams on one queue run one after the other: with several ranks
+// on one GPU in one process, a kernel waiting for a peer's kernel queued
+// behind it would wait for ever.
+func raiseConnections() {
+	if _, set := os.LookupEnv("CUDA_DEVICE_MAX_CONNECTIONS"); !set {
+		_ = os.Setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32")
+	}
 }
 
 // check turns a CUresult into an error naming the call.

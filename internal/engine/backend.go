@@ -72,11 +72,15 @@ type Meeter interface {
 	Meets(l *Launch) bool
 }
 
-// Reporter is a Backend that reports how it ran operations (the GPU
-// backend); the core's Stats and LastGPUPath ask it.
+// Reporter is a Backend that reports on its work (the GPU backend): how
+// it ran operations, which the core's Stats and LastGPUPath ask, and
+// failures that its work reports in memory after the launch ended (the
+// GPU kernels' status word), which the core's AsyncError asks for and
+// records.
 type Reporter interface {
 	Stats() Stats
 	LastPath() string
+	Status() error
 }
 
 // Stats are counters of a GPU engine's data path since it was made.

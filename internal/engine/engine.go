@@ -117,6 +117,13 @@ func (e *Engine) AsyncError() error {
 	if p := e.asyncErr.Load(); p != nil {
 		return *p
 	}
+	if r, ok := e.backend.(Reporter); ok {
+		// A kernel that gave up left its stream done and its outputs unwritten.
+		if err := r.Status(); err != nil {
+			e.setAsyncError(err)
+			return err
+		}
+	}
 	return nil
 }
 

@@ -194,3 +194,33 @@ func TestSeamTimeout(t *testing.T) {
 	close(hold)
 	require.NoError(t, e.Close())
 }
+
+// reportBackend is a fakeBackend that reports a failure its work left in
+// memory (as the GPU kernels' status word) until it is cleared.
+type reportBackend struct {
+	fakeBackend
+	status error
+}
+
+func (r *reportBackend) Stats() engine.Stats { return engine.Stats{ZeroCopyOps: 7} }
+func (r *reportBackend) LastPath() string    { return "copy" }
+func (r *reportBackend) Status() error       { return r.status }
+
+// TestSeamReporter: the core's Stats and LastGPUPath ask a Reporter, and
+// AsyncError records the failure it reports, which stays once reported.
+func TestSeamReporter(t *testing.T) {
+	r := &reportBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(9, 9))}}
+	e, buf := seamEngine(t, r, 10*time.Second)
+	assert.Equal(t, uint64(7), e.Stats().ZeroCopyOps)
+	assert.Equal(t, "copy", e.LastGPUPath())
+	require.NoError(t, e.AsyncError())
+	r.status = gccl.Errorf(gccl.TimeoutError, "comm", "a kernel gave up")
+	require.ErrorIs(t, e.AsyncError(), gccl.ErrTimeout)
+	r.status = nil
+	require.ErrorIs(t, e.AsyncError(), gccl.ErrTimeout, "recorded")
+	require.ErrorIs(t, e.Launch([]engine.Op{op(buf, 1)}), gccl.ErrTimeout)
+
+	plain, _ := seamEngine(t, &fakeBackend{rng: rand.New(rand.NewPCG(1, 1))}, time.Second)
+	assert.Zero(t, plain.Stats())
+	assert.Empty(t, plain.LastGPUPath())
+}

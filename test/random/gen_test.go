@@ -77,6 +77,9 @@ func draw(seed uint64, nops, nranks, maxCount int) sequence {
 	var s sequence
 	for i := range s.streams {
 		s.streams[i] = 2 + rng.IntN(2)
+		if *streams > 0 {
+			s.streams[i] = min(s.streams[i], *streams)
+		}
 	}
 	for drawn := 0; drawn < nops; {
 		b := batch{group: rng.IntN(4) == 0}

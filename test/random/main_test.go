@@ -32,6 +32,7 @@ var (
 	backend   = flag.String("random.backend", "auto", "auto (a GPU where present, unless GCCL_DEVICE=host), host or cuda")
 	oneDevice = flag.Int("gccl.device", -1, "put every rank on this GPU (>= 0: processes share one GPU); the shared form uses max(it, 0)")
 	verbose   = flag.Bool("random.v", false, "log every batch before it runs")
+	streams   = flag.Int("random.streams", 0, "at most this many streams per communicator (the same operations, fewer streams); 0 = as drawn (2 or 3)")
 )
 
 func TestMain(m *testing.M) {

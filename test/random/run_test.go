@@ -164,6 +164,12 @@ func TestShared(t *testing.T) {
 func runSharedSeed(t *testing.T, s settings, n int, seed uint64) bool {
 	start := time.Now()
 	seq := draw(seed, s.ops, n, s.maxN)
+	// Kernels of the ranks' streams share one context's 32 hardware queues
+	// (docs/gpu.md): no more streams than that, or two of them share a
+	// queue and a kernel can wait behind its own peer.
+	for i := range seq.streams {
+		seq.streams[i] = min(seq.streams[i], max(1, 32/(n*numComms)))
+	}
 	m := sharedMeeting{barrier: newBarrier(n), n: n}
 	for i := range m.ids {
 		var err error

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"log/slog"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,12 @@ const (
 	// another, up to kernels.MaxChannels. Every kernel's blocks must be
 	// co-resident (one block per SM at most is assumed).
 	gpuMaxChannels = 32
+	// gpuSharedKernels is how many kernels of ranks sharing a GPU in one
+	// process may run side by side and still all fit: the most hardware
+	// queues a context has (CUDA_DEVICE_MAX_CONNECTIONS, at most 32, which
+	// internal/cuda raises to 32 when the process did not set it). Such a
+	// communicator's grid cap is the GPU's SM count over it (4 on an H100).
+	gpuSharedKernels = 32
 )
 
 // Backend runs operations as kernels on the caller's CUstream. Nothing on
@@ -57,6 +64,7 @@ const (
 type Backend struct {
 	rank, nranks int
 	timeout      time.Duration // the kernels' waits (TimeoutNs)
+	log          *slog.Logger
 
 	dev *device.CUDADevice
 	drv cuda.Driver
@@ -83,7 +91,8 @@ type Backend struct {
 	// time (under its ticket) and the driver copies the values at launch.
 	args cuda.Args
 
-	maxCh     int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS
+	maxCh     int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS (lower when ranks share the GPU in one process)
+	sharedCh  int // the grid cap when ranks share this GPU in one process
 	bulkBytes int // the bulk area's size: gpuBulkBytes or GCCL_GPU_BUFFSIZE
 	llMax     int // gpuLLMax or GCCL_GPU_LL_MAX
 	pushMax   int // gpuPushMax or GCCL_GPU_PUSH_MAX
@@ -152,8 +161,21 @@ func (g *Backend) enqueue(l *engine.Launch) error {
 
 // checkStatus turns a failure a kernel reported into the engine's async error.
 func (g *Backend) checkStatus(l *engine.Launch) error {
+	err := g.Status()
+	l.Fail(err)
+	return err
+}
+
+// Status is the failure a kernel reported in the status word, or nil.
+func (g *Backend) Status() error {
 	var err error
-	switch st := atomic.LoadUint32(g.ctlWord(gpuCtlStatus)); st {
+	g.mu.Lock() // close frees the control block once it has set closed
+	st := uint32(kernels.StatusOK)
+	if !g.closed && g.ctlHost != 0 {
+		st = atomic.LoadUint32(g.ctlWord(gpuCtlStatus))
+	}
+	g.mu.Unlock()
+	switch st {
 	case kernels.StatusOK:
 		return nil
 	case kernels.StatusTimeout:
@@ -165,7 +187,6 @@ func (g *Backend) checkStatus(l *engine.Launch) error {
 	default:
 		err = gccl.Errorf(gccl.InternalError, "comm", "a GPU kernel reported status %d (scratch too small for the launch)", st)
 	}
-	l.Fail(err)
 	return err
 }
 

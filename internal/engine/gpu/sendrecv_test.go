@@ -320,3 +320,16 @@ func TestP2PChannelsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestAsyncErrorReadsKernelStatus: a kernel that gave up (here: its status
+// word set as the device code sets it) leaves its stream done and its
+// outputs unwritten, so AsyncError must report it without a further launch.
+func TestAsyncErrorReadsKernelStatus(t *testing.T) {
+	rs, _ := p2pWorld(t, 2)
+	for r, x := range rs {
+		require.NoError(t, x.e.AsyncError(), "rank %d", r)
+	}
+	atomic.StoreUint32(rs[1].g.ctlWord(gpuCtlStatus), kernels.StatusTimeout)
+	require.ErrorIs(t, rs[1].e.AsyncError(), gccl.ErrTimeout)
+	require.NoError(t, rs[0].e.AsyncError())
+}

@@ -86,11 +86,26 @@ func (g *Backend) setBase() {
 // environment and nothing allocated yet.
 func newBackendState(dev *device.CUDADevice, s engine.Setup, cfg Config) *Backend {
 	set := env.Get()
-	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, dev: dev, drv: dev.Driver(), fns: map[string]*loadedFn{},
+	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: dev.Driver(), fns: map[string]*loadedFn{},
 		maxCh: maxChannels(), bulkBytes: bulkBytes(), llMax: orDefault(set.GPULLMax, gpuLLMax), pushMax: orDefault(set.GPUPushMax, gpuPushMax)}
 	g.regs = regs.New(regs.Config{Comm: cfg.Comm, Net: s.Boot, NRanks: s.NRanks, Device: dev, Driver: g.drv, Timeout: s.Timeout, Log: s.Log})
 	g.llAllowed, g.llForced = llPolicy(set.Proto)
+	g.sharedCh = min(g.maxCh, max(1, smCount(g.drv, dev.Ordinal())/gpuSharedKernels))
 	return g
+}
+
+// smCount is the number of multiprocessors of GPU ordinal (zero when the
+// driver cannot tell: the grid cap of a shared GPU is then one channel).
+func smCount(drv cuda.Driver, ordinal int) int {
+	d, err := drv.DeviceGet(ordinal)
+	if err != nil {
+		return 0
+	}
+	n, err := drv.DeviceAttribute(cuda.AttrMultiprocessorCount, d)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // allocate loads the module and makes the zeroed buffers (current context set).
@@ -142,13 +157,21 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer p2p
 		return gccl.Errorf(gccl.InternalError, "bootstrap", "all-gather returned %d entries, want %d", len(all), g.nranks)
 	}
 	offers := make([]p2p.Offer, g.nranks)
+	sharedCh := int(set.SharedCh)
 	for r, b := range all {
-		if err := sameSettings(set, b, r); err != nil {
+		theirs, err := sameSettings(set, b, r)
+		if err != nil {
 			return err
 		}
+		sharedCh = min(sharedCh, int(theirs.SharedCh))
 		if err := offers[r].UnmarshalBinary(b[gpuSettingsLen:]); err != nil {
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d: %w", r, err)
 		}
+	}
+	if sharesGPUInProcess(offers) && g.maxCh > sharedCh {
+		g.maxCh = max(1, sharedCh)
+		g.log.Info("ranks of this communicator share a GPU in one process: at most this many channels per kernel, so that the kernels of concurrent ranks fit on the GPU together",
+			"channels", g.maxCh)
 	}
 	return g.dev.Do(func() error {
 		m, err := p2p.Open(g.drv, g.rank, offers)
@@ -161,6 +184,7 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer p2p
 // choices from; ranks that differ would launch kernels that never meet.
 type gpuSettings struct {
 	MaxCh              uint8  // GCCL_MAX_NCHANNELS
+	SharedCh           uint8  // the grid cap when ranks share a GPU in one process (not compared: the smallest applies)
 	LLAllowed, LLForce bool   // GCCL_PROTO
 	BulkKiB            uint32 // GCCL_GPU_BUFFSIZE
 	LLMax, PushMax     uint32 // GCCL_GPU_LL_MAX, GCCL_GPU_PUSH_MAX
@@ -171,7 +195,7 @@ var gpuSettingsLen = binary.Size(gpuSettings{})
 
 // settings are this rank's.
 func (g *Backend) settings() gpuSettings {
-	return gpuSettings{uint8(g.maxCh), g.llAllowed, g.llForced, uint32(g.bulkBytes >> 10), uint32(g.llMax), uint32(g.pushMax)}
+	return gpuSettings{uint8(g.maxCh), uint8(g.sharedCh), g.llAllowed, g.llForced, uint32(g.bulkBytes >> 10), uint32(g.llMax), uint32(g.pushMax)}
 }
 
 func (s gpuSettings) encode() []byte {
@@ -191,18 +215,42 @@ func (s gpuSettings) String() string {
 }
 
 // sameSettings checks rank r's exchanged entry b, which starts with its
-// encoded settings, against this rank's.
-func sameSettings(mine gpuSettings, b []byte, r int) error {
+// encoded settings, against this rank's, and returns r's.
+func sameSettings(mine gpuSettings, b []byte, r int) (gpuSettings, error) {
 	var theirs gpuSettings
 	if _, err := binary.Decode(b, binary.LittleEndian, &theirs); err != nil {
-		return gccl.Errorf(gccl.RemoteError, "peer", "rank %d sent a %d-byte GPU setup entry", r, len(b))
+		return theirs, gccl.Errorf(gccl.RemoteError, "peer", "rank %d sent a %d-byte GPU setup entry", r, len(b))
 	}
-	if theirs != mine {
-		return gccl.Errorf(gccl.InvalidUsage, "environment",
+	compared := theirs
+	compared.SharedCh = mine.SharedCh
+	if compared != mine {
+		return theirs, gccl.Errorf(gccl.InvalidUsage, "environment",
 			"rank %d runs GPU kernels with %v, this rank with %v: set GCCL_MAX_NCHANNELS, GCCL_PROTO, GCCL_GPU_BUFFSIZE, GCCL_GPU_LL_MAX and GCCL_GPU_PUSH_MAX the same on every rank",
 			r, theirs, mine)
 	}
-	return nil
+	return theirs, nil
+}
+
+// sharesGPUInProcess reports whether two ranks of the offers run on one GPU
+// in one process. Their kernels then share the GPU's SMs with no
+// time-slicing between them (one context), so every block of every
+// concurrently running kernel must be resident at once; every rank sees the
+// same offers, so all agree.
+func sharesGPUInProcess(offers []p2p.Offer) bool {
+	type gpu struct {
+		host    uint64
+		pid     int64
+		ordinal int32
+	}
+	seen := map[gpu]bool{}
+	for _, o := range offers {
+		k := gpu{o.HostHash, o.PID, o.Ordinal}
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+	}
+	return false
 }
 
 // free releases what allocate and exchange made (current context set).
