@@ -1,4 +1,4 @@
-package cuda
+package nccl
 
 import (
 	"sync"
@@ -7,72 +7,72 @@ import (
 	"github.com/gccl/gccl"
 )
 
-// ncclAPI is the raw NCCL C API behind NCCL: the dlopen'd library
+// binding is the raw NCCL C API behind NCCL: the dlopen'd library
 // (nccl.go) or a recording fake in tests. Handles and buffers are uintptr.
-type ncclAPI interface {
-	version() (int, NCCLResult)
-	uniqueID(id *NCCLUniqueID) NCCLResult
+type binding interface {
+	version() (int, Result)
+	uniqueID(id *UniqueID) Result
 	// initRank uses ncclCommInitRankConfig with blocking set as given when
 	// cfg is true, else ncclCommInitRank.
-	initRank(nranks, rank int, id *NCCLUniqueID, cfg *ncclConfig) (uintptr, NCCLResult)
-	destroy(comm uintptr) NCCLResult
-	abort(comm uintptr) NCCLResult
-	asyncError(comm uintptr) (state, r NCCLResult)
-	launch(ops []ncclPacked, grouped bool) (issued int, r NCCLResult)
-	register(comm, p uintptr, size int) (uintptr, NCCLResult)
-	deregister(comm, h uintptr) NCCLResult
-	memAlloc(size int) (uintptr, NCCLResult)
-	memFree(p uintptr) NCCLResult
+	initRank(nranks, rank int, id *UniqueID, cfg *config) (uintptr, Result)
+	destroy(comm uintptr) Result
+	abort(comm uintptr) Result
+	asyncError(comm uintptr) (state, r Result)
+	launch(ops []packed, grouped bool) (issued int, r Result)
+	register(comm, p uintptr, size int) (uintptr, Result)
+	deregister(comm, h uintptr) Result
+	memAlloc(size int) (uintptr, Result)
+	memFree(p uintptr) Result
 	has(sym string) bool
-	errorString(r NCCLResult) string
+	errorString(r Result) string
 	lastError(comm uintptr) string
 }
 
-// ncclConfig is the part of ncclConfig_t the baseline sets.
-type ncclConfig struct {
+// config is the part of ncclConfig_t the baseline sets.
+type config struct {
 	blocking bool
 }
 
-// NCCL is a loaded NCCL library. Its methods, like NCCL's C functions, act
+// Library is a loaded NCCL library. Its methods, like NCCL's C functions, act
 // on the CUDA device current on the calling OS thread: callers pin their
 // goroutine with runtime.LockOSThread and make the device's context current
 // (device.CUDADevice.Do does both).
-type NCCL struct {
-	api     ncclAPI
+type Library struct {
+	api     binding
 	version int
 }
 
-func newNCCL(api ncclAPI) (*NCCL, error) {
+func newLibrary(api binding) (*Library, error) {
 	v, r := api.version()
-	if r != NCCLSuccess {
-		return nil, ncclError("ncclGetVersion", r, api.errorString(r), "", 0)
+	if r != Success {
+		return nil, callError("ncclGetVersion", r, api.errorString(r), "", 0)
 	}
-	return &NCCL{api: api, version: v}, nil
+	return &Library{api: api, version: v}, nil
 }
 
 // Version is the library's NCCL_VERSION_CODE (22805 for 2.28.5).
-func (n *NCCL) Version() int { return n.version }
+func (n *Library) Version() int { return n.version }
 
-func (n *NCCL) check(fn string, comm uintptr, r NCCLResult) error {
-	if r == NCCLSuccess {
+func (n *Library) check(fn string, comm uintptr, r Result) error {
+	if r == Success {
 		return nil
 	}
 	var last string
 	if comm != 0 {
 		last = n.api.lastError(comm)
 	}
-	return ncclError(fn, r, n.api.errorString(r), last, n.version)
+	return callError(fn, r, n.api.errorString(r), last, n.version)
 }
 
 // UniqueID makes a new ncclUniqueId (on one rank; share it with the others).
-func (n *NCCL) UniqueID() (NCCLUniqueID, error) {
-	var id NCCLUniqueID
+func (n *Library) UniqueID() (UniqueID, error) {
+	var id UniqueID
 	return id, n.check("ncclGetUniqueId", 0, n.api.uniqueID(&id))
 }
 
 // MemAlloc allocates size bytes with ncclMemAlloc (NCCL 2.19+): memory NCCL
 // can register for its zero-copy and NVLS paths.
-func (n *NCCL) MemAlloc(size int) (uintptr, error) {
+func (n *Library) MemAlloc(size int) (uintptr, error) {
 	if size <= 0 {
 		return 0, gccl.Errorf(gccl.InvalidArgument, "size", "cannot allocate %d bytes; ask for at least one", size)
 	}
@@ -81,7 +81,7 @@ func (n *NCCL) MemAlloc(size int) (uintptr, error) {
 }
 
 // MemFree frees memory from MemAlloc.
-func (n *NCCL) MemFree(p uintptr) error {
+func (n *Library) MemFree(p uintptr) error {
 	if p == 0 {
 		return gccl.Errorf(gccl.InvalidArgument, "ptr", "nil pointer; pass what MemAlloc returned")
 	}
@@ -96,7 +96,7 @@ func (n *NCCL) MemFree(p uintptr) error {
 // ncclCommInitRank instead, as NCCL does when NCCL_COMM_BLOCKING=1 overrides
 // the config. The communicator's later calls wait at most timeout for the
 // same reason.
-func (n *NCCL) InitRank(nranks int, id NCCLUniqueID, rank int, timeout time.Duration) (*NCCLComm, error) {
+func (n *Library) InitRank(nranks int, id UniqueID, rank int, timeout time.Duration) (*Comm, error) {
 	switch {
 	case nranks < 1:
 		return nil, gccl.Errorf(gccl.InvalidArgument, "nranks", "%d ranks; a communicator has at least one", nranks)
@@ -105,15 +105,15 @@ func (n *NCCL) InitRank(nranks int, id NCCLUniqueID, rank int, timeout time.Dura
 	case timeout <= 0:
 		return nil, gccl.Errorf(gccl.InvalidArgument, "timeout", "%v; every wait needs a positive deadline", timeout)
 	}
-	var cfg *ncclConfig
+	var cfg *config
 	fn := "ncclCommInitRank"
 	if n.api.has("ncclCommInitRankConfig") {
-		cfg, fn = &ncclConfig{blocking: false}, "ncclCommInitRankConfig"
+		cfg, fn = &config{blocking: false}, "ncclCommInitRankConfig"
 	}
 	h, r := n.api.initRank(nranks, rank, &id, cfg)
-	c := &NCCLComm{n: n, h: h, nranks: nranks, rank: rank, timeout: timeout}
-	if r == NCCLInProgress && h != 0 {
-		r = NCCLSuccess
+	c := &Comm{n: n, h: h, nranks: nranks, rank: rank, timeout: timeout}
+	if r == InProgress && h != 0 {
+		r = Success
 	}
 	if err := n.check(fn, h, r); err != nil {
 		if h != 0 {
@@ -128,9 +128,9 @@ func (n *NCCL) InitRank(nranks int, id NCCLUniqueID, rank int, timeout time.Dura
 	return c, nil
 }
 
-// NCCLComm is one rank's NCCL communicator.
-type NCCLComm struct {
-	n       *NCCL
+// Comm is one rank's NCCL communicator.
+type Comm struct {
+	n       *Library
 	h       uintptr
 	nranks  int
 	rank    int
@@ -141,11 +141,11 @@ type NCCLComm struct {
 }
 
 // Count is the number of ranks; Rank this one's.
-func (c *NCCLComm) Count() int { return c.nranks }
-func (c *NCCLComm) Rank() int  { return c.rank }
+func (c *Comm) Count() int { return c.nranks }
+func (c *Comm) Rank() int  { return c.rank }
 
 // handle returns the ncclComm_t, or an error once the communicator is closed.
-func (c *NCCLComm) handle() (uintptr, error) {
+func (c *Comm) handle() (uintptr, error) {
 	if c == nil {
 		return 0, gccl.Errorf(gccl.InvalidUsage, "comm", "nil NCCL communicator")
 	}
@@ -160,14 +160,14 @@ func (c *NCCLComm) handle() (uintptr, error) {
 // settle waits until the communicator has no operation in progress
 // (ncclCommGetAsyncError no longer ncclInProgress), polling from 1µs to
 // 1ms, and reports its state; after the timeout it gives up with ErrTimeout.
-func (c *NCCLComm) settle(fn string) error {
+func (c *Comm) settle(fn string) error {
 	deadline := time.Now().Add(c.timeout)
 	for sleep := time.Microsecond; ; sleep = min(2*sleep, time.Millisecond) {
 		state, r := c.n.api.asyncError(c.h)
 		if err := c.n.check("ncclCommGetAsyncError", c.h, r); err != nil {
 			return err
 		}
-		if state != NCCLInProgress {
+		if state != InProgress {
 			return c.n.check(fn, c.h, state)
 		}
 		if time.Now().After(deadline) {
@@ -181,7 +181,7 @@ func (c *NCCLComm) settle(fn string) error {
 
 // AsyncError returns the communicator's asynchronous error (nil when none;
 // gccl.ErrInProgress while a nonblocking operation is being set up).
-func (c *NCCLComm) AsyncError() error {
+func (c *Comm) AsyncError() error {
 	h, err := c.handle()
 	if err != nil {
 		return err
@@ -195,13 +195,13 @@ func (c *NCCLComm) AsyncError() error {
 
 // Close destroys the communicator (ncclCommDestroy). It is safe on nil and
 // twice; after a failure or a timeout, use Abort instead.
-func (c *NCCLComm) Close() error { return c.shut(false) }
+func (c *Comm) Close() error { return c.shut(false) }
 
 // Abort aborts the communicator's operations and frees it (ncclCommAbort).
 // It is safe on nil and twice.
-func (c *NCCLComm) Abort() error { return c.shut(true) }
+func (c *Comm) Abort() error { return c.shut(true) }
 
-func (c *NCCLComm) shut(abort bool) error {
+func (c *Comm) shut(abort bool) error {
 	if c == nil {
 		return nil
 	}
@@ -217,8 +217,8 @@ func (c *NCCLComm) shut(abort bool) error {
 		fn, f = "ncclCommAbort", c.n.api.abort
 	}
 	r := f(c.h)
-	if r == NCCLInProgress {
-		r = NCCLSuccess // a nonblocking communicator finishes freeing itself
+	if r == InProgress {
+		r = Success // a nonblocking communicator finishes freeing itself
 	}
 	return c.n.check(fn, 0, r)
 }
@@ -226,7 +226,7 @@ func (c *NCCLComm) shut(abort bool) error {
 // Register registers size bytes of device memory at p with the
 // communicator (ncclCommRegister, NCCL 2.19+), so collectives on it can
 // skip NCCL's staging copies. Deregister before freeing the memory.
-func (c *NCCLComm) Register(p uintptr, size int) (uintptr, error) {
+func (c *Comm) Register(p uintptr, size int) (uintptr, error) {
 	h, err := c.handle()
 	if err != nil {
 		return 0, err
@@ -239,7 +239,7 @@ func (c *NCCLComm) Register(p uintptr, size int) (uintptr, error) {
 }
 
 // Deregister undoes Register (ncclCommDeregister).
-func (c *NCCLComm) Deregister(reg uintptr) error {
+func (c *Comm) Deregister(reg uintptr) error {
 	h, err := c.handle()
 	if err != nil {
 		return err

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package cuda
+package nccl
 
 import (
 	"encoding/binary"
@@ -20,46 +20,46 @@ import (
 // These tests run in file order: the missing-library paths first, then a
 // fake libnccl built with the C compiler replaces the shim's symbols.
 
-func TestLoadNCCLMissing(t *testing.T) {
-	n, err := LoadNCCL()
+func TestLoadMissing(t *testing.T) {
+	n, err := Load()
 	if err == nil {
-		t.Logf("libnccl.so.2 is present (NCCL %s); the missing-library path is not exercised", NCCLVersion(n.Version()))
+		t.Logf("libnccl.so.2 is present (NCCL %s); the missing-library path is not exercised", VersionString(n.Version()))
 		return
 	}
 	assert.Nil(t, n)
-	assert.ErrorIs(t, err, ErrNoNCCL)
+	assert.ErrorIs(t, err, ErrNoLibrary)
 	assert.ErrorIs(t, err, gccl.ErrSystem)
 	assert.Contains(t, err.Error(), "libnccl.so.2 not found")
-	_, err2 := LoadNCCL()
-	assert.Same(t, err, err2, "LoadNCCL must be memoised")
+	_, err2 := Load()
+	assert.Same(t, err, err2, "Load must be memoised")
 
 	// With no library loaded every wrapper answers "symbol missing".
-	var s ncclShim
+	var s shim
 	_, r := s.version()
-	assert.Equal(t, NCCLSymbolMissing, r)
-	issued, r := s.launch([]ncclPacked{{kind: int32(NCCLAllReduce)}}, false)
-	assert.Equal(t, NCCLSymbolMissing, r)
+	assert.Equal(t, SymbolMissing, r)
+	issued, r := s.launch([]packed{{kind: int32(AllReduce)}}, false)
+	assert.Equal(t, SymbolMissing, r)
 	assert.Zero(t, issued)
-	_, r = s.launch([]ncclPacked{{kind: int32(NCCLSend)}, {kind: int32(NCCLRecv)}}, true)
-	assert.Equal(t, NCCLSymbolMissing, r, "ncclGroupStart is missing too")
+	_, r = s.launch([]packed{{kind: int32(Send)}, {kind: int32(Recv)}}, true)
+	assert.Equal(t, SymbolMissing, r, "ncclGroupStart is missing too")
 	assert.False(t, s.has("ncclGetVersion"))
-	assert.Empty(t, s.errorString(NCCLInternalError))
+	assert.Empty(t, s.errorString(InternalError))
 }
 
-func TestLoadNCCLErrors(t *testing.T) {
-	_, err := loadNCCL("libgccl-no-such-library.so.2")
-	assert.ErrorIs(t, err, ErrNoNCCL)
+func TestLoadErrors(t *testing.T) {
+	_, err := load("libgccl-no-such-library.so.2")
+	assert.ErrorIs(t, err, ErrNoLibrary)
 	assert.Contains(t, err.Error(), "libgccl-no-such-library.so.2 not found")
 
-	_, err = loadNCCL("libc.so.6")
+	_, err = load("libc.so.6")
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, ErrNoNCCL, "a library that is not NCCL is a different failure")
+	assert.NotErrorIs(t, err, ErrNoLibrary, "a library that is not NCCL is a different failure")
 	assert.ErrorIs(t, err, gccl.ErrSystem)
 	assert.Contains(t, err.Error(), "does not export ncclGetVersion")
 
-	var s ncclShim
-	issued, r := s.launch([]ncclPacked{{kind: 99}}, false)
-	assert.Equal(t, NCCLBadOp, r, "the C dispatcher refuses unknown kinds")
+	var s shim
+	issued, r := s.launch([]packed{{kind: 99}}, false)
+	assert.Equal(t, BadOp, r, "the C dispatcher refuses unknown kinds")
 	assert.Zero(t, issued)
 }
 
@@ -125,7 +125,7 @@ func buildFakeNCCL(t *testing.T) string {
 }
 
 func TestNCCLThroughFakeLibrary(t *testing.T) {
-	n, err := loadNCCL(buildFakeNCCL(t))
+	n, err := load(buildFakeNCCL(t))
 	require.NoError(t, err)
 	assert.Equal(t, 22805, n.Version())
 	id, err := n.UniqueID()
@@ -140,7 +140,7 @@ func TestNCCLThroughFakeLibrary(t *testing.T) {
 	defer syscall.Munmap(mem)
 	base := uintptr(unsafe.Pointer(&mem[0]))
 	word := func(i int) uint64 { return binary.LittleEndian.Uint64(mem[8*i:]) }
-	const s = Stream(0x5eed)
+	const s = gccl.Stream(0x5eed)
 
 	require.NoError(t, c.ReduceScatter(0x777, base, 99, gccl.BFloat16, gccl.Avg, s))
 	assert.Equal(t, []uint64{5, 0x777, uint64(base), 99, 9, 4, ^uint64(0), uint64(c.h), 0x5eed, 0}, words(word, 10))
@@ -149,8 +149,8 @@ func TestNCCLThroughFakeLibrary(t *testing.T) {
 
 	// A group: both calls run inside ncclGroupStart/End (depth 1); the
 	// second overwrites the first's record in the same memory.
-	require.NoError(t, c.Launch(s, NCCLOp{Kind: NCCLSend, Send: base, Count: 5, Type: gccl.Uint8, Peer: 0},
-		NCCLOp{Kind: NCCLRecv, Recv: base, Count: 6, Type: gccl.Float8E5M2, Peer: 1}))
+	require.NoError(t, c.Launch(s, Op{Kind: Send, Send: base, Count: 5, Type: gccl.Uint8, Peer: 0},
+		Op{Kind: Recv, Recv: base, Count: 6, Type: gccl.Float8E5M2, Peer: 1}))
 	assert.Equal(t, []uint64{7, 0, uint64(base), 6, 11, ^uint64(0), 1, uint64(c.h), 0x5eed, 1}, words(word, 10))
 
 	err = c.AllReduce(base, base, 12345, gccl.Float32, gccl.Sum, s)

@@ -1,7 +1,7 @@
 // The dlopen boundary of the NCCL baseline: libnccl.so.2 is opened at run
 // time and every symbol of nccl_shim.h is found with dlsym. Nothing here is
 // linked against NCCL or CUDA.
-#include "nccl_shim.h"
+#include "shim.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-package cuda
+package nccl
 
 import (
 	"errors"
@@ -12,50 +12,50 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeNCCL is an ncclAPI that records what it is asked and answers as told.
-type fakeNCCL struct {
+// fakeLib is an binding that records what it is asked and answers as told.
+type fakeLib struct {
 	ver        int
-	noConfig   bool               // lacks ncclCommInitRankConfig
-	busy       int                // asyncError answers ncclInProgress this many times
-	initResult NCCLResult         // what initRank returns
-	launchFail map[int]NCCLResult // launch fails at this op index with this result
-	endResult  NCCLResult         // result of a grouped launch whose ops all issued
+	noConfig   bool           // lacks ncclCommInitRankConfig
+	busy       int            // asyncError answers ncclInProgress this many times
+	initResult Result         // what initRank returns
+	launchFail map[int]Result // launch fails at this op index with this result
+	endResult  Result         // result of a grouped launch whose ops all issued
 
 	calls    []string
-	launched [][]ncclPacked
+	launched [][]packed
 	grouped  []bool
-	initCfg  *ncclConfig
-	initID   NCCLUniqueID
+	initCfg  *config
+	initID   UniqueID
 }
 
-func (f *fakeNCCL) rec(format string, a ...any) { f.calls = append(f.calls, fmt.Sprintf(format, a...)) }
+func (f *fakeLib) rec(format string, a ...any) { f.calls = append(f.calls, fmt.Sprintf(format, a...)) }
 
-func (f *fakeNCCL) version() (int, NCCLResult) { return f.ver, NCCLSuccess }
-func (f *fakeNCCL) uniqueID(id *NCCLUniqueID) NCCLResult {
+func (f *fakeLib) version() (int, Result) { return f.ver, Success }
+func (f *fakeLib) uniqueID(id *UniqueID) Result {
 	for i := range id {
 		id[i] = byte(i*7 + 1)
 	}
-	return NCCLSuccess
+	return Success
 }
-func (f *fakeNCCL) initRank(nranks, rank int, id *NCCLUniqueID, cfg *ncclConfig) (uintptr, NCCLResult) {
+func (f *fakeLib) initRank(nranks, rank int, id *UniqueID, cfg *config) (uintptr, Result) {
 	f.rec("init %d %d %v", nranks, rank, cfg != nil)
 	f.initCfg, f.initID = cfg, *id
-	if f.initResult == NCCLSuccess && cfg != nil && !cfg.blocking {
-		return 0xc0, NCCLInProgress
+	if f.initResult == Success && cfg != nil && !cfg.blocking {
+		return 0xc0, InProgress
 	}
 	return 0xc0, f.initResult
 }
-func (f *fakeNCCL) destroy(comm uintptr) NCCLResult { f.rec("destroy %#x", comm); return NCCLSuccess }
-func (f *fakeNCCL) abort(comm uintptr) NCCLResult   { f.rec("abort %#x", comm); return NCCLSuccess }
-func (f *fakeNCCL) asyncError(comm uintptr) (NCCLResult, NCCLResult) {
+func (f *fakeLib) destroy(comm uintptr) Result { f.rec("destroy %#x", comm); return Success }
+func (f *fakeLib) abort(comm uintptr) Result   { f.rec("abort %#x", comm); return Success }
+func (f *fakeLib) asyncError(comm uintptr) (Result, Result) {
 	if f.busy > 0 {
 		f.busy--
-		return NCCLInProgress, NCCLSuccess
+		return InProgress, Success
 	}
-	return NCCLSuccess, NCCLSuccess
+	return Success, Success
 }
-func (f *fakeNCCL) launch(ops []ncclPacked, grouped bool) (int, NCCLResult) {
-	f.launched = append(f.launched, append([]ncclPacked(nil), ops...))
+func (f *fakeLib) launch(ops []packed, grouped bool) (int, Result) {
+	f.launched = append(f.launched, append([]packed(nil), ops...))
 	f.grouped = append(f.grouped, grouped)
 	for i := range ops {
 		if r, ok := f.launchFail[i]; ok {
@@ -65,33 +65,33 @@ func (f *fakeNCCL) launch(ops []ncclPacked, grouped bool) (int, NCCLResult) {
 	if grouped {
 		return len(ops), f.endResult
 	}
-	return len(ops), NCCLSuccess
+	return len(ops), Success
 }
-func (f *fakeNCCL) register(comm, p uintptr, size int) (uintptr, NCCLResult) {
+func (f *fakeLib) register(comm, p uintptr, size int) (uintptr, Result) {
 	f.rec("register %#x %#x %d", comm, p, size)
-	return p ^ 0xff, NCCLSuccess
+	return p ^ 0xff, Success
 }
-func (f *fakeNCCL) deregister(comm, h uintptr) NCCLResult {
+func (f *fakeLib) deregister(comm, h uintptr) Result {
 	f.rec("deregister %#x %#x", comm, h)
-	return NCCLSuccess
+	return Success
 }
-func (f *fakeNCCL) memAlloc(size int) (uintptr, NCCLResult) {
+func (f *fakeLib) memAlloc(size int) (uintptr, Result) {
 	f.rec("alloc %d", size)
-	return 0x1000, NCCLSuccess
+	return 0x1000, Success
 }
-func (f *fakeNCCL) memFree(p uintptr) NCCLResult    { f.rec("free %#x", p); return NCCLSuccess }
-func (f *fakeNCCL) has(sym string) bool             { return sym != "ncclCommInitRankConfig" || !f.noConfig }
-func (f *fakeNCCL) errorString(r NCCLResult) string { return "desc of " + r.String() }
-func (f *fakeNCCL) lastError(comm uintptr) string   { return "last words" }
+func (f *fakeLib) memFree(p uintptr) Result      { f.rec("free %#x", p); return Success }
+func (f *fakeLib) has(sym string) bool           { return sym != "ncclCommInitRankConfig" || !f.noConfig }
+func (f *fakeLib) errorString(r Result) string   { return "desc of " + r.String() }
+func (f *fakeLib) lastError(comm uintptr) string { return "last words" }
 
-func newFakeComm(t *testing.T, f *fakeNCCL, nranks, rank int) *NCCLComm {
+func newFakeComm(t *testing.T, f *fakeLib, nranks, rank int) *Comm {
 	t.Helper()
 	if f.ver == 0 {
 		f.ver = 22805
 	}
-	n, err := newNCCL(f)
+	n, err := newLibrary(f)
 	require.NoError(t, err)
-	c, err := n.InitRank(nranks, NCCLUniqueID{1, 2, 3}, rank, time.Second)
+	c, err := n.InitRank(nranks, UniqueID{1, 2, 3}, rank, time.Second)
 	require.NoError(t, err)
 	return c
 }
@@ -102,21 +102,21 @@ func TestNCCLEnumTables(t *testing.T) {
 		"float16": 6, "float32": 7, "float64": 8, "bfloat16": 9, "fp8e4m3": 10, "fp8e5m2": 11}
 	require.Len(t, gccl.DataTypes(), len(wantType), "a new gccl type needs an NCCL mapping")
 	for _, dt := range gccl.DataTypes() {
-		v, err := NCCLDataType(dt, 22805)
+		v, err := DataType(dt, 22805)
 		require.NoError(t, err, dt)
 		assert.Equal(t, wantType[dt.String()], v, dt)
 	}
 	wantOp := map[string]int32{"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
 	for _, op := range gccl.RedOps() {
-		v, err := NCCLRedOp(op, 22805)
+		v, err := RedOp(op, 22805)
 		require.NoError(t, err, op)
 		assert.Equal(t, wantOp[op.String()], v, op)
 	}
 	for _, bad := range []gccl.DataType{-1, gccl.DataType(len(wantType))} {
-		_, err := NCCLDataType(bad, 0)
+		_, err := DataType(bad, 0)
 		assert.ErrorIs(t, err, gccl.ErrInvalidArgument)
 	}
-	_, err := NCCLRedOp(gccl.NumBuiltinOps, 0)
+	_, err := RedOp(gccl.NumBuiltinOps, 0)
 	assert.ErrorIs(t, err, gccl.ErrInvalidArgument)
 }
 
@@ -130,24 +130,24 @@ func TestNCCLEnumVersions(t *testing.T) {
 		{gccl.Float8E4M3, 22304, false}, {gccl.Float8E5M2, 22400, true},
 	}
 	for _, c := range cases {
-		_, err := NCCLDataType(c.t, c.version)
+		_, err := DataType(c.t, c.version)
 		if c.ok {
 			assert.NoError(t, err)
 			continue
 		}
 		require.ErrorIs(t, err, gccl.ErrInvalidArgument)
 		assert.Equal(t, "datatype", err.(*gccl.Error).Arg)
-		assert.Contains(t, err.Error(), NCCLVersion(c.version))
+		assert.Contains(t, err.Error(), VersionString(c.version))
 	}
-	_, err := NCCLRedOp(gccl.Avg, 2907)
+	_, err := RedOp(gccl.Avg, 2907)
 	assert.ErrorIs(t, err, gccl.ErrInvalidArgument)
-	assert.Equal(t, "2.8.4", NCCLVersion(2804))
-	assert.Equal(t, "2.28.5", NCCLVersion(22805))
+	assert.Equal(t, "2.8.4", VersionString(2804))
+	assert.Equal(t, "2.28.5", VersionString(22805))
 }
 
 func TestNCCLErrors(t *testing.T) {
-	for r := NCCLUnhandledCudaError; r <= NCCLTimeout; r++ {
-		err := ncclError("ncclAllReduce", r, "it broke", "peer 3 gone", 22805)
+	for r := UnhandledCudaError; r <= Timeout; r++ {
+		err := callError("ncclAllReduce", r, "it broke", "peer 3 gone", 22805)
 		require.Error(t, err)
 		assert.Equal(t, gccl.Result(r), gccl.Code(err), r)
 		assert.ErrorIs(t, err, r)
@@ -155,61 +155,61 @@ func TestNCCLErrors(t *testing.T) {
 		assert.Contains(t, err.Error(), "it broke")
 		assert.Contains(t, err.Error(), "peer 3 gone")
 	}
-	assert.NoError(t, ncclError("x", NCCLSuccess, "", "", 0))
-	err := ncclError("ncclCommRegister", NCCLSymbolMissing, "", "", 21805)
+	assert.NoError(t, callError("x", Success, "", "", 0))
+	err := callError("ncclCommRegister", SymbolMissing, "", "", 21805)
 	assert.ErrorIs(t, err, gccl.ErrSystem)
 	assert.Contains(t, err.Error(), "2.18.5")
 	assert.Contains(t, err.Error(), "needs NCCL 2.19")
-	assert.Equal(t, gccl.InternalError, gccl.Code(ncclError("f", NCCLResult(77), "", "", 0)))
+	assert.Equal(t, gccl.InternalError, gccl.Code(callError("f", Result(77), "", "", 0)))
 }
 
 func TestNCCLInitRank(t *testing.T) {
-	f := &fakeNCCL{busy: 3}
+	f := &fakeLib{busy: 3}
 	c := newFakeComm(t, f, 4, 2)
 	assert.Equal(t, []string{"init 4 2 true"}, f.calls)
 	require.NotNil(t, f.initCfg)
 	assert.False(t, f.initCfg.blocking, "the baseline polls a nonblocking init to have a deadline")
-	assert.Equal(t, NCCLUniqueID{1, 2, 3}, f.initID)
+	assert.Equal(t, UniqueID{1, 2, 3}, f.initID)
 	assert.Equal(t, 0, f.busy, "init must poll until the communicator is ready")
 	assert.Equal(t, 4, c.Count())
 	assert.Equal(t, 2, c.Rank())
 
-	old := &fakeNCCL{noConfig: true}
+	old := &fakeLib{noConfig: true}
 	newFakeComm(t, old, 2, 0)
 	assert.Equal(t, []string{"init 2 0 false"}, old.calls)
 }
 
 func TestNCCLInitRankFailures(t *testing.T) {
-	n, err := newNCCL(&fakeNCCL{ver: 22805})
+	n, err := newLibrary(&fakeLib{ver: 22805})
 	require.NoError(t, err)
 	for _, bad := range []struct {
 		nranks, rank int
 		timeout      time.Duration
 		arg          string
 	}{{0, 0, time.Second, "nranks"}, {2, 2, time.Second, "rank"}, {2, -1, time.Second, "rank"}, {2, 0, 0, "timeout"}} {
-		_, err := n.InitRank(bad.nranks, NCCLUniqueID{}, bad.rank, bad.timeout)
+		_, err := n.InitRank(bad.nranks, UniqueID{}, bad.rank, bad.timeout)
 		require.ErrorIs(t, err, gccl.ErrInvalidArgument)
 		assert.Equal(t, bad.arg, err.(*gccl.Error).Arg)
 	}
 
-	stuck := &fakeNCCL{ver: 22805, busy: 1 << 30}
-	n, _ = newNCCL(stuck)
+	stuck := &fakeLib{ver: 22805, busy: 1 << 30}
+	n, _ = newLibrary(stuck)
 	start := time.Now()
-	_, err = n.InitRank(2, NCCLUniqueID{}, 1, 20*time.Millisecond)
+	_, err = n.InitRank(2, UniqueID{}, 1, 20*time.Millisecond)
 	assert.ErrorIs(t, err, gccl.ErrTimeout)
 	assert.Less(t, time.Since(start), 2*time.Second)
 	assert.Equal(t, "abort 0xc0", stuck.calls[len(stuck.calls)-1], "a timed-out init must be aborted")
 
-	failed := &fakeNCCL{ver: 22805, initResult: NCCLSystemError}
-	n, _ = newNCCL(failed)
-	_, err = n.InitRank(2, NCCLUniqueID{}, 1, time.Second)
-	assert.ErrorIs(t, err, NCCLSystemError)
+	failed := &fakeLib{ver: 22805, initResult: SystemError}
+	n, _ = newLibrary(failed)
+	_, err = n.InitRank(2, UniqueID{}, 1, time.Second)
+	assert.ErrorIs(t, err, SystemError)
 	assert.Equal(t, "ncclCommInitRankConfig", err.(*gccl.Error).Arg)
 	assert.Contains(t, failed.calls, "abort 0xc0")
 }
 
 func TestNCCLCloseAbort(t *testing.T) {
-	f := &fakeNCCL{}
+	f := &fakeLib{}
 	c := newFakeComm(t, f, 2, 0)
 	require.NoError(t, c.Close())
 	require.NoError(t, c.Close())
@@ -219,14 +219,14 @@ func TestNCCLCloseAbort(t *testing.T) {
 	assert.ErrorIs(t, c.AsyncError(), gccl.ErrInvalidUsage)
 	_, err := c.Register(1, 1)
 	assert.ErrorIs(t, err, gccl.ErrInvalidUsage)
-	var nilComm *NCCLComm
+	var nilComm *Comm
 	assert.NoError(t, nilComm.Close())
 	assert.NoError(t, nilComm.Abort())
-	assert.ErrorIs(t, nilComm.Launch(0, NCCLOp{}), gccl.ErrInvalidUsage)
+	assert.ErrorIs(t, nilComm.Launch(0, Op{}), gccl.ErrInvalidUsage)
 }
 
 func TestNCCLRegisterAndMem(t *testing.T) {
-	f := &fakeNCCL{}
+	f := &fakeLib{}
 	c := newFakeComm(t, f, 2, 1)
 	h, err := c.Register(0xabc00, 4096)
 	require.NoError(t, err)
@@ -249,30 +249,30 @@ func TestNCCLRegisterAndMem(t *testing.T) {
 }
 
 // randomOp makes a valid operation for rank of nranks.
-func randomOp(rng *rand.Rand, nranks int) NCCLOp {
+func randomOp(rng *rand.Rand, nranks int) Op {
 	types, ops := gccl.DataTypes(), gccl.RedOps()
-	return NCCLOp{Kind: NCCLOpKind(rng.IntN(int(numNCCLOpKinds))), Send: uintptr(rng.Uint64() | 1),
+	return Op{Kind: OpKind(rng.IntN(int(numOpKinds))), Send: uintptr(rng.Uint64() | 1),
 		Recv: uintptr(rng.Uint64() | 1), Count: rng.IntN(1 << 30), Type: types[rng.IntN(len(types))],
 		Op: ops[rng.IntN(len(ops))], Root: rng.IntN(nranks), Peer: rng.IntN(nranks)}
 }
 
 func TestNCCLLaunchPacking(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
-	f := &fakeNCCL{}
+	f := &fakeLib{}
 	c := newFakeComm(t, f, 5, 3)
 	for range 200 {
-		ops := make([]NCCLOp, 1+rng.IntN(6))
+		ops := make([]Op, 1+rng.IntN(6))
 		for i := range ops {
 			ops[i] = randomOp(rng, 5)
 		}
-		s := Stream(rng.Uint64())
+		s := gccl.Stream(rng.Uint64())
 		require.NoError(t, c.Launch(s, ops...))
 		got := f.launched[len(f.launched)-1]
 		assert.Equal(t, len(ops) > 1, f.grouped[len(f.grouped)-1])
 		require.Len(t, got, len(ops))
 		for i, o := range ops {
 			p := got[i]
-			dt, _ := NCCLDataType(o.Type, 0)
+			dt, _ := DataType(o.Type, 0)
 			assert.Equal(t, int32(o.Kind), p.kind)
 			assert.Equal(t, dt, p.dtype)
 			assert.Equal(t, uint64(o.Count), p.count)
@@ -281,16 +281,16 @@ func TestNCCLLaunchPacking(t *testing.T) {
 			assert.Equal(t, uintptr(0xc0), p.comm)
 			assert.Equal(t, uintptr(s), p.stream)
 			switch o.Kind {
-			case NCCLAllReduce, NCCLReduce, NCCLReduceScatter:
-				op, _ := NCCLRedOp(o.Op, 0)
+			case AllReduce, Reduce, ReduceScatter:
+				op, _ := RedOp(o.Op, 0)
 				assert.Equal(t, op, p.op, o.Kind)
 			default:
 				assert.Zero(t, p.op, o.Kind)
 			}
 			switch o.Kind {
-			case NCCLBroadcast, NCCLReduce:
+			case Broadcast, Reduce:
 				assert.Equal(t, int32(o.Root), p.root)
-			case NCCLSend, NCCLRecv:
+			case Send, Recv:
 				assert.Equal(t, int32(o.Peer), p.root)
 			default:
 				assert.Zero(t, p.root)
@@ -300,18 +300,18 @@ func TestNCCLLaunchPacking(t *testing.T) {
 }
 
 func TestNCCLLaunchBadArguments(t *testing.T) {
-	f := &fakeNCCL{}
+	f := &fakeLib{}
 	c := newFakeComm(t, f, 4, 1)
-	good := NCCLOp{Kind: NCCLAllReduce, Send: 0x100, Recv: 0x200, Count: 10, Type: gccl.Float32}
-	cases := map[string]func(o *NCCLOp){
-		"kind":     func(o *NCCLOp) { o.Kind = numNCCLOpKinds },
-		"count":    func(o *NCCLOp) { o.Count = -1 },
-		"datatype": func(o *NCCLOp) { o.Type = 99 },
-		"op":       func(o *NCCLOp) { o.Op = gccl.NumBuiltinOps + 3 },
-		"sendbuff": func(o *NCCLOp) { o.Send = 0 },
-		"recvbuff": func(o *NCCLOp) { o.Recv = 0 },
-		"root":     func(o *NCCLOp) { o.Kind, o.Root = NCCLBroadcast, 4 },
-		"peer":     func(o *NCCLOp) { o.Kind, o.Peer = NCCLSend, -1 },
+	good := Op{Kind: AllReduce, Send: 0x100, Recv: 0x200, Count: 10, Type: gccl.Float32}
+	cases := map[string]func(o *Op){
+		"kind":     func(o *Op) { o.Kind = numOpKinds },
+		"count":    func(o *Op) { o.Count = -1 },
+		"datatype": func(o *Op) { o.Type = 99 },
+		"op":       func(o *Op) { o.Op = gccl.NumBuiltinOps + 3 },
+		"sendbuff": func(o *Op) { o.Send = 0 },
+		"recvbuff": func(o *Op) { o.Recv = 0 },
+		"root":     func(o *Op) { o.Kind, o.Root = Broadcast, 4 },
+		"peer":     func(o *Op) { o.Kind, o.Peer = Send, -1 },
 	}
 	for arg, spoil := range cases {
 		o := good
@@ -336,23 +336,23 @@ func TestNCCLLaunchBadArguments(t *testing.T) {
 }
 
 func TestNCCLLaunchResults(t *testing.T) {
-	f := &fakeNCCL{}
+	f := &fakeLib{}
 	c := newFakeComm(t, f, 2, 0)
-	send := NCCLOp{Kind: NCCLSend, Send: 1, Count: 4, Type: gccl.Uint8, Peer: 1}
-	recv := NCCLOp{Kind: NCCLRecv, Recv: 2, Count: 4, Type: gccl.Uint8, Peer: 1}
+	send := Op{Kind: Send, Send: 1, Count: 4, Type: gccl.Uint8, Peer: 1}
+	recv := Op{Kind: Recv, Recv: 2, Count: 4, Type: gccl.Uint8, Peer: 1}
 
-	f.launchFail = map[int]NCCLResult{1: NCCLInvalidUsage}
+	f.launchFail = map[int]Result{1: InvalidUsage}
 	err := c.Launch(0, send, recv)
-	require.ErrorIs(t, err, NCCLInvalidUsage)
+	require.ErrorIs(t, err, InvalidUsage)
 	assert.Equal(t, "ncclRecv", err.(*gccl.Error).Arg)
 	assert.Contains(t, err.Error(), "last words")
 
-	f.launchFail, f.endResult = nil, NCCLRemoteError
+	f.launchFail, f.endResult = nil, RemoteError
 	err = c.Launch(0, send, recv)
 	require.ErrorIs(t, err, gccl.ErrRemote)
 	assert.Equal(t, "ncclGroupEnd", err.(*gccl.Error).Arg)
 
-	f.endResult, f.busy = NCCLInProgress, 5
+	f.endResult, f.busy = InProgress, 5
 	require.NoError(t, c.Launch(0, send, recv), "an in-progress group settles by polling")
 	assert.Zero(t, f.busy)
 

@@ -1,9 +1,9 @@
-package cuda
+package nccl
 
 /*
 #cgo LDFLAGS: -ldl
 #include <stdlib.h>
-#include "nccl_shim.h"
+#include "shim.h"
 */
 import "C"
 
@@ -15,58 +15,58 @@ import (
 )
 
 var (
-	ncclOnce sync.Once
-	ncclLib  *NCCL
-	ncclErr  error
+	once    sync.Once
+	lib     *Library
+	loadErr error
 )
 
-// LoadNCCL opens libnccl.so.2 (once per process) with dlopen and resolves
+// Load opens libnccl.so.2 (once per process) with dlopen and resolves
 // the entry points the baseline uses. With no library it returns an error
-// wrapping ErrNoNCCL; with a library older than NCCL 2.7 (no ncclSend) one
+// wrapping ErrNoLibrary; with a library older than NCCL 2.7 (no ncclSend) one
 // with code gccl.SystemError naming the missing symbol.
-func LoadNCCL() (*NCCL, error) {
-	ncclOnce.Do(func() { ncclLib, ncclErr = loadNCCL(NCCLLibrary) })
-	return ncclLib, ncclErr
+func Load() (*Library, error) {
+	once.Do(func() { lib, loadErr = load(SOName) })
+	return lib, loadErr
 }
 
-// loadNCCL opens the named library as NCCL (tests name missing or foreign
+// load opens the named library as NCCL (tests name missing or foreign
 // libraries to exercise the failures).
-func loadNCCL(name string) (*NCCL, error) {
+func load(name string) (*Library, error) {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var buf [512]C.char
 	switch C.gccl_nccl_load(cname, &buf[0], C.int(len(buf))) {
 	case 0:
-		return newNCCL(ncclShim{})
+		return newLibrary(shim{})
 	case 1:
 		return nil, gccl.Errorf(gccl.SystemError, name, "%w; install NCCL 2.x (package libnccl2) or add its directory to LD_LIBRARY_PATH",
-			&NCCLNotFound{Name: name, Reason: C.GoString(&buf[0])})
+			&NotFound{Name: name, Reason: C.GoString(&buf[0])})
 	}
 	return nil, gccl.Errorf(gccl.SystemError, name, "%s", C.GoString(&buf[0]))
 }
 
-// ncclShim is the real ncclAPI: calls through the pointers nccl_shim.c
+// shim is the real binding: calls through the pointers nccl_shim.c
 // resolved.
-type ncclShim struct{}
+type shim struct{}
 
-var _ ncclAPI = ncclShim{}
+var _ binding = shim{}
 
-func (ncclShim) version() (int, NCCLResult) {
+func (shim) version() (int, Result) {
 	var v C.int
 	r := C.gccl_ncclGetVersion(&v)
-	return int(v), NCCLResult(r)
+	return int(v), Result(r)
 }
 
-func (ncclShim) uniqueID(id *NCCLUniqueID) NCCLResult {
+func (shim) uniqueID(id *UniqueID) Result {
 	var cid C.gccl_ncclUniqueId
 	r := C.gccl_ncclGetUniqueId(&cid)
 	for i := range id {
 		id[i] = byte(cid.internal[i])
 	}
-	return NCCLResult(r)
+	return Result(r)
 }
 
-func (ncclShim) initRank(nranks, rank int, id *NCCLUniqueID, cfg *ncclConfig) (uintptr, NCCLResult) {
+func (shim) initRank(nranks, rank int, id *UniqueID, cfg *config) (uintptr, Result) {
 	var cid C.gccl_ncclUniqueId
 	for i, b := range id {
 		cid.internal[i] = C.char(b)
@@ -74,7 +74,7 @@ func (ncclShim) initRank(nranks, rank int, id *NCCLUniqueID, cfg *ncclConfig) (u
 	var comm C.ncclComm_t
 	if cfg == nil {
 		r := C.gccl_ncclCommInitRank(&comm, C.int(nranks), cid, C.int(rank))
-		return uintptr(comm), NCCLResult(r)
+		return uintptr(comm), Result(r)
 	}
 	c := C.gccl_ncclConfig{
 		size: C.size_t(unsafe.Sizeof(C.gccl_ncclConfig{})), magic: C.GCCL_NCCL_CONFIG_MAGIC,
@@ -86,26 +86,26 @@ func (ncclShim) initRank(nranks, rank int, id *NCCLUniqueID, cfg *ncclConfig) (u
 		c.blocking = 1
 	}
 	r := C.gccl_ncclCommInitRankConfig(&comm, C.int(nranks), cid, C.int(rank), &c)
-	return uintptr(comm), NCCLResult(r)
+	return uintptr(comm), Result(r)
 }
 
-func (ncclShim) destroy(comm uintptr) NCCLResult {
-	return NCCLResult(C.gccl_ncclCommDestroy(C.ncclComm_t(comm)))
+func (shim) destroy(comm uintptr) Result {
+	return Result(C.gccl_ncclCommDestroy(C.ncclComm_t(comm)))
 }
 
-func (ncclShim) abort(comm uintptr) NCCLResult {
-	return NCCLResult(C.gccl_ncclCommAbort(C.ncclComm_t(comm)))
+func (shim) abort(comm uintptr) Result {
+	return Result(C.gccl_ncclCommAbort(C.ncclComm_t(comm)))
 }
 
-func (ncclShim) asyncError(comm uintptr) (NCCLResult, NCCLResult) {
+func (shim) asyncError(comm uintptr) (Result, Result) {
 	var state C.ncclResult_t
 	r := C.gccl_ncclCommGetAsyncError(C.ncclComm_t(comm), &state)
-	return NCCLResult(state), NCCLResult(r)
+	return Result(state), Result(r)
 }
 
-func (ncclShim) launch(ops []ncclPacked, grouped bool) (int, NCCLResult) {
+func (shim) launch(ops []packed, grouped bool) (int, Result) {
 	if len(ops) == 0 {
-		return 0, NCCLSuccess
+		return 0, Success
 	}
 	cops := make([]C.gccl_nccl_op, len(ops))
 	for i, o := range ops {
@@ -118,39 +118,39 @@ func (ncclShim) launch(ops []ncclPacked, grouped bool) (int, NCCLResult) {
 		g = 1
 	}
 	r := C.gccl_nccl_launch(&cops[0], C.int(len(cops)), g, &issued)
-	return int(issued), NCCLResult(r)
+	return int(issued), Result(r)
 }
 
-func (ncclShim) register(comm, p uintptr, size int) (uintptr, NCCLResult) {
+func (shim) register(comm, p uintptr, size int) (uintptr, Result) {
 	var h C.uintptr_t
 	r := C.gccl_ncclCommRegister(C.ncclComm_t(comm), C.uintptr_t(p), C.size_t(size), &h)
-	return uintptr(h), NCCLResult(r)
+	return uintptr(h), Result(r)
 }
 
-func (ncclShim) deregister(comm, h uintptr) NCCLResult {
-	return NCCLResult(C.gccl_ncclCommDeregister(C.ncclComm_t(comm), C.uintptr_t(h)))
+func (shim) deregister(comm, h uintptr) Result {
+	return Result(C.gccl_ncclCommDeregister(C.ncclComm_t(comm), C.uintptr_t(h)))
 }
 
-func (ncclShim) memAlloc(size int) (uintptr, NCCLResult) {
+func (shim) memAlloc(size int) (uintptr, Result) {
 	var p C.uintptr_t
 	r := C.gccl_ncclMemAlloc(&p, C.size_t(size))
-	return uintptr(p), NCCLResult(r)
+	return uintptr(p), Result(r)
 }
 
-func (ncclShim) memFree(p uintptr) NCCLResult {
-	return NCCLResult(C.gccl_ncclMemFree(C.uintptr_t(p)))
+func (shim) memFree(p uintptr) Result {
+	return Result(C.gccl_ncclMemFree(C.uintptr_t(p)))
 }
 
-func (ncclShim) has(sym string) bool {
+func (shim) has(sym string) bool {
 	cs := C.CString(sym)
 	defer C.free(unsafe.Pointer(cs))
 	return C.gccl_nccl_has(cs) != 0
 }
 
-func (ncclShim) errorString(r NCCLResult) string {
+func (shim) errorString(r Result) string {
 	return C.GoString(C.gccl_ncclGetErrorString(C.ncclResult_t(r)))
 }
 
-func (ncclShim) lastError(comm uintptr) string {
+func (shim) lastError(comm uintptr) string {
 	return C.GoString(C.gccl_ncclGetLastError(C.ncclComm_t(comm)))
 }
