@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // binding is the raw NCCL C API behind NCCL: the dlopen'd library
@@ -158,11 +159,12 @@ func (c *Comm) handle() (uintptr, error) {
 }
 
 // settle waits until the communicator has no operation in progress
-// (ncclCommGetAsyncError no longer ncclInProgress), polling from 1µs to
-// 1ms, and reports its state; after the timeout it gives up with ErrTimeout.
+// (ncclCommGetAsyncError no longer ncclInProgress), polling with a
+// wait.Poller, and reports its state; after the timeout it gives up with
+// ErrTimeout.
 func (c *Comm) settle(fn string) error {
-	deadline := time.Now().Add(c.timeout)
-	for sleep := time.Microsecond; ; sleep = min(2*sleep, time.Millisecond) {
+	p := wait.Poller{Deadline: time.Now().Add(c.timeout), What: fn, MaxSleep: time.Millisecond}
+	for {
 		state, r := c.n.api.asyncError(c.h)
 		if err := c.n.check("ncclCommGetAsyncError", c.h, r); err != nil {
 			return err
@@ -170,12 +172,11 @@ func (c *Comm) settle(fn string) error {
 		if state != InProgress {
 			return c.n.check(fn, c.h, state)
 		}
-		if time.Now().After(deadline) {
+		if p.Pause() != nil {
 			return gccl.Errorf(gccl.TimeoutError, fn, "NCCL communicator (rank %d of %d) still in progress after %v; "+
 				"a rank may have failed or not started (raise -timeout or GCCL_TIMEOUT if it is just slow)",
 				c.rank, c.nranks, c.timeout)
 		}
-		time.Sleep(sleep)
 	}
 }
 

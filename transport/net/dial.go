@@ -11,7 +11,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/auth"
-	"github.com/gccl/gccl/transport/internal/wait"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // Dial opens count sockets to the listener at addr for channel, presenting

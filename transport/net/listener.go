@@ -13,7 +13,7 @@ import (
 	"github.com/gccl/gccl/internal/accept"
 	"github.com/gccl/gccl/internal/auth"
 	"github.com/gccl/gccl/internal/env"
-	"github.com/gccl/gccl/transport/internal/wait"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // Bounds: the accepted sockets no Accept has claimed yet; the sockets in

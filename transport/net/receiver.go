@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/transport/internal/wait"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // readAhead is how many verified frames each socket's reader may queue.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/transport/internal/wait"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // Options sets the geometry of a ring and the default deadline. The zero

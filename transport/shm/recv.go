@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/transport/internal/wait"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // Receiver is the consuming end of a ring; it implements transport.Conn's Recv.

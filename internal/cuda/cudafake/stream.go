@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 type task func() error
@@ -137,12 +138,11 @@ func (f *Fake) StreamQuery(h cuda.Stream) (bool, error) {
 
 // waitUntil polls cond until it holds or the fake's wait timeout passes.
 func (f *Fake) waitUntil(fn string, cond func() bool) error {
-	deadline := time.Now().Add(f.cfg.WaitTimeout)
-	for sleep := time.Microsecond; !cond(); sleep = min(2*sleep, time.Millisecond) {
-		if time.Now().After(deadline) {
+	p := wait.Poller{Deadline: time.Now().Add(f.cfg.WaitTimeout), What: fn, MaxSleep: time.Millisecond}
+	for !cond() {
+		if p.Pause() != nil {
 			return fail(fn, cuda.ErrorLaunchTimeout)
 		}
-		time.Sleep(sleep)
 	}
 	return nil
 }

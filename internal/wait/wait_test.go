@@ -50,3 +50,29 @@ func TestPollerCancelAndAlive(t *testing.T) {
 	}
 	require.ErrorIs(t, err, gone)
 }
+
+func TestPollerWithoutContext(t *testing.T) {
+	p := Poller{Deadline: time.Now().Add(10 * time.Millisecond), What: "settling"}
+	var err error
+	for err == nil {
+		err = p.Pause()
+	}
+	require.ErrorIs(t, err, gccl.ErrTimeout)
+	require.Contains(t, err.Error(), "settling")
+}
+
+// TestPollerSpinFor: SpinFor keeps the poller yielding rather than
+// sleeping, so it polls far more often in the same time.
+func TestPollerSpinFor(t *testing.T) {
+	count := func(spin time.Duration) int {
+		p := Poller{Deadline: time.Now().Add(20 * time.Millisecond), SpinFor: spin}
+		n := 0
+		for p.Pause() == nil {
+			n++
+		}
+		return n
+	}
+	sleeping, spinning := count(0), count(time.Hour)
+	require.Less(t, sleeping, 1000, "without SpinFor the poller sleeps")
+	require.Greater(t, spinning, 2000, "with SpinFor it only yields")
+}
