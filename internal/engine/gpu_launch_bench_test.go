@@ -16,7 +16,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/gccl/gccl/kernels"
-	"github.com/gccl/gccl/transport/p2p"
+	"github.com/gccl/gccl/transport/peermem"
 	"github.com/gccl/gccl/transport/topo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,7 +59,7 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 	net := enginetest.NewNet(n)
 	rs := make([]*launchRank, n)
 	gs := make([]*gpuBackend, n)
-	offers := make([]p2p.Offer, n)
+	offers := make([]peermem.Offer, n)
 	for r := range n {
 		f := cudafake.New(cudafake.Config{MemBytes: 256 << 20})
 		lr := &launchRank{}
@@ -78,7 +78,7 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 			if err := g.allocate([]byte("stand-in kernels")); err != nil {
 				return err
 			}
-			offers[r], err = p2p.NewOffer(g.drv, d.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
+			offers[r], err = peermem.NewOffer(g.drv, d.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
 			return err
 		}))
 		gs[r] = g

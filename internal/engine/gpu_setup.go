@@ -14,7 +14,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/kernels"
-	"github.com/gccl/gccl/transport/p2p"
+	"github.com/gccl/gccl/transport/peermem"
 	"github.com/gccl/gccl/transport/topo"
 )
 
@@ -31,13 +31,13 @@ func newGPUBackend(ctx context.Context, e *Engine, dev *device.CUDADevice) (*gpu
 		return nil, err
 	}
 	g := newBackendState(dev)
-	var offer p2p.Offer
+	var offer peermem.Offer
 	err = dev.Do(func() error {
 		if err := g.allocate(img); err != nil {
 			return err
 		}
 		var err error
-		offer, err = p2p.NewOffer(g.drv, dev.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
+		offer, err = peermem.NewOffer(g.drv, dev.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
 		return err
 	})
 	if err != nil {
@@ -107,7 +107,7 @@ func (g *gpuBackend) allocate(img []byte) error {
 // exchange all-gathers the offers and maps the peers' buffers. The
 // all-gather also makes sure every rank zeroed its flags before any kernel
 // can write to them.
-func (g *gpuBackend) exchange(ctx context.Context, e *Engine, offer p2p.Offer) error {
+func (g *gpuBackend) exchange(ctx context.Context, e *Engine, offer peermem.Offer) error {
 	b, err := offer.MarshalBinary()
 	if err != nil {
 		return err
@@ -120,7 +120,7 @@ func (g *gpuBackend) exchange(ctx context.Context, e *Engine, offer p2p.Offer) e
 	if len(all) != e.nranks {
 		return gccl.Errorf(gccl.InternalError, "bootstrap", "all-gather returned %d entries, want %d", len(all), e.nranks)
 	}
-	offers := make([]p2p.Offer, e.nranks)
+	offers := make([]peermem.Offer, e.nranks)
 	for r, b := range all {
 		if err := sameSettings(set, b, r); err != nil {
 			return err
@@ -130,7 +130,7 @@ func (g *gpuBackend) exchange(ctx context.Context, e *Engine, offer p2p.Offer) e
 		}
 	}
 	return g.dev.Do(func() error {
-		m, err := p2p.Open(g.drv, e.rank, offers)
+		m, err := peermem.Open(g.drv, e.rank, offers)
 		g.peers = m
 		return err
 	})

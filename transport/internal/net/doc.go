@@ -1,5 +1,6 @@
 // Package net is gccl's TCP transport, used between ranks on different hosts
-// (and on one host when shared memory is disabled).
+// (and on one host when shared memory is disabled): the sockets behind the
+// "net" row of package transport's table, internal to transport/.
 //
 // A Listener is opened per rank and communicator on the interface that
 // GCCL_SOCKET_IFNAME (or NCCL_SOCKET_IFNAME) allows. A connection for one

@@ -1,4 +1,4 @@
-package p2p
+package peermem
 
 import (
 	"encoding/binary"
@@ -35,7 +35,7 @@ func NewOffer(drv cuda.Driver, ordinal int, hostHash uint64, p uintptr, size int
 	}
 	h, err := drv.IpcGetMemHandle(p)
 	if err != nil {
-		return Offer{}, gccl.Errorf(gccl.Code(err), "p2p", "exporting the communication buffer: %w", err)
+		return Offer{}, gccl.Errorf(gccl.Code(err), "peermem", "exporting the communication buffer: %w", err)
 	}
 	return Offer{PID: int64(os.Getpid()), HostHash: hostHash, Ordinal: int32(ordinal), Ptr: p, Size: uint64(size), Handle: h}, nil
 }
@@ -59,7 +59,7 @@ func (o Offer) MarshalBinary() ([]byte, error) {
 func (o *Offer) UnmarshalBinary(b []byte) error {
 	le := binary.LittleEndian
 	if len(b) != OfferBytes || le.Uint32(b) != offerMagic || le.Uint32(b[4:]) != offerVersion {
-		return gccl.Errorf(gccl.RemoteError, "offer", "malformed p2p offer (%d bytes); are all ranks running the same gccl?", len(b))
+		return gccl.Errorf(gccl.RemoteError, "offer", "malformed peer-memory offer (%d bytes); are all ranks running the same gccl?", len(b))
 	}
 	o.PID = int64(le.Uint64(b[8:]))
 	o.HostHash = le.Uint64(b[16:])

@@ -1,4 +1,6 @@
-// Package shm is gccl's shared-memory transport between ranks on one host.
+// Package shm is gccl's shared-memory transport between ranks on one host:
+// the rings behind the "shm" row of package transport's table. It is
+// internal to transport/; nothing else connects ranks.
 //
 // Each direction between two ranks (per channel) is a single-producer
 // single-consumer ring in its own file under /dev/shm. The file starts with a

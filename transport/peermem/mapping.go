@@ -1,4 +1,4 @@
-package p2p
+package peermem
 
 import (
 	"github.com/gccl/gccl"
@@ -24,7 +24,7 @@ func Open(drv cuda.Driver, me int, offers []Offer) (*Mapping, error) {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "me", "rank %d out of range [0,%d)", me, len(offers))
 	}
 	if !SameHost(me, offers) {
-		return nil, gccl.Errorf(gccl.InvalidUsage, "p2p", "peers on other hosts cannot be mapped; use the host transports")
+		return nil, gccl.Errorf(gccl.InvalidUsage, "peermem", "peers on other hosts cannot be mapped; use the host transports")
 	}
 	m := &Mapping{Ptrs: make([]uintptr, len(offers)), drv: drv}
 	for r, o := range offers {

@@ -1,4 +1,4 @@
-package fault
+package fault_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/nettest"
 	tfault "github.com/gccl/gccl/transport/fault"
-	tnet "github.com/gccl/gccl/transport/net"
+	tnet "github.com/gccl/gccl/transport/internal/net"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
