@@ -50,6 +50,7 @@ func TestOpenInProcess(t *testing.T) {
 		require.NoError(t, f.CtxSetCurrent(ctx[i]))
 		bufs[i], err = f.MemAlloc(4096)
 		require.NoError(t, err)
+		defer func() { assert.NoError(t, f.MemFree(bufs[i])) }()
 		offers[i], err = NewOffer(f, i, 77, bufs[i], 4096)
 		require.NoError(t, err)
 	}
