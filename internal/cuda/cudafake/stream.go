@@ -24,7 +24,7 @@ type stream struct {
 	queue   []task
 	pending int
 	err     error
-	running bool // a worker goroutine is draining the queue
+	running bool   // a worker goroutine is draining the queue
 	capture *graph // non-nil while capturing
 }
 
