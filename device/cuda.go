@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/progress"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 func init() {
@@ -193,23 +194,23 @@ func (d *CUDADevice) Query(s gccl.Stream) (bool, error) {
 	return done, err
 }
 
-// Synchronize polls the stream until it is done, backing off from 1µs to
-// 1ms, and gives up with gccl.ErrTimeout after the device's timeout; it
-// never blocks in the driver, so a hung kernel cannot hang the caller.
+// Synchronize polls the stream until it is done, backing off to 1ms
+// (wait.Poller), and gives up with gccl.ErrTimeout after the device's
+// timeout; it never blocks in the driver, so a hung kernel cannot hang the
+// caller.
 func (d *CUDADevice) Synchronize(s gccl.Stream) error {
 	defer progress.Enter(true)()
-	deadline := time.Now().Add(d.timeout)
-	for sleep := time.Microsecond; ; sleep = min(2*sleep, time.Millisecond) {
+	p := wait.Poller{Deadline: time.Now().Add(d.timeout), What: "stream", MaxSleep: time.Millisecond}
+	for {
 		done, err := d.Query(s)
 		if err != nil || done {
 			return err
 		}
-		if time.Now().After(deadline) {
+		if p.Pause() != nil {
 			return gccl.Errorf(gccl.TimeoutError, "stream",
 				"GPU %d stream %#x not done after %v; a peer may be gone (raise GCCL_TIMEOUT if the work is just long)",
 				d.ordinal, uintptr(s), d.timeout)
 		}
-		time.Sleep(sleep)
 	}
 }
 

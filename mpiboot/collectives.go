@@ -72,7 +72,7 @@ func NewCollectives() (*Collectives, error) {
 		collRelease(c.comm)
 		return nil, firstErr(terr, err)
 	}
-	if err := wait(e, r, deadline, "MPI_Comm_idup"); err != nil {
+	if err := complete(e, r, deadline, "MPI_Comm_idup"); err != nil {
 		return nil, err // the handle stays allocated: MPI may still write it
 	}
 	if terr := e.do(func() { err = collReady(c.comm) }); terr != nil || err != nil {

@@ -1,12 +1,12 @@
 package mpiboot
 
 import (
-	"runtime"
 	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // idMessage is what rank 0 broadcasts: a status byte (1 = the ID follows,
@@ -138,8 +138,9 @@ func Wait(d device.Device, s gccl.Stream, timeout time.Duration) error {
 		timeout = st.timeoutLocked()
 		st.mu.Unlock()
 	}
-	start := time.Now()
-	deadline := start.Add(timeout)
+	// Yield for the first spinFor, so that operations of microseconds are
+	// not slowed down by the timer's granularity; then sleep up to 1ms.
+	p := wait.Poller{Deadline: time.Now().Add(timeout), What: "stream", SpinFor: spinFor, MaxSleep: time.Millisecond}
 	for {
 		done, err := d.Query(s)
 		if err != nil || done {
@@ -148,23 +149,11 @@ func Wait(d device.Device, s gccl.Stream, timeout time.Duration) error {
 		if _, err := Iprobe(); err != nil {
 			return err
 		}
-		if time.Now().After(deadline) {
+		if p.Pause() != nil {
 			return gccl.Errorf(gccl.TimeoutError, "stream", "stream %#x not done after %v; a peer may be missing, abort the communicator", uintptr(s), timeout)
 		}
-		pause(time.Since(start))
 	}
 }
 
-// spinFor is how long Wait only yields between polls, so that operations of
-// microseconds are not slowed down by the timer's granularity.
+// spinFor is how long Wait only yields between polls.
 const spinFor = 500 * time.Microsecond
-
-// pause waits between two polls: a yield during the first spinFor, then a
-// sleep of a tenth of the time waited so far, at most a millisecond.
-func pause(waited time.Duration) {
-	if waited < spinFor {
-		runtime.Gosched()
-		return
-	}
-	time.Sleep(min(waited/10, time.Millisecond))
-}

@@ -62,4 +62,16 @@
 // while an application call waits inside gccl, never behind the
 // application's back. Wait polls a stream the same way, for code that
 // waits on streams by hand.
+//
+// MPI's own collectives. Collectives runs MPI_Allreduce, MPI_Allgather,
+// MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce, MPI_Sendrecv and
+// MPI_Alltoall on host buffers over a duplicate of MPI_COMM_WORLD, so a
+// program (gccl-perf -baseline mpi, or an application deciding which
+// library to use) can time MPI beside gccl on the same buffers. It is
+// exported on purpose and lives here rather than in a package of its own:
+// mpiboot is gccl's one binding of MPI (the cgo guard in test/guard allows
+// import "C" for MPI here and nowhere else), and below
+// MPI_THREAD_MULTIPLE every MPI call of the process must go through the one
+// thread that initialised MPI, which mpiboot owns. The collectives share
+// that funnel, mpiboot's deadline and its Finalize, which frees them.
 package mpiboot

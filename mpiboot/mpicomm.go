@@ -70,7 +70,7 @@ func dup(e *executor, how int, v uintptr, deadline time.Time) (*Comm, error) {
 	if terr := e.do(func() { h, r, err = cIdup(how, v) }); terr != nil || err != nil {
 		return nil, firstErr(terr, err)
 	}
-	if err := wait(e, r, deadline, "MPI_Comm_idup"); err != nil {
+	if err := complete(e, r, deadline, "MPI_Comm_idup"); err != nil {
 		return nil, err // h stays allocated: MPI may still write it
 	}
 	return adopt(e, h, deadline)

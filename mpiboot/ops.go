@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // Bcast broadcasts buf from root to every process of the job (Comm.Bcast
@@ -56,7 +57,7 @@ func (c *Comm) bcastRaw(e *executor, buf []byte, root int, deadline time.Time) e
 	if terr := e.do(func() { r, err = cIbcast(c.h, buf, root) }); terr != nil || err != nil {
 		return firstErr(terr, err)
 	}
-	if err = wait(e, r, deadline, "MPI_Ibcast"); err != nil {
+	if err = complete(e, r, deadline, "MPI_Ibcast"); err != nil {
 		return err
 	}
 	r.result(0, buf)
@@ -109,7 +110,7 @@ func (c *Comm) allgatherRaw(e *executor, send []byte, deadline time.Time) ([]byt
 	if terr := e.do(func() { r, err = cIallgather(c.h, send, c.size) }); terr != nil || err != nil {
 		return nil, firstErr(terr, err)
 	}
-	if err = wait(e, r, deadline, "MPI_Iallgather"); err != nil {
+	if err = complete(e, r, deadline, "MPI_Iallgather"); err != nil {
 		return nil, err
 	}
 	out := make([]byte, len(send)*c.size)
@@ -135,7 +136,7 @@ func (c *Comm) Barrier() error {
 		if terr := e.do(func() { r, err = cIbarrier(c.h) }); terr != nil || err != nil {
 			return firstErr(terr, err)
 		}
-		return wait(e, r, deadline, "MPI_Ibarrier")
+		return complete(e, r, deadline, "MPI_Ibarrier")
 	})
 }
 
@@ -168,11 +169,11 @@ func iprobe(e *executor) (bool, error) {
 	return flag, err
 }
 
-// wait polls a request with MPI_Test until it completes or the deadline
-// passes. After a timeout the request stays outstanding (MPI cannot cancel
-// a collective) and its buffers are never freed.
-func wait(e *executor, r *request, deadline time.Time, call string) error {
-	pause := 5 * time.Microsecond
+// complete polls a request with MPI_Test until it completes or the
+// deadline passes. After a timeout the request stays outstanding (MPI
+// cannot cancel a collective) and its buffers are never freed.
+func complete(e *executor, r *request, deadline time.Time, call string) error {
+	p := wait.Poller{Deadline: deadline, What: call, MaxSleep: time.Millisecond}
 	for {
 		var done bool
 		var err error
@@ -182,10 +183,8 @@ func wait(e *executor, r *request, deadline time.Time, call string) error {
 		if done {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if p.Pause() != nil {
 			return gccl.Errorf(gccl.TimeoutError, call, "not complete after the deadline; a process of the job did not take part (set it with mpiboot.SetTimeout), abort the job")
 		}
-		time.Sleep(pause)
-		pause = min(2*pause, time.Millisecond)
 	}
 }

@@ -72,7 +72,7 @@ func (q *Request) Wait() error {
 		return err
 	}
 	defer live.RUnlock()
-	if err := wait(e, q.r, deadline, q.call); err != nil {
+	if err := complete(e, q.r, deadline, q.call); err != nil {
 		return err
 	}
 	q.done = true

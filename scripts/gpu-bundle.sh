@@ -34,7 +34,7 @@ flags=(-trimpath "-ldflags=-s -w")
 mapfile -t pkgs < <(
 	{
 		grep -rl 'RequireGPU(' --include='*_test.go' . | xargs -r -n1 dirname
-		for p in ./internal/cuda ./device ./kernels ./coll ./p2p ./group ./internal/engine; do
+		for p in ./internal/cuda ./internal/nccl ./device ./kernels ./coll ./p2p ./group ./internal/engine; do
 			[ -d "$p" ] && echo "$p"
 		done
 	} | sed 's|^\./||' | sort -u

@@ -1,5 +1,5 @@
-// Package transport moves bytes between the ranks of a communicator on the
-// host backend.
+// Package transport connects the ranks of a communicator to each other on
+// the host backend: it moves bytes between them.
 //
 // A Conn is one direction of a connection to one peer: ordered, reliable,
 // with deadlines taken from the context. Recv hands the received bytes to a
@@ -11,11 +11,17 @@
 // allows and names its shared-memory rings. The rank publishes
 // Endpoint.Info (a PeerInfo, sent in its MarshalBinary form through the
 // bootstrap all-gather) and then calls Connect for each peer and channel.
-// Connect picks shared memory (transport/shm) when both ranks are on one host
-// (equal host hashes, see transport/topo) and neither disabled it with
-// GCCL_SHM_DISABLE (NCCL_SHM_DISABLE), else TCP sockets (transport/net).
-// Sockets present the communicator id and the unique ID's secret, and are
-// rejected without them.
+//
+// Transports. As in NCCL (struct ncclTransport), each way of connecting two
+// ranks is a Transport: CanConnect judges from the two PeerInfos whether it
+// can connect them, and Connect does. Connect asks a table of them in order
+// and uses the first that can: shared memory (transport/internal/shm) when
+// both ranks are on one host (equal host hashes, see transport/topo) and
+// neither disabled it with GCCL_SHM_DISABLE (NCCL_SHM_DISABLE), else TCP
+// sockets (transport/internal/net), which connect any two ranks. Sockets
+// present the communicator id and prove the unique ID's secret, and are
+// rejected without them. A new transport (a network provider such as UCX)
+// is a package under transport/internal and one row of the table.
 //
 // Connect never waits for the peer's own Connect: it sets up the sending
 // direction, and the receiving direction binds to the peer's side on its
@@ -26,4 +32,7 @@
 // A peer that closed its side, or died, turns into gccl.ErrRemote; an expired
 // deadline into gccl.ErrTimeout. transport/fault wraps Conns (and sockets) with
 // seeded fault injection for tests.
+//
+// The GPU backend reaches peers on its host differently, by mapping their
+// memory (transport/peermem); transport/topo says which ranks share a host.
 package transport

@@ -6,16 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	gonet "net"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
-	tnet "github.com/gccl/gccl/transport/net"
-	"github.com/gccl/gccl/transport/shm"
-	"github.com/gccl/gccl/transport/topo"
+	tnet "github.com/gccl/gccl/transport/internal/net"
 )
 
 // Endpoint is a rank's transport state in one communicator: its TCP
@@ -62,11 +58,13 @@ func Listen(cfg Config) (*Endpoint, error) {
 // Info is what this rank publishes to its peers.
 func (e *Endpoint) Info() PeerInfo { return e.info }
 
+// Transport is the transport Connect picks for peer: the first row of the
+// table that can connect the two ranks.
+func (e *Endpoint) Transport(peer PeerInfo) Transport { return pick(e.info, peer) }
+
 // UsesShm reports whether Connect picks shared memory for peer: both on one
 // host and both publishing a prefix (SHM not disabled on either side).
-func (e *Endpoint) UsesShm(peer PeerInfo) bool {
-	return e.info.ShmPrefix != "" && peer.ShmPrefix != "" && topo.SameHost(e.info.HostHash, peer.HostHash)
-}
+func (e *Endpoint) UsesShm(peer PeerInfo) bool { return e.Transport(peer) == Transport(shmTransport{}) }
 
 // Connect returns the two directions between this rank and peer for channel:
 // send carries this rank's bytes to peer, recv the peer's bytes to this rank.
@@ -86,18 +84,14 @@ func (e *Endpoint) Connect(ctx context.Context, peer PeerInfo, channel int) (sen
 	if err := e.reserve(peer.Rank, channel); err != nil {
 		return nil, nil, err
 	}
-	if e.UsesShm(peer) {
-		send, recv, err = e.connectShm(peer, channel)
-	} else {
-		send, recv, err = e.connectNet(ctx, peer, channel)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to rank %d, channel %d: %w", peer.Rank, channel, err)
+	t := e.Transport(peer)
+	if send, recv, err = t.Connect(ctx, e, peer, channel); err != nil {
+		return nil, nil, fmt.Errorf("connecting to rank %d, channel %d over %s: %w", peer.Rank, channel, t.Name(), err)
 	}
 	if err := e.track(send, recv); err != nil {
 		return nil, nil, err
 	}
-	env.Logger("NET").Debug("connected", "rank", e.cfg.Rank, "peer", peer.Rank, "channel", channel, "shm", e.UsesShm(peer))
+	env.Logger("NET").Debug("connected", "rank", e.cfg.Rank, "peer", peer.Rank, "channel", channel, "transport", t.Name())
 	return send, recv, nil
 }
 
@@ -130,48 +124,6 @@ func (e *Endpoint) track(cs ...Conn) error {
 	return nil
 }
 
-func ringName(prefix string, toRank, channel int) string {
-	return fmt.Sprintf("%s-%d-%d", prefix, toRank, channel)
-}
-
-func (e *Endpoint) connectShm(peer PeerInfo, channel int) (Conn, Conn, error) {
-	s, err := shm.Create(filepath.Join(e.cfg.ShmDir, ringName(e.info.ShmPrefix, peer.Rank, channel)), e.cfg.shmOptions())
-	if err != nil {
-		return nil, nil, err
-	}
-	path := filepath.Join(e.cfg.ShmDir, ringName(peer.ShmPrefix, e.cfg.Rank, channel))
-	r := newLazyRecv(func(ctx context.Context) (Conn, error) {
-		return shm.Open(ctx, path, e.cfg.shmOptions())
-	}, func() { shm.Abandon(path) })
-	return s, r, nil
-}
-
-func (e *Endpoint) connectNet(ctx context.Context, peer PeerInfo, channel int) (Conn, Conn, error) {
-	opts := tnet.Options{ChunkSize: e.cfg.NetChunkSize, Timeout: e.cfg.Timeout}
-	out, err := e.ln.Dial(ctx, peer.NetAddr, channel, e.cfg.NetSockets)
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := tnet.NewSender(out, opts)
-	if err != nil {
-		closeAll(out)
-		return nil, nil, err
-	}
-	r := newLazyRecv(func(ctx context.Context) (Conn, error) {
-		in, err := e.ln.Accept(ctx, peer.Rank, channel, e.cfg.NetSockets)
-		if err != nil {
-			return nil, err
-		}
-		r, err := tnet.NewReceiver(in, opts)
-		if err != nil {
-			closeAll(in)
-			return nil, err
-		}
-		return r, nil
-	}, func() { e.ln.Reject(peer.Rank, channel) })
-	return s, r, nil
-}
-
 // Close closes every Conn handed out (unlinking their ring files) and the
 // listener, and stops the endpoint's goroutines. Safe on nil and twice.
 func (e *Endpoint) Close() error {
@@ -193,10 +145,4 @@ func (e *Endpoint) Close() error {
 	}
 	errs = append(errs, e.ln.Close())
 	return errors.Join(errs...)
-}
-
-func closeAll(cs []gonet.Conn) {
-	for _, c := range cs {
-		c.Close()
-	}
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/gccl/gccl"
-	tnet "github.com/gccl/gccl/transport/net"
+	tnet "github.com/gccl/gccl/transport/internal/net"
 )
 
 // PeerInfo is what a rank publishes about itself (through the bootstrap

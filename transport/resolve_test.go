@@ -3,7 +3,7 @@ package transport
 import (
 	"testing"
 
-	"github.com/gccl/gccl/transport/shm"
+	"github.com/gccl/gccl/transport/internal/shm"
 	"github.com/stretchr/testify/assert"
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl/internal/env"
-	"github.com/gccl/gccl/transport/shm"
+	"github.com/gccl/gccl/transport/internal/shm"
 	"github.com/gccl/gccl/transport/topo"
 )
 

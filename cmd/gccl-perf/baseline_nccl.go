@@ -10,24 +10,24 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
-	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/nccl"
 	"github.com/gccl/gccl/internal/perf"
 )
 
 func init() { baselines["nccl"] = newNCCLBaseline }
 
 // openNCCL loads libnccl.so.2; tests replace it.
-var openNCCL = cuda.LoadNCCL
+var openNCCL = nccl.Load
 
 // ncclBaseline runs NCCL (libnccl.so.2, loaded at run time) on the same
 // device buffers and stream as gccl; the run's clock times both alike
 // (CUDA events on that stream, eagerly or through a CUDA graph).
 type ncclBaseline struct {
 	version int // NCCL_VERSION_CODE, for the type and operator checks
-	comm    *cuda.NCCLComm
+	comm    *nccl.Comm
 	dev     *device.CUDADevice
-	stream  cuda.Stream
+	stream  gccl.Stream
 	regs    map[uintptr]uintptr // registered base -> ncclCommRegister handle
 	failed  bool                // an operation failed or timed out: Close aborts
 	cost    initCost            // ncclCommInitRank's time and memory
@@ -41,7 +41,7 @@ func newNCCLBaseline(e baselineEnv) (baseline, error) {
 		return nil, err
 	}
 	lib, err := openNCCL()
-	if missing := (*cuda.NCCLNotFound)(nil); errors.As(err, &missing) {
+	if missing := (*nccl.NotFound)(nil); errors.As(err, &missing) {
 		return nil, gccl.Errorf(gccl.SystemError, "baseline nccl",
 			"%w; install NCCL 2.x or add its directory to LD_LIBRARY_PATH, or drop -baseline nccl", missing)
 	}
@@ -57,14 +57,14 @@ func newNCCLBaseline(e baselineEnv) (baseline, error) {
 	if timeout <= 0 {
 		timeout = env.Get().Timeout
 	}
-	var id cuda.NCCLUniqueID
+	var id nccl.UniqueID
 	if e.comm.Rank() == 0 {
 		err = dev.Do(func() (err error) { id, err = lib.UniqueID(); return err })
 	}
 	if id, err = shareNCCLID(e.comm, id, err, timeout); err != nil {
 		return nil, fmt.Errorf("baseline nccl: %w", err)
 	}
-	b := &ncclBaseline{version: lib.Version(), dev: dev, stream: cuda.Stream(e.stream), regs: map[uintptr]uintptr{}}
+	b := &ncclBaseline{version: lib.Version(), dev: dev, stream: e.stream, regs: map[uintptr]uintptr{}}
 	b.cost, err = timeInit(meterOf(dev), func() error {
 		return dev.Do(func() (err error) {
 			b.comm, err = lib.InitRank(e.comm.Count(), id, e.comm.Rank(), timeout)
@@ -75,7 +75,7 @@ func newNCCLBaseline(e baselineEnv) (baseline, error) {
 		if b.comm != nil { // the init worked, measuring it did not
 			err = errors.Join(err, dev.Do(b.comm.Abort))
 		}
-		return nil, fmt.Errorf("baseline nccl: NCCL %s on GPU %d: %w", cuda.NCCLVersion(b.version), dev.Ordinal(), err)
+		return nil, fmt.Errorf("baseline nccl: NCCL %s on GPU %d: %w", nccl.VersionString(b.version), dev.Ordinal(), err)
 	}
 	return b, nil
 }
@@ -122,7 +122,7 @@ func ncclBlocking() error {
 // communicator's bootstrap (which works under mpirun and with -np alike).
 // Rank 0 sends a flag byte first, so that its failure to make the ID
 // reaches the other ranks instead of leaving them waiting.
-func shareNCCLID(c *comm.Comm, id cuda.NCCLUniqueID, made error, timeout time.Duration) (cuda.NCCLUniqueID, error) {
+func shareNCCLID(c *comm.Comm, id nccl.UniqueID, made error, timeout time.Duration) (nccl.UniqueID, error) {
 	boot := c.Bootstrap()
 	if boot == nil {
 		return id, gccl.Errorf(gccl.InvalidUsage, "comm", "the gccl communicator is not ready; cannot share the NCCL unique ID")
@@ -151,11 +151,11 @@ func shareNCCLID(c *comm.Comm, id cuda.NCCLUniqueID, made error, timeout time.Du
 func (b *ncclBaseline) Name() string { return "nccl" }
 
 func (b *ncclBaseline) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, inplace bool) error {
-	if _, err := cuda.NCCLDataType(t, b.version); err != nil {
+	if _, err := nccl.DataType(t, b.version); err != nil {
 		return fmt.Errorf("baseline nccl: %w", err)
 	}
 	if reducing(op) {
-		if _, err := cuda.NCCLRedOp(redop, b.version); err != nil {
+		if _, err := nccl.RedOp(redop, b.version); err != nil {
 			return fmt.Errorf("baseline nccl: %w", err)
 		}
 	}
@@ -181,38 +181,38 @@ func (b *ncclBaseline) Launch(c call) error {
 
 // ncclOpsOf turns a gccl-perf call into NCCL operations: one collective,
 // or the send/recv pairs nccl-tests uses for sendrecv and alltoall.
-func ncclOpsOf(c call) ([]cuda.NCCLOp, error) {
-	o := cuda.NCCLOp{Send: c.Send, Recv: c.Recv, Count: c.Count, Type: c.Type, Op: c.RedOp, Root: c.Root}
+func ncclOpsOf(c call) ([]nccl.Op, error) {
+	o := nccl.Op{Send: c.Send, Recv: c.Recv, Count: c.Count, Type: c.Type, Op: c.RedOp, Root: c.Root}
 	switch c.Op {
 	case perf.AllReduce:
-		o.Kind = cuda.NCCLAllReduce
+		o.Kind = nccl.AllReduce
 	case perf.AllGather:
-		o.Kind = cuda.NCCLAllGather
+		o.Kind = nccl.AllGather
 	case perf.ReduceScatter:
-		o.Kind = cuda.NCCLReduceScatter
+		o.Kind = nccl.ReduceScatter
 	case perf.Broadcast:
-		o.Kind = cuda.NCCLBroadcast
+		o.Kind = nccl.Broadcast
 	case perf.Reduce:
-		o.Kind = cuda.NCCLReduce
+		o.Kind = nccl.Reduce
 	case perf.SendRecv:
-		return []cuda.NCCLOp{
-			{Kind: cuda.NCCLSend, Send: c.Send, Count: c.Count, Type: c.Type, Peer: c.next()},
-			{Kind: cuda.NCCLRecv, Recv: c.Recv, Count: c.Count, Type: c.Type, Peer: c.prev()},
+		return []nccl.Op{
+			{Kind: nccl.Send, Send: c.Send, Count: c.Count, Type: c.Type, Peer: c.next()},
+			{Kind: nccl.Recv, Recv: c.Recv, Count: c.Count, Type: c.Type, Peer: c.prev()},
 		}, nil
 	case perf.AllToAll:
 		block := uintptr(c.Count * c.Type.Size())
-		ops := make([]cuda.NCCLOp, 0, 2*c.NRanks)
+		ops := make([]nccl.Op, 0, 2*c.NRanks)
 		for p := range c.NRanks {
 			at := uintptr(p) * block
 			ops = append(ops,
-				cuda.NCCLOp{Kind: cuda.NCCLSend, Send: c.Send + at, Count: c.Count, Type: c.Type, Peer: p},
-				cuda.NCCLOp{Kind: cuda.NCCLRecv, Recv: c.Recv + at, Count: c.Count, Type: c.Type, Peer: p})
+				nccl.Op{Kind: nccl.Send, Send: c.Send + at, Count: c.Count, Type: c.Type, Peer: p},
+				nccl.Op{Kind: nccl.Recv, Recv: c.Recv + at, Count: c.Count, Type: c.Type, Peer: p})
 		}
 		return ops, nil
 	default:
 		return nil, gccl.Errorf(gccl.InvalidArgument, "op", "unknown operation %q", c.Op)
 	}
-	return []cuda.NCCLOp{o}, nil
+	return []nccl.Op{o}, nil
 }
 
 // registrar is a baseline that can register the sweep's memory with its

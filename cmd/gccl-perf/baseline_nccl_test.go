@@ -13,22 +13,22 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
-	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/nccl"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestNCCLBaselineWithoutLibrary(t *testing.T) {
-	if lib, err := cuda.LoadNCCL(); err == nil {
-		t.Skipf("libnccl.so.2 is present (NCCL %s); the missing-library path is not exercised", cuda.NCCLVersion(lib.Version()))
+	if lib, err := nccl.Load(); err == nil {
+		t.Skipf("libnccl.so.2 is present (NCCL %s); the missing-library path is not exercised", nccl.VersionString(lib.Version()))
 	}
 	host, err := device.Open(device.Host, 0)
 	require.NoError(t, err)
 	_, err = openBaseline("nccl", baselineEnv{device: host})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, cuda.ErrNoNCCL)
+	assert.ErrorIs(t, err, nccl.ErrNoLibrary)
 	assert.ErrorIs(t, err, gccl.ErrSystem)
 	assert.Equal(t, "baseline nccl", err.(*gccl.Error).Arg)
 	assert.Contains(t, err.Error(), "baseline nccl: libnccl.so.2 not found")
@@ -42,24 +42,24 @@ func TestNCCLBaselineWithoutLibrary(t *testing.T) {
 }
 
 func TestNCCLBaselineLoadFailures(t *testing.T) {
-	defer func(f func() (*cuda.NCCL, error)) { openNCCL = f }(openNCCL)
+	defer func(f func() (*nccl.Library, error)) { openNCCL = f }(openNCCL)
 	host, err := device.Open(device.Host, 0)
 	require.NoError(t, err)
 
-	openNCCL = func() (*cuda.NCCL, error) {
+	openNCCL = func() (*nccl.Library, error) {
 		return nil, gccl.Errorf(gccl.SystemError, "libnccl.so.2", "%w; install it",
-			&cuda.NCCLNotFound{Name: "libnccl.so.2", Reason: "no such file"})
+			&nccl.NotFound{Name: "libnccl.so.2", Reason: "no such file"})
 	}
 	_, err = newNCCLBaseline(baselineEnv{device: host})
-	assert.ErrorIs(t, err, cuda.ErrNoNCCL)
+	assert.ErrorIs(t, err, nccl.ErrNoLibrary)
 	assert.Equal(t, "gccl: system error: baseline nccl: libnccl.so.2 not found (no such file); install NCCL 2.x or "+
 		"add its directory to LD_LIBRARY_PATH, or drop -baseline nccl", err.Error())
 
-	openNCCL = func() (*cuda.NCCL, error) {
+	openNCCL = func() (*nccl.Library, error) {
 		return nil, gccl.Errorf(gccl.SystemError, "libnccl.so.2", "libnccl.so.2 does not export ncclSend")
 	}
 	_, err = newNCCLBaseline(baselineEnv{device: host})
-	assert.NotErrorIs(t, err, cuda.ErrNoNCCL)
+	assert.NotErrorIs(t, err, nccl.ErrNoLibrary)
 	assert.ErrorIs(t, err, gccl.ErrSystem)
 	assert.Contains(t, err.Error(), "baseline nccl: loading libnccl.so.2")
 	assert.Contains(t, err.Error(), "does not export ncclSend")
@@ -75,22 +75,22 @@ func randomCall(rng *rand.Rand, op perf.Op) call {
 
 func TestNCCLOpsOf(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, uint64(time.Now().UnixNano())))
-	kinds := map[perf.Op]cuda.NCCLOpKind{perf.AllReduce: cuda.NCCLAllReduce, perf.AllGather: cuda.NCCLAllGather,
-		perf.ReduceScatter: cuda.NCCLReduceScatter, perf.Broadcast: cuda.NCCLBroadcast, perf.Reduce: cuda.NCCLReduce}
+	kinds := map[perf.Op]nccl.OpKind{perf.AllReduce: nccl.AllReduce, perf.AllGather: nccl.AllGather,
+		perf.ReduceScatter: nccl.ReduceScatter, perf.Broadcast: nccl.Broadcast, perf.Reduce: nccl.Reduce}
 	for range 50 {
 		for op, kind := range kinds {
 			c := randomCall(rng, op)
 			ops, err := ncclOpsOf(c)
 			require.NoError(t, err)
-			want := cuda.NCCLOp{Kind: kind, Send: c.Send, Recv: c.Recv, Count: c.Count, Type: c.Type, Op: c.RedOp, Root: c.Root}
-			assert.Equal(t, []cuda.NCCLOp{want}, ops, op)
+			want := nccl.Op{Kind: kind, Send: c.Send, Recv: c.Recv, Count: c.Count, Type: c.Type, Op: c.RedOp, Root: c.Root}
+			assert.Equal(t, []nccl.Op{want}, ops, op)
 		}
 		c := randomCall(rng, perf.SendRecv)
 		ops, err := ncclOpsOf(c)
 		require.NoError(t, err)
-		assert.Equal(t, []cuda.NCCLOp{
-			{Kind: cuda.NCCLSend, Send: c.Send, Count: c.Count, Type: c.Type, Peer: (c.Rank + 1) % c.NRanks},
-			{Kind: cuda.NCCLRecv, Recv: c.Recv, Count: c.Count, Type: c.Type, Peer: (c.Rank + c.NRanks - 1) % c.NRanks},
+		assert.Equal(t, []nccl.Op{
+			{Kind: nccl.Send, Send: c.Send, Count: c.Count, Type: c.Type, Peer: (c.Rank + 1) % c.NRanks},
+			{Kind: nccl.Recv, Recv: c.Recv, Count: c.Count, Type: c.Type, Peer: (c.Rank + c.NRanks - 1) % c.NRanks},
 		}, ops)
 
 		c = randomCall(rng, perf.AllToAll)
@@ -102,9 +102,9 @@ func TestNCCLOpsOf(t *testing.T) {
 			assert.Equal(t, c.Count, o.Count)
 			assert.Equal(t, c.Type, o.Type)
 			switch o.Kind {
-			case cuda.NCCLSend:
+			case nccl.Send:
 				sent[o.Peer] = o.Send
-			case cuda.NCCLRecv:
+			case nccl.Recv:
 				received[o.Peer] = o.Recv
 			default:
 				t.Fatalf("alltoall made a %v", o.Kind)
@@ -157,16 +157,16 @@ func TestShareNCCLID(t *testing.T) {
 			c.Close()
 		}
 	}()
-	var id cuda.NCCLUniqueID
+	var id nccl.UniqueID
 	for i := range id {
 		id[i] = byte(rand.Uint32())
 	}
-	share := func(made error) ([]cuda.NCCLUniqueID, []error) {
-		ids, errs := make([]cuda.NCCLUniqueID, len(comms)), make([]error, len(comms))
+	share := func(made error) ([]nccl.UniqueID, []error) {
+		ids, errs := make([]nccl.UniqueID, len(comms)), make([]error, len(comms))
 		var wg sync.WaitGroup
 		for r, c := range comms {
 			wg.Go(func() {
-				mine, why := cuda.NCCLUniqueID{}, error(nil)
+				mine, why := nccl.UniqueID{}, error(nil)
 				if r == 0 {
 					mine, why = id, made
 				}

@@ -26,7 +26,7 @@ type library interface {
 
 // baseline is a library gccl is compared with in the same run (-baseline).
 // "mpi" is MPI's own collectives; "nccl" is registered by the GPU build
-// (dlopen of libnccl.so.2 through internal/cuda) and missing elsewhere.
+// (dlopen of libnccl.so.2 through internal/nccl) and missing elsewhere.
 type baseline interface {
 	library
 	Close() error

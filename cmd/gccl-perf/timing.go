@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // eventTimer times work on a GPU stream with two CUDA events recorded around
@@ -74,31 +74,19 @@ func (t *eventTimer) time(launch func() error) (time.Duration, error) {
 // microseconds on operations of tens), for gccl and NCCL alike.
 const spinFor = 200 * time.Millisecond
 
-// wait polls the end event: spinning for spinFor, then sleeping from 1µs
-// to 1ms between polls, until the timeout.
+// wait polls the end event: yielding for spinFor, then sleeping from a few
+// microseconds to 1ms between polls, until the timeout.
 func (t *eventTimer) wait() error {
-	start := time.Now()
-	deadline := start.Add(t.timeout)
-	sleep := time.Microsecond
-	for i := 0; ; i++ {
+	p := wait.Poller{Deadline: time.Now().Add(t.timeout), What: "stream", SpinFor: spinFor, MaxSleep: time.Millisecond}
+	for {
 		done, err := t.drv.EventQuery(t.end)
 		if err != nil || done {
 			return err
 		}
-		if i%64 != 0 {
-			continue
-		}
-		now := time.Now()
-		if now.After(deadline) {
+		if p.Pause() != nil {
 			return gccl.Errorf(gccl.TimeoutError, "stream", "GPU %d: the operation is not done after %v; "+
 				"a rank may have failed (raise -timeout or GCCL_TIMEOUT if it is just long)", t.dev.Ordinal(), t.timeout)
 		}
-		if now.Sub(start) < spinFor {
-			runtime.Gosched()
-			continue
-		}
-		time.Sleep(sleep)
-		sleep = min(2*sleep, time.Millisecond)
 	}
 }
 

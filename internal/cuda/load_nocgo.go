@@ -10,9 +10,3 @@ func load() (Driver, error) {
 	return nil, &gccl.Error{Code: gccl.SystemError, Arg: "libcuda.so.1",
 		Msg: "built without cgo (CGO_ENABLED=0); rebuild with cgo to use GPUs", Err: ErrNoDriver}
 }
-
-// LoadNCCL without cgo: no library can be opened.
-func LoadNCCL() (*NCCL, error) {
-	return nil, &gccl.Error{Code: gccl.SystemError, Arg: NCCLLibrary,
-		Msg: "built without cgo (CGO_ENABLED=0); rebuild with cgo to load NCCL", Err: ErrNoNCCL}
-}

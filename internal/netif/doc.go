@@ -1,5 +1,5 @@
 // Package netif chooses the local address a gccl process listens on, for both
-// the bootstrap (internal/bootstrap) and the TCP transport (transport/net).
+// the bootstrap (internal/bootstrap) and the TCP transport (transport/internal/net).
 //
 // The choice follows GCCL_SOCKET_IFNAME (NCCL_SOCKET_IFNAME), whose syntax is
 // NCCL's: a comma-separated list of interface-name prefixes; "=" before the

@@ -1,4 +1,3 @@
-// Package docs checks that the README stays in step with the code.
 package docs
 
 import (

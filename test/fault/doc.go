@@ -12,9 +12,8 @@
 // any goroutine while others are blocked in gccl, and that it frees every
 // goroutine, file descriptor and shared-memory file it made.
 //
-// Wire faults are injected with transport/fault below the TCP transport's
-// framing: every corrupted, truncated or dropped byte must be reported as an
-// error and never handed to the receiver's consumer.
+// Wire faults below the TCP transport's framing are tested next to the
+// transport, in transport/fault (TestWireFaultsNeverDelivered).
 //
 // The kill -9 harness lives in ./killrank: a program launched by mpirun in
 // which one rank kills itself with SIGKILL in the middle of an operation;

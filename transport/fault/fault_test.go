@@ -12,13 +12,13 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/nettest"
 	"github.com/gccl/gccl/transport"
-	tnet "github.com/gccl/gccl/transport/net"
-	"github.com/gccl/gccl/transport/shm"
+	tnet "github.com/gccl/gccl/transport/internal/net"
+	"github.com/gccl/gccl/transport/internal/shm"
 	"github.com/stretchr/testify/require"
 )
 
 // TestCRCDetectsCorruptionBelowFraming flips bits and drops writes on the
-// sockets under transport/net: every fault must be reported as ErrSystem or
+// sockets under transport/internal/net: every fault must be reported as ErrSystem or
 // ErrRemote, and every byte delivered before it must be the byte sent.
 func TestCRCDetectsCorruptionBelowFraming(t *testing.T) {
 	detected := 0

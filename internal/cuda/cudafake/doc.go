@@ -5,7 +5,8 @@
 // Device memory is backed by shared-memory files and addressed by
 // synthetic device pointers (far above any host address), so a host
 // dereference of a device pointer is caught instead of silently working.
-// Streams are ordered queues, each run by a goroutine; events, host
+// Streams are ordered queues, each drained by a goroutine that runs only
+// while work is queued (an idle stream holds none); events, host
 // functions, stream memory operations (write/wait value), stream capture
 // into graphs, graph replay and user objects behave as the driver
 // documents. Kernels are Go functions registered by name
@@ -19,4 +20,7 @@
 // IPC handle may be opened in the process that made it; waits give up
 // after Config.WaitTimeout with CUDA_ERROR_LAUNCH_TIMEOUT instead of
 // hanging.
+//
+// Live counts the allocations of every fake in the process not yet freed,
+// so that internal/leakcheck can fail tests that leave fake memory behind.
 package cudafake

@@ -357,3 +357,25 @@ func TestMemGetInfoAccounting(t *testing.T) {
 	assert.Equal(t, free0, free())
 	require.NoError(t, f.MemRelease(other))
 }
+
+// TestLive: every allocation counts until it is freed, whichever fake made it.
+func TestLive(t *testing.T) {
+	f := New(Config{})
+	dev, err := f.DeviceGet(0)
+	require.NoError(t, err)
+	ctx, err := f.PrimaryCtxRetain(dev)
+	require.NoError(t, err)
+	require.NoError(t, f.CtxSetCurrent(ctx))
+	before := Live()
+	p, err := f.MemAlloc(4096)
+	require.NoError(t, err)
+	h, err := f.MemHostAlloc(4096, 0)
+	require.NoError(t, err)
+	mh, err := f.MemCreate(Granularity, dev, cuda.HandlePosixFD)
+	require.NoError(t, err)
+	require.Equal(t, before+3, Live())
+	require.NoError(t, f.MemFree(p))
+	require.NoError(t, f.MemFreeHost(h))
+	require.NoError(t, f.MemRelease(mh))
+	require.Equal(t, before, Live())
+}

@@ -73,6 +73,7 @@ func mapFile(file *os.File, size, dev int) (*phys, error) {
 		file.Close()
 		return nil, gccl.Wrap(gccl.SystemError, "cudafake mmap", err)
 	}
+	live.Add(1)
 	return &phys{file: file, data: data, dev: dev}, nil
 }
 
@@ -87,6 +88,7 @@ func (f *Fake) unref(p *phys) {
 	}
 	syscall.Munmap(p.data)
 	p.file.Close()
+	live.Add(-1)
 }
 
 // addRegion maps [start, start+size) to p at off. Callers hold f.mu.
@@ -220,6 +222,7 @@ func (f *Fake) MemHostAlloc(size int, flags uint32) (uintptr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.hosts[p] = hostRange{data: data}
+	live.Add(1)
 	return p, nil
 }
 
@@ -231,6 +234,7 @@ func (f *Fake) MemFreeHost(p uintptr) error {
 		return fail("cuMemFreeHost", cuda.ErrorInvalidValue)
 	}
 	delete(f.hosts, p)
+	live.Add(-1)
 	return syscall.Munmap(h.data)
 }
 

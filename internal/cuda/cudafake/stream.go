@@ -7,12 +7,16 @@ import (
 	"unsafe"
 
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 type task func() error
 
-// stream is an ordered queue run by one goroutine. The first failing task
-// makes the stream's error sticky, as a CUDA error poisons a context.
+// stream is an ordered queue run by one goroutine at a time, started when
+// work is queued on an idle stream and gone when the queue is empty, so an
+// idle stream (the legacy stream of every Fake, a stream a test never
+// destroyed) holds no goroutine. The first failing task makes the stream's
+// error sticky, as a CUDA error poisons a context.
 type stream struct {
 	f       *Fake
 	mu      sync.Mutex
@@ -20,27 +24,21 @@ type stream struct {
 	queue   []task
 	pending int
 	err     error
-	closed  bool
+	running bool   // a worker goroutine is draining the queue
 	capture *graph // non-nil while capturing
 }
 
 func newStream(f *Fake, id cuda.Stream) *stream {
 	s := &stream{f: f}
 	s.cond = sync.NewCond(&s.mu)
-	go s.run()
 	return s
 }
 
+// run drains the queue in order, then ends.
 func (s *stream) run() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for {
-		for len(s.queue) == 0 && !s.closed {
-			s.cond.Wait()
-		}
-		if len(s.queue) == 0 {
-			return
-		}
+	for len(s.queue) > 0 {
 		t := s.queue[0]
 		s.queue = s.queue[1:]
 		failed := s.err != nil
@@ -56,6 +54,7 @@ func (s *stream) run() {
 		s.pending--
 		s.cond.Broadcast()
 	}
+	s.running = false
 }
 
 func (s *stream) enqueue(t task) {
@@ -67,7 +66,10 @@ func (s *stream) enqueue(t task) {
 	}
 	s.queue = append(s.queue, t)
 	s.pending++
-	s.cond.Broadcast()
+	if !s.running {
+		s.running = true
+		go s.run()
+	}
 }
 
 func (s *stream) sync() error {
@@ -100,18 +102,14 @@ func (f *Fake) StreamCreate(flags uint32) (cuda.Stream, error) {
 }
 
 func (f *Fake) StreamDestroy(h cuda.Stream) error {
-	s, err := f.stream("cuStreamDestroy", h)
+	_, err := f.stream("cuStreamDestroy", h)
 	if err != nil || h == 0 {
 		return fail("cuStreamDestroy", cuda.ErrorInvalidHandle)
 	}
 	f.mu.Lock()
 	delete(f.streams, h)
 	f.mu.Unlock()
-	s.mu.Lock()
-	s.closed = true // the worker drains what is queued, then exits
-	s.cond.Broadcast()
-	s.mu.Unlock()
-	return nil
+	return nil // a worker still draining the queue ends when it is empty
 }
 
 func (f *Fake) StreamSynchronize(h cuda.Stream) error {
@@ -137,12 +135,11 @@ func (f *Fake) StreamQuery(h cuda.Stream) (bool, error) {
 
 // waitUntil polls cond until it holds or the fake's wait timeout passes.
 func (f *Fake) waitUntil(fn string, cond func() bool) error {
-	deadline := time.Now().Add(f.cfg.WaitTimeout)
-	for sleep := time.Microsecond; !cond(); sleep = min(2*sleep, time.Millisecond) {
-		if time.Now().After(deadline) {
+	p := wait.Poller{Deadline: time.Now().Add(f.cfg.WaitTimeout), What: fn, MaxSleep: time.Millisecond}
+	for !cond() {
+		if p.Pause() != nil {
 			return fail(fn, cuda.ErrorLaunchTimeout)
 		}
-		time.Sleep(sleep)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/kernels"
-	"github.com/gccl/gccl/transport/p2p"
+	"github.com/gccl/gccl/transport/peermem"
 )
 
 // The GPU backend's communication buffer, one per rank, mapped by every peer:
@@ -77,7 +77,7 @@ type Backend struct {
 	// report failures to, so no launch needs a copy back to learn it.
 	ctlHost uintptr
 	ctlDev  uintptr
-	peers   *p2p.Mapping
+	peers   *peermem.Mapping
 	base    kernels.Comm // the fields every launch shares
 
 	fnMu sync.Mutex

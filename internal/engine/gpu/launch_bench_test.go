@@ -17,7 +17,7 @@ import (
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/gccl/gccl/kernels"
-	"github.com/gccl/gccl/transport/p2p"
+	"github.com/gccl/gccl/transport/peermem"
 	"github.com/gccl/gccl/transport/topo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -61,7 +61,7 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 	net := enginetest.NewNet(n)
 	rs := make([]*launchRank, n)
 	gs := make([]*Backend, n)
-	offers := make([]p2p.Offer, n)
+	offers := make([]peermem.Offer, n)
 	boots := make([]*enginetest.Boot, n)
 	for r := range n {
 		boots[r] = net.Rank(r)
@@ -82,7 +82,7 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 			if err := g.allocate([]byte("stand-in kernels")); err != nil {
 				return err
 			}
-			offers[r], err = p2p.NewOffer(g.drv, d.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
+			offers[r], err = peermem.NewOffer(g.drv, d.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
 			return err
 		}))
 		gs[r], lr.g = g, g

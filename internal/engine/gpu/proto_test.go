@@ -6,7 +6,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
-	"github.com/gccl/gccl/transport/p2p"
+	"github.com/gccl/gccl/transport/peermem"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -83,12 +83,12 @@ func TestBulkBytes(t *testing.T) {
 // TestSharesGPUInProcess: only two ranks on one GPU of one process (same
 // host, pid and ordinal) share its SMs without time-slicing.
 func TestSharesGPUInProcess(t *testing.T) {
-	o := func(host uint64, pid int64, ordinal int32) p2p.Offer {
-		return p2p.Offer{HostHash: host, PID: pid, Ordinal: ordinal}
+	o := func(host uint64, pid int64, ordinal int32) peermem.Offer {
+		return peermem.Offer{HostHash: host, PID: pid, Ordinal: ordinal}
 	}
-	assert.False(t, sharesGPUInProcess([]p2p.Offer{o(1, 10, 0)}))
-	assert.False(t, sharesGPUInProcess([]p2p.Offer{o(1, 10, 0), o(1, 10, 1), o(1, 11, 0), o(2, 10, 0)}))
-	assert.True(t, sharesGPUInProcess([]p2p.Offer{o(1, 10, 0), o(1, 11, 0), o(1, 10, 1), o(1, 11, 0)}))
+	assert.False(t, sharesGPUInProcess([]peermem.Offer{o(1, 10, 0)}))
+	assert.False(t, sharesGPUInProcess([]peermem.Offer{o(1, 10, 0), o(1, 10, 1), o(1, 11, 0), o(2, 10, 0)}))
+	assert.True(t, sharesGPUInProcess([]peermem.Offer{o(1, 10, 0), o(1, 11, 0), o(1, 10, 1), o(1, 11, 0)}))
 }
 
 // TestSharedGPUGridCap: fake ranks of one process on GPU 0 (132 SMs) cap

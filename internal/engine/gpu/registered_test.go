@@ -19,7 +19,7 @@ import (
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/gccl/gccl/kernels"
-	"github.com/gccl/gccl/transport/p2p"
+	"github.com/gccl/gccl/transport/peermem"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -74,7 +74,7 @@ func regWorld(t *testing.T, n int) []*regRank {
 		g := newBackendState(d, testSetup(r, n, rs[r].boot, d), Config{Comm: rs[r]})
 		require.NoError(t, d.Do(func() error { return g.allocate([]byte("stand-in kernels")) }))
 		// The stand-ins never touch the peers' areas: each rank maps its own.
-		g.peers = &p2p.Mapping{Ptrs: slices.Repeat([]uintptr{g.buf}, n)}
+		g.peers = &peermem.Mapping{Ptrs: slices.Repeat([]uintptr{g.buf}, n)}
 		g.setBase()
 		rs[r].g = g
 		wg.Go(func() {

@@ -17,7 +17,7 @@ import (
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/kernels"
-	"github.com/gccl/gccl/transport/p2p"
+	"github.com/gccl/gccl/transport/peermem"
 	"github.com/gccl/gccl/transport/topo"
 )
 
@@ -51,13 +51,13 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	g := newBackendState(dev, s, cfg)
-	var offer p2p.Offer
+	var offer peermem.Offer
 	err = dev.Do(func() error {
 		if err := g.allocate(img); err != nil {
 			return err
 		}
 		var err error
-		offer, err = p2p.NewOffer(g.drv, dev.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
+		offer, err = peermem.NewOffer(g.drv, dev.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
 		return err
 	})
 	if err != nil {
@@ -143,7 +143,7 @@ func (g *Backend) allocate(img []byte) error {
 // exchange all-gathers the offers and maps the peers' buffers. The
 // all-gather also makes sure every rank zeroed its flags before any kernel
 // can write to them.
-func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer p2p.Offer) error {
+func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer peermem.Offer) error {
 	b, err := offer.MarshalBinary()
 	if err != nil {
 		return err
@@ -156,7 +156,7 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer p2p
 	if len(all) != g.nranks {
 		return gccl.Errorf(gccl.InternalError, "bootstrap", "all-gather returned %d entries, want %d", len(all), g.nranks)
 	}
-	offers := make([]p2p.Offer, g.nranks)
+	offers := make([]peermem.Offer, g.nranks)
 	sharedCh := int(set.SharedCh)
 	for r, b := range all {
 		theirs, err := sameSettings(set, b, r)
@@ -174,7 +174,7 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer p2p
 			"channels", g.maxCh)
 	}
 	return g.dev.Do(func() error {
-		m, err := p2p.Open(g.drv, g.rank, offers)
+		m, err := peermem.Open(g.drv, g.rank, offers)
 		g.peers = m
 		return err
 	})
@@ -236,7 +236,7 @@ func sameSettings(mine gpuSettings, b []byte, r int) (gpuSettings, error) {
 // time-slicing between them (one context), so every block of every
 // concurrently running kernel must be resident at once; every rank sees the
 // same offers, so all agree.
-func sharesGPUInProcess(offers []p2p.Offer) bool {
+func sharesGPUInProcess(offers []peermem.Offer) bool {
 	type gpu struct {
 		host    uint64
 		pid     int64

@@ -1,0 +1,160 @@
+package shm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/wait"
+)
+
+// Options sets the geometry of a ring and the default deadline. The zero
+// value selects the defaults.
+type Options struct {
+	SlotSize int           // bytes per slot, rounded up to 64; 0 = DefaultSlotSize
+	Slots    int           // slots per ring; 0 = DefaultSlots
+	Timeout  time.Duration // deadline of a wait whose ctx has none; 0 = wait.DefaultTimeout
+}
+
+func (o Options) geometry() (slotSize, nslots int, err error) {
+	slotSize, nslots = o.SlotSize, o.Slots
+	if slotSize == 0 {
+		slotSize = DefaultSlotSize
+	}
+	if nslots == 0 {
+		nslots = DefaultSlots
+	}
+	slotSize = (slotSize + lineSize - 1) / lineSize * lineSize
+	if slotSize <= 0 || slotSize > MaxSlotSize {
+		return 0, 0, gccl.Errorf(gccl.InvalidArgument, "SlotSize", "slot size %d out of range (1..%d)", o.SlotSize, MaxSlotSize)
+	}
+	if nslots <= 0 || nslots > MaxSlots {
+		return 0, 0, gccl.Errorf(gccl.InvalidArgument, "Slots", "slot count %d out of range (1..%d)", o.Slots, MaxSlots)
+	}
+	return slotSize, nslots, nil
+}
+
+// end is what Sender and Receiver share: the mapping, its lock and the
+// local closed state. Operations hold mu, so Close never unmaps under them.
+type end struct {
+	mu      sync.Mutex
+	r       *ring
+	closing atomic.Bool
+	timeout time.Duration
+}
+
+var errClosed = gccl.Errorf(gccl.InvalidUsage, "conn", "use of a closed shared-memory connection")
+
+// begin locks the end for an operation; it fails once Close has started.
+func (e *end) begin() error {
+	if e.closing.Load() {
+		return errClosed
+	}
+	e.mu.Lock()
+	if e.r == nil {
+		e.mu.Unlock()
+		return errClosed
+	}
+	return nil
+}
+
+// close sets this side's closed flag in the header and unmaps the ring.
+func (e *end) close(flagOff int) {
+	e.closing.Store(true)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.r == nil {
+		return
+	}
+	atomic.StoreUint32(e.r.u32(flagOff), 1)
+	e.r.unmap()
+	e.r = nil
+}
+
+func (e *end) poller(ctx context.Context, what string, peerPidOff int) wait.Poller {
+	r := e.r
+	return wait.Poller{
+		Ctx: ctx, Deadline: wait.Deadline(ctx, e.timeout), What: what,
+		Alive: func() error {
+			if pid := atomic.LoadUint32(r.u32(peerPidOff)); !pidAlive(pid) {
+				return gccl.Errorf(gccl.RemoteError, what, "peer process %d is gone", pid)
+			}
+			return nil
+		},
+	}
+}
+
+// Sender is the producing end of a ring; it implements transport.Conn's Send.
+type Sender struct {
+	end
+	path string
+	head uint64
+}
+
+// Create makes the ring file at path and returns its producing end.
+func Create(path string, o Options) (*Sender, error) {
+	ss, ns, err := o.geometry()
+	if err != nil {
+		return nil, err
+	}
+	r, err := createRing(path, ss, ns)
+	if err != nil {
+		return nil, err
+	}
+	return &Sender{end: end{r: r, timeout: o.Timeout}, path: path}, nil
+}
+
+// Send copies p into the ring; it returns once every byte is in a slot.
+func (s *Sender) Send(ctx context.Context, p []byte) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	r := s.r
+	poll := s.poller(ctx, "shm send", offReceiverPid)
+	for len(p) > 0 {
+		if atomic.LoadUint32(r.u32(offRecvClosed)) != 0 {
+			return gccl.Errorf(gccl.RemoteError, "shm send", "the receiving peer closed its end")
+		}
+		if s.head-atomic.LoadUint64(r.u64(offTail)) >= uint64(r.nslots) {
+			if s.closing.Load() {
+				return errClosed
+			}
+			if err := poll.Pause(); err != nil {
+				return err
+			}
+			continue
+		}
+		lenp, data := r.slot(int(s.head % uint64(r.nslots)))
+		k := copy(data, p)
+		atomic.StoreUint32(lenp, uint32(k))
+		s.head++
+		atomic.StoreUint64(r.u64(offHead), s.head)
+		p = p[k:]
+		poll.Reset()
+	}
+	return nil
+}
+
+// Recv is not supported on the producing end.
+func (s *Sender) Recv(context.Context, int, func([]byte) error) error {
+	return gccl.Errorf(gccl.InvalidUsage, "conn", "Recv on the sending end of a shared-memory ring")
+}
+
+// Close marks the producer closed, unmaps the ring and unlinks its file (in
+// case the consumer never opened it). Bytes already in the ring stay readable
+// by the consumer. Close is safe to call twice.
+func (s *Sender) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.close(offSenderClosed)
+	if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return gccl.Errorf(gccl.SystemError, s.path, "unlinking the shared-memory ring: %w", err)
+	}
+	return nil
+}

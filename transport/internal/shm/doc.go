@@ -1,0 +1,25 @@
+// Package shm is gccl's shared-memory transport between ranks on one host:
+// the rings behind the "shm" row of package transport's table. It is
+// internal to transport/; nothing else connects ranks.
+//
+// Each direction between two ranks (per channel) is a single-producer
+// single-consumer ring in its own file under /dev/shm. The file starts with a
+// header page: a magic number and the ring geometry, the two processes' ids,
+// the producer's head and the consumer's tail counters and the two "closed"
+// flags, each on its own cache line. Slots of a fixed size follow, each with a
+// small header holding the number of bytes it carries.
+//
+// The producer (Sender) copies a message into free slots and publishes each
+// with an atomic store of head; the consumer (Receiver) hands every piece to
+// its consume callback straight from the shared slot, with no extra copy, and
+// frees the slot with an atomic store of tail. The ring is a byte stream: one
+// Send may be received by several Recv calls and the other way round.
+//
+// The producer creates the file under a temporary name and links it into
+// place once initialised, so the consumer never maps a half-built ring; the
+// consumer unlinks it as soon as it has mapped it, and the producer unlinks it
+// again on Close in case the consumer never came. Waiting spins briefly, then
+// yields, then sleeps for short intervals, honouring the context's deadline.
+// A peer that closed its end, or whose process is gone, turns into
+// gccl.ErrRemote.
+package shm
