@@ -6,9 +6,9 @@ import (
 	"os"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/internal/bootstrap"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/progress"
+	"github.com/gccl/gccl/internal/reglink"
 	"github.com/gccl/gccl/transport/topo"
 )
 
@@ -20,18 +20,10 @@ type Net interface {
 	AllGather(ctx context.Context, b []byte) ([][]byte, error)
 }
 
-// booted is a communicator with a bootstrap network, as *comm.Comm is.
-type booted interface {
-	Bootstrap() *bootstrap.Net
-}
-
-// netOf returns c's bootstrap network, or nil when c has none.
+// netOf returns c's bootstrap network, or nil when c has none (c is not a
+// *comm.Comm, or not a ready one).
 func netOf(c Comm) Net {
-	b, ok := c.(booted)
-	if !ok {
-		return nil
-	}
-	if n := b.Bootstrap(); n != nil {
+	if n, ok := reglink.Net(c); ok && n != nil {
 		return n
 	}
 	return nil

@@ -207,25 +207,6 @@ func (c *Comm) Device() device.Device {
 	return c.dev
 }
 
-// Engine is the rank's engine, which the operation packages launch on; nil
-// until the communicator is ready, and after Finalize or Close (only Close
-// is allowed then, so operations are refused with gccl.ErrInvalidUsage).
-func (c *Comm) Engine() *engine.Engine {
-	if c.Status() != nil || c.state.Load() != stateOpen {
-		return nil
-	}
-	return c.eng
-}
-
-// Bootstrap is the rank's bootstrap network (for mpiboot and tests); nil
-// until the communicator is ready and after Close.
-func (c *Comm) Bootstrap() *bootstrap.Net {
-	if c.Status() != nil {
-		return nil
-	}
-	return c.boot
-}
-
 // Config returns the resolved configuration; the zero Config on a nil
 // communicator.
 func (c *Comm) Config() Config {
