@@ -6,6 +6,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 )
 
 // Handle types and device attributes the CUDA shim does not name yet
@@ -15,12 +16,27 @@ const (
 	attrHandleTypeFabricSup cuda.DeviceAttr = 128 // CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED
 )
 
-// gpu is what bufreg needs from a CUDA device: its driver, and a way to
-// run driver calls with its context current (device.CUDADevice has both).
-type gpu interface {
-	device.Device
-	Driver() cuda.Driver
-	Do(fn func() error) error
+// gpu is a CUDA device as bufreg drives it: the device (Do runs driver
+// calls with its context current) and the driver it calls.
+type gpu struct {
+	*device.CUDADevice
+	drv cuda.Driver
+}
+
+// Driver is the driver g calls.
+func (g gpu) Driver() cuda.Driver { return g.drv }
+
+// asGPU returns d as a gpu; ok is false when d is not a GPU.
+func asGPU(d device.Device) (g gpu, ok bool) {
+	if g, ok := d.(gpu); ok {
+		return g, true
+	}
+	cd, ok := d.(*device.CUDADevice)
+	if !ok || cd == nil {
+		return gpu{}, false
+	}
+	drv, ok := devlink.Driver(cd)
+	return gpu{cd, drv}, ok
 }
 
 // allocation is one MemAlloc.
@@ -64,7 +80,7 @@ func MemAlloc(d device.Device, size int) (uintptr, error) {
 	a := &allocation{dev: d, size: size}
 	var p uintptr
 	var err error
-	if g, ok := d.(gpu); ok {
+	if g, ok := asGPU(d); ok {
 		a.gpu = true
 		err = g.Do(func() error { p, a.size, a.mem, err = vmmAlloc(g, size); return err })
 	} else {

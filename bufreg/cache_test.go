@@ -157,7 +157,7 @@ func TestDeregisterAll(t *testing.T) {
 
 func TestRegisterGPUKinds(t *testing.T) {
 	c, f := fakeComm(t)
-	g := c.dev.(gpu)
+	g, _ := asGPU(c.dev)
 	p, err := MemAlloc(c.dev, 3<<20)
 	require.NoError(t, err)
 	h, err := Register(c, p+1000, 5000)

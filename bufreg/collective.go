@@ -201,7 +201,7 @@ func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed e
 	}
 	e.Registered, e.Kind, e.Base, e.Size, e.Offset, e.Len = true, x.Kind, r.Base, x.Size, x.Offset, x.Len
 	e.IPC, e.Region, e.FD = x.IPC, x.Region, int32(x.FD)
-	if g, ok := r.comm.Device().(gpu); ok {
+	if g, ok := asGPU(r.comm.Device()); ok {
 		e.Ordinal = int32(g.Ordinal())
 	}
 	return e, &x, srv
@@ -215,7 +215,7 @@ var testEntryHook func(c Comm, e *entry)
 // over its socket: those of another process, when the registration maps.
 func fetchers(c Comm, all []entry) int {
 	me := c.Rank()
-	if _, ok := c.Device().(gpu); !ok || !mappable(all) || firstFailed(all) >= 0 || firstDisabled(all) >= 0 {
+	if _, ok := asGPU(c.Device()); !ok || !mappable(all) || firstFailed(all) >= 0 || firstDisabled(all) >= 0 {
 		return 0
 	}
 	n := 0
@@ -253,7 +253,7 @@ func firstDisabled(all []entry) int {
 // every rank.
 func mapPeers(ctx context.Context, net Net, c Comm, r *Registration, all []entry) error {
 	me := c.Rank()
-	g, isGPU := c.Device().(gpu)
+	g, isGPU := asGPU(c.Device())
 	if !isGPU || !mappable(all) {
 		return nil // host memory (the host engine maps it itself) or no way to map: stage
 	}

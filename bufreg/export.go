@@ -57,7 +57,7 @@ func (r *Registration) Export() (Export, error) {
 			return Export{}, err
 		}
 		defer release()
-		g := r.comm.Device().(gpu)
+		g, _ := asGPU(r.comm.Device())
 		err = g.Do(func() (err error) { e.FD, err = g.Driver().MemExportToShareableHandle(r.mem); return err })
 		if err != nil {
 			return Export{}, err
@@ -96,7 +96,7 @@ func Import(d device.Device, e Export) (*Mapped, error) {
 	m := &Mapped{Len: e.Len}
 	var base uintptr
 	var err error
-	g, isGPU := d.(gpu)
+	g, isGPU := asGPU(d)
 	switch {
 	case e.Kind == Host && !isGPU:
 		base, m.unmap, err = device.MapHostRegion(e.Region, e.Size)

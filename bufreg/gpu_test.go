@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
@@ -18,7 +17,7 @@ import (
 // GCCL_REQUIRE_GPU=1).
 func TestGPUMemAllocRegister(t *testing.T) {
 	drv := cudatest.RequireGPU(t, 1)
-	d, err := device.OpenCUDA(drv, 0, 30*time.Second)
+	d, err := openGPU(drv, 0, 30*time.Second)
 	require.NoError(t, err)
 	defer d.Close()
 	c := &testComm{dev: d, count: 1}

@@ -3,6 +3,7 @@ package bufreg
 import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/graph"
+	"github.com/gccl/gccl/internal/capture"
 )
 
 // RegisterGraph is the collective form of graph registration: every rank
@@ -50,12 +51,12 @@ func ForGraph(c Comm, s gccl.Stream, ptr uintptr, n int) (r *Registration, offse
 	if err := checkComm(c); err != nil {
 		return nil, 0, false, err
 	}
-	g, isGPU := c.Device().(gpu)
+	g, isGPU := asGPU(c.Device())
 	if !isGPU || ptr == 0 || n <= 0 || ptr+uintptr(n) < ptr {
 		return nil, 0, false, nil
 	}
 	var active bool
-	if err := g.Do(func() (err error) { active, _, err = graph.Capturing(g.Driver(), s); return err }); err != nil || !active {
+	if err := g.Do(func() (err error) { active, _, err = capture.Capturing(g.Driver(), s); return err }); err != nil || !active {
 		return nil, 0, false, err
 	}
 	var release func()
@@ -78,7 +79,7 @@ func ForGraph(c Comm, s gccl.Stream, ptr uintptr, n int) (r *Registration, offse
 		release = r.holder()
 	}
 	var retained bool
-	err = g.Do(func() (err error) { retained, err = graph.RetainForGraph(g.Driver(), s, release); return err })
+	err = g.Do(func() (err error) { retained, err = capture.Retain(g.Driver(), s, release); return err })
 	if err != nil || !retained {
 		release()
 		return nil, 0, false, err

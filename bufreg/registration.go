@@ -247,7 +247,7 @@ func (r *Registration) release() error {
 		if !r.ownsMem {
 			return
 		}
-		g := r.comm.Device().(gpu)
+		g, _ := asGPU(r.comm.Device())
 		r.err = firstErr(r.err, g.Do(func() error { return g.Driver().MemRelease(r.mem) }))
 	})
 	return r.err
@@ -289,7 +289,7 @@ func DeregisterAll(c Comm) error {
 func resolve(c Comm, ptr uintptr, size int) (*Registration, error) {
 	r := &Registration{comm: c, Base: ptr, Size: size}
 	d := c.Device()
-	if g, ok := d.(gpu); ok {
+	if g, ok := asGPU(d); ok {
 		return r, g.Do(func() error { return resolveGPU(g, r) })
 	}
 	if d.Kind() != device.Host {

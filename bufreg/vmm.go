@@ -144,6 +144,6 @@ func MemFree(p uintptr) error {
 	if !a.gpu {
 		return a.dev.Free(p)
 	}
-	g := a.dev.(gpu)
+	g, _ := asGPU(a.dev)
 	return g.Do(func() error { return vmmFree(g.Driver(), p, a) })
 }

@@ -230,7 +230,7 @@ func (g *graphRig) cases() []func() graphCase {
 // captureGraph records one call of launch on s (-gccl.capture mode) and
 // instantiates it; capture always ends, so s is usable after a failure.
 func captureGraph(dev *device.CUDADevice, s gccl.Stream, launch func() error) (cuda.GraphExec, error) {
-	drv := dev.Driver()
+	drv := driverOf(dev)
 	var exec cuda.GraphExec
 	err := dev.Do(func() error {
 		if err := drv.StreamBeginCapture(cuda.Stream(s), mode()); err != nil {
@@ -331,9 +331,9 @@ func (g *graphRig) runGraphCase(t *testing.T, dev *device.CUDADevice, c graphCas
 	if !harness.Agree(t, errList(err, "graph registration")) {
 		return
 	}
-	t.Cleanup(func() { _ = dev.Do(func() error { return dev.Driver().GraphExecDestroy(exec) }) })
+	t.Cleanup(func() { _ = dev.Do(func() error { return driverOf(dev).GraphExecDestroy(exec) }) })
 	launch := func() error {
-		return dev.Do(func() error { return dev.Driver().GraphLaunch(exec, cuda.Stream(g.s)) })
+		return dev.Do(func() error { return driverOf(dev).GraphLaunch(exec, cuda.Stream(g.s)) })
 	}
 	for i := range *replays {
 		if !harness.Agree(t, errList(g.replay(&c, launch, i), fmt.Sprintf("rank %d replay %d", g.rank, i))) {
