@@ -32,9 +32,10 @@ type Comm struct {
 	initErr error         // written before ready is closed
 	cancel  context.CancelFunc
 
-	boot *bootstrap.Net
-	dev  device.Device
-	eng  *engine.Engine
+	boot    *bootstrap.Net
+	dev     device.Device
+	ownsDev bool // dev was opened here (not Config.UseDevice): Close and Abort close it
+	eng     *engine.Engine
 
 	state                atomic.Int32
 	lost                 atomic.Pointer[error] // a peer died (see liveness.go)
@@ -121,6 +122,7 @@ func (c *Comm) init(ctx context.Context, roots []wire.RootID) {
 	if err != nil {
 		_ = c.eng.Abort()
 		_ = c.boot.Abort()
+		_ = c.closeDevice()
 		c.eng, c.boot, c.dev = nil, nil, nil
 		c.log.Warn("communicator init failed", "err", err)
 	} else {
@@ -137,8 +139,11 @@ func (c *Comm) build(ctx context.Context, roots []wire.RootID) error {
 		return err
 	}
 	c.boot = boot
-	if c.dev, err = device.Open(c.cfg.Backend, c.cfg.Device); err != nil {
-		return err
+	if c.dev = c.cfg.UseDevice; c.dev == nil {
+		if c.dev, err = device.Open(c.cfg.Backend, c.cfg.Device); err != nil {
+			return err
+		}
+		c.ownsDev = true
 	}
 	s := env.Get()
 	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Comm: c, Device: c.dev,
@@ -199,7 +204,9 @@ func (c *Comm) Rank() int {
 	return c.rank
 }
 
-// Device is the device this rank runs on; nil until the communicator is ready.
+// Device is the device this rank runs on; nil until the communicator is
+// ready. Unless it came from Config.UseDevice, the communicator opened it
+// and closes it in Close and Abort (with the memory and streams it made).
 func (c *Comm) Device() device.Device {
 	if c.Status() != nil {
 		return nil

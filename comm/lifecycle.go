@@ -3,6 +3,7 @@ package comm
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/progress"
@@ -83,8 +84,22 @@ func (c *Comm) shut(abort bool) error {
 		errEng = c.eng.Close()
 		errBoot = c.boot.Close()
 	}
+	errDev := c.closeDevice()
 	c.log.Info("communicator destroyed", "abort", abort)
-	return errors.Join(errBusy, errEng, errBoot)
+	return errors.Join(errBusy, errEng, errBoot, errDev)
+}
+
+// closeDevice closes the device when the communicator opened it (a GPU:
+// its streams, its allocations, its hold on the primary context), once.
+func (c *Comm) closeDevice() error {
+	if !c.ownsDev {
+		return nil
+	}
+	c.ownsDev = false
+	if d, ok := c.dev.(io.Closer); ok {
+		return d.Close()
+	}
+	return nil
 }
 
 // busy returns an InvalidUsage error when operations are still in flight

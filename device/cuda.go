@@ -14,7 +14,7 @@ import (
 
 func init() {
 	_ = RegisterOpener(CUDA, func(ordinal int) (Device, error) {
-		drv, err := cuda.Load()
+		drv, err := devlink.Load()
 		if err != nil {
 			return nil, gccl.Errorf(gccl.SystemError, "device", "opening GPU %d: %v (%w)", ordinal, err, ErrNoDriver)
 		}

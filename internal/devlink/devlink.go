@@ -7,10 +7,43 @@
 package devlink
 
 import (
+	"sync"
 	"time"
 
 	"github.com/gccl/gccl/internal/cuda"
 )
+
+var loader struct {
+	sync.Mutex
+	load func() (cuda.Driver, error)
+}
+
+// Load returns the driver behind device.Open(device.CUDA, n): cuda.Load's,
+// or the one a test set with SetLoader.
+func Load() (cuda.Driver, error) {
+	loader.Lock()
+	load := loader.load
+	loader.Unlock()
+	if load != nil {
+		return load()
+	}
+	return cuda.Load()
+}
+
+// SetLoader makes Load call load (a test puts a cudafake behind
+// device.Open and so behind every communicator it creates) until restore
+// is called. Not for tests that run in parallel with others opening GPUs.
+func SetLoader(load func() (cuda.Driver, error)) (restore func()) {
+	loader.Lock()
+	prev := loader.load
+	loader.load = load
+	loader.Unlock()
+	return func() {
+		loader.Lock()
+		loader.load = prev
+		loader.Unlock()
+	}
+}
 
 var (
 	openGPU  func(drv cuda.Driver, ordinal int, timeout time.Duration) (any, error)
