@@ -45,6 +45,20 @@ type allocation struct {
 	size int            // bytes mapped (the rounded size) on a GPU; the requested size on the host
 	mem  cuda.MemHandle // the physical allocation, on a GPU
 	gpu  bool
+	regs int // live registrations that overlap it (of any communicator)
+}
+
+// countRegistration adds d to the registration count of the MemAlloc
+// allocations that r overlaps, which MemFree checks.
+func countRegistration(r *Registration, d int) {
+	end := r.Base + uintptr(r.Size)
+	allocs.Lock()
+	defer allocs.Unlock()
+	for p, a := range allocs.live {
+		if r.Base < p+uintptr(a.size) && p < end {
+			a.regs += d
+		}
+	}
 }
 
 // freedMemory bounds how many freed addresses are remembered to tell a

@@ -58,9 +58,10 @@ func TestRegisterLookupOffsets(t *testing.T) {
 	require.NoError(t, Deregister(h))
 	_, _, ok = Lookup(c, p, 1)
 	assert.False(t, ok, "nothing after deregistration")
-	registry.Lock()
-	assert.Nil(t, registry.comms[c], "an empty cache is dropped")
-	registry.Unlock()
+	g := registryOf(c, false)
+	g.mu.Lock()
+	assert.Empty(t, g.regs, "the communicator's registry is empty")
+	g.mu.Unlock()
 }
 
 func TestRegisterSharesAndRefcounts(t *testing.T) {

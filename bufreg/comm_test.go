@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
@@ -54,6 +55,50 @@ func TestRegisterOnComm(t *testing.T) {
 		for r := range comms {
 			require.NoError(t, bufreg.Deregister(hs[r]))
 			require.NoError(t, bufreg.MemFree(mems[r]))
+		}
+	}
+}
+
+// TestCommCloseReleasesRegistrations: the registrations belong to the
+// communicator; Close (or Abort) releases them, so their memory can be
+// freed and their handles are deregistered.
+func TestCommCloseReleasesRegistrations(t *testing.T) {
+	for _, abort := range []bool{false, true} {
+		const nranks = 2
+		id, err := comm.NewUniqueID()
+		require.NoError(t, err)
+		reqs := make([]comm.InitReq, nranks)
+		for r := range reqs {
+			reqs[r] = comm.InitReq{NRanks: nranks, ID: id, Rank: r, Config: &comm.Config{Backend: device.Host}}
+		}
+		comms, err := comm.InitRanks(reqs)
+		require.NoError(t, err)
+		mems, hs, errs := make([]uintptr, nranks), make([]*bufreg.Handle, nranks), make([]error, nranks)
+		for r, c := range comms {
+			mems[r], err = bufreg.MemAlloc(c.Device(), 8192)
+			require.NoError(t, err)
+		}
+		var wg sync.WaitGroup
+		for r, c := range comms {
+			wg.Go(func() { hs[r], errs[r] = bufreg.Register(c, mems[r], 8192) })
+		}
+		wg.Wait()
+		for r := range comms {
+			require.NoError(t, errs[r])
+			assert.ErrorIs(t, bufreg.MemFree(mems[r]), gccl.ErrInvalidUsage, "registered memory cannot be freed")
+		}
+		for _, c := range comms {
+			if abort {
+				require.NoError(t, c.Abort())
+			} else {
+				require.NoError(t, c.Close())
+			}
+		}
+		for r, c := range comms {
+			assert.ErrorIs(t, bufreg.Deregister(hs[r]), gccl.ErrInvalidUsage, "abort %v: the handle went with the communicator", abort)
+			_, err := bufreg.Register(c, mems[r], 8192)
+			assert.ErrorIs(t, err, gccl.ErrInvalidArgument, "registering with a closed communicator")
+			require.NoError(t, bufreg.MemFree(mems[r]), "abort %v: released with the communicator", abort)
 		}
 	}
 }

@@ -2,6 +2,19 @@
 // allocator for registrable buffers, the per-communicator registration
 // cache, and the collective check that ranks agree on registration.
 //
+// # What to use
+//
+// An application uses MemAlloc and MemFree (ncclMemAlloc, ncclMemFree),
+// Register and Deregister (ncclCommRegister, ncclCommDeregister) with a
+// *comm.Comm, and the Handle that Register returns; see the example. The
+// registrations belong to the communicator: its Close and Abort release
+// them (their handles are then deregistered, and the memory may be freed).
+// The rest of the exported API (RegisterOn, RegisterGraph, LookupNet,
+// Collective, DeregisterNet, Lookup, ForGraph, Agree, Export/Import, the
+// Registration's holds) is how gccl's engine uses registrations; it stays
+// exported only until the engine takes its communicator's registrations
+// from its configuration (issue #14), and applications should not call it.
+//
 // # Allocation
 //
 // MemAlloc and MemFree play ncclMemAlloc and ncclMemFree. On a GPU the

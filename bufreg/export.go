@@ -57,7 +57,7 @@ func (r *Registration) Export() (Export, error) {
 			return Export{}, err
 		}
 		defer release()
-		g, _ := asGPU(r.comm.Device())
+		g, _ := asGPU(r.owner.dev)
 		err = g.Do(func() (err error) { e.FD, err = g.Driver().MemExportToShareableHandle(r.mem); return err })
 		if err != nil {
 			return Export{}, err

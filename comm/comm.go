@@ -12,6 +12,7 @@ import (
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/progress"
+	"github.com/gccl/gccl/internal/reglink"
 	"github.com/gccl/gccl/internal/wire"
 )
 
@@ -34,7 +35,8 @@ type Comm struct {
 
 	boot    *bootstrap.Net
 	dev     device.Device
-	ownsDev bool // dev was opened here (not Config.UseDevice): Close and Abort close it
+	ownsDev bool          // dev was opened here (not Config.UseDevice): Close and Abort close it
+	regs    reglink.Cache // the communicator's buffer registrations (package bufreg)
 	eng     *engine.Engine
 
 	state                atomic.Int32
@@ -121,6 +123,7 @@ func (c *Comm) init(ctx context.Context, roots []wire.RootID) {
 	err := c.build(ctx, roots)
 	if err != nil {
 		_ = c.eng.Abort()
+		_ = c.closeRegs()
 		_ = c.boot.Abort()
 		_ = c.closeDevice()
 		c.eng, c.boot, c.dev = nil, nil, nil
@@ -145,8 +148,9 @@ func (c *Comm) build(ctx context.Context, roots []wire.RootID) error {
 		}
 		c.ownsDev = true
 	}
+	c.regs = reglink.New(reglink.Owner{Device: c.dev, Rank: c.rank, NRanks: c.nranks, Net: boot})
 	s := env.Get()
-	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Comm: c, Device: c.dev,
+	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Comm: c.regs, Device: c.dev,
 		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Algo: s.Algo, ChunkBytes: s.ChunkSize})
 	return err
 }

@@ -84,9 +84,19 @@ func (c *Comm) shut(abort bool) error {
 		errEng = c.eng.Close()
 		errBoot = c.boot.Close()
 	}
+	errRegs := c.closeRegs()
 	errDev := c.closeDevice()
 	c.log.Info("communicator destroyed", "abort", abort)
-	return errors.Join(errBusy, errEng, errBoot, errDev)
+	return errors.Join(errBusy, errEng, errRegs, errBoot, errDev)
+}
+
+// closeRegs releases the communicator's buffer registrations, once its
+// engine has stopped (their handles become deregistered).
+func (c *Comm) closeRegs() error {
+	if c.regs == nil {
+		return nil
+	}
+	return c.regs.Close() // safe twice
 }
 
 // closeDevice closes the device when the communicator opened it (a GPU:

@@ -15,12 +15,15 @@ func init() {
 		func(c any) (*engine.Engine, error) { return c.(*Comm).engine() },
 		func(c any) *bootstrap.Net { return c.(*Comm).bootstrap() },
 	)
-	reglink.Install(func(c any) (*bootstrap.Net, bool) {
+	reglink.InstallCacheOf(func(c any) (reglink.Cache, bool) {
 		cc, ok := c.(*Comm)
-		if !ok || cc == nil {
+		if !ok {
 			return nil, false
 		}
-		return cc.bootstrap(), true
+		if cc.Status() != nil || cc.regs == nil {
+			return nil, true
+		}
+		return cc.regs, true
 	})
 }
 
