@@ -69,7 +69,7 @@ func register(g *registry, net Net, ptr uintptr, size int, graph bool) (*Handle,
 	case !graph && !env.Get().LocalRegister:
 	default:
 		if r, err = resolve(g, ptr, size); err == nil {
-			r.handles = 1 // its own until inserted, so Export's hold does not release it
+			r.handles = 1 // its own until inserted, so shareDesc's hold does not release it
 		}
 	}
 	h, err := registerOn(g, net, r, seq, err)
@@ -150,7 +150,7 @@ func exchange(ctx context.Context, net Net, mine entry, c Comm) ([]entry, error)
 // describe makes this rank's entry; exp holds a cuMem file descriptor the
 // entry names until the peers have mapped it, and srv serves it to the
 // peers of other processes (both nil for other kinds).
-func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed error) (e entry, _ *Export, _ *fdServer) {
+func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed error) (e entry, _ *shareDesc, _ *fdServer) {
 	e = entry{Seq: seq, PID: int64(os.Getpid()), Host: topo.HostHash()}
 	defer func() {
 		if testEntryHook != nil {
@@ -164,7 +164,7 @@ func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed e
 	if r == nil {
 		return e, nil, nil // registration disabled on this rank
 	}
-	x, err := r.Export()
+	x, err := r.share()
 	if err != nil {
 		e.Msg = err.Error()
 		return e, nil, nil
@@ -310,18 +310,18 @@ func mappable(all []entry) bool {
 // peer in this process whose CUDA IPC handle cannot be opened here (the
 // driver refuses a process its own handles) is addressed by its pointer,
 // which the engine's peer access makes valid on this device.
-func mapPeer(ctx context.Context, g gpu, me int, all []entry, p int) (m *Mapped, unreached bool, err error) {
+func mapPeer(ctx context.Context, g gpu, me int, all []entry, p int) (m *mappedPeer, unreached bool, err error) {
 	e := all[p]
-	x := Export{Kind: e.Kind, Size: e.Size, Offset: e.Offset, Len: e.Len, IPC: e.IPC, Region: e.Region, FD: int(e.FD)}
+	x := shareDesc{Kind: e.Kind, Size: e.Size, Offset: e.Offset, Len: e.Len, IPC: e.IPC, Region: e.Region, FD: int(e.FD)}
 	if e.Kind == VMM && e.PID != all[me].PID {
 		if x.FD, err = fetchFD(ctx, e.Sock, e.Token); err != nil {
 			return nil, ctx.Err() == nil, err
 		}
 		defer x.Close() // the import holds the memory
 	}
-	m, err = Import(g, x)
+	m, err = mapShared(g, x)
 	if err != nil && e.PID == all[me].PID && e.Kind == Legacy {
-		return &Mapped{Ptr: e.Base, Len: e.Len}, false, nil
+		return &mappedPeer{Ptr: e.Base, Len: e.Len}, false, nil
 	}
 	return m, false, err
 }

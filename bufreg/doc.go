@@ -10,7 +10,7 @@
 // registrations belong to the communicator: its Close and Abort release
 // them (their handles are then deregistered, and the memory may be freed).
 // The rest of the exported API (RegisterOn, RegisterGraph, LookupNet,
-// Collective, DeregisterNet, Lookup, ForGraph, Agree, Export/Import, the
+// Collective, DeregisterNet, Lookup, ForGraph, Agree, the
 // Registration's holds) is how gccl's engine uses registrations; it stays
 // exported only until the engine takes its communicator's registrations
 // from its configuration (issue #14), and applications should not call it.
@@ -51,7 +51,7 @@
 // cannot be mapped, Register fails on every rank.
 // A registration records what the memory is (host
 // shared memory, a cuMem allocation, or cudaMalloc memory shared through
-// a CUDA IPC handle) so that the engine can Export it to peers, which map
+// a CUDA IPC handle) so that peers can be handed it, which map
 // it and read or write it directly: registered buffers skip the staging
 // copy. One large registered chunk serves every sub-buffer inside it:
 // Lookup(comm, ptr, n) finds the registration holding [ptr, ptr+n) and the
@@ -100,5 +100,6 @@
 // gccl.ErrInvalidUsage naming the buffer and the ranks that disagree.
 //
 // bufreg does not import the engine: the engine calls Lookup, Acquire,
-// AcquireUntil, ForGraph, Export/Import and Agree.
+// AcquireUntil, ForGraph and Agree; registration maps the peers' buffers
+// itself (share and mapShared).
 package bufreg

@@ -35,7 +35,7 @@ func (k Kind) String() string {
 
 // Registration is one registered buffer of a communicator. The engine
 // finds it with Lookup, holds it with Acquire while an operation uses it,
-// and shares it with peers through Export.
+// and shares it with peers through shareDesc.
 type Registration struct {
 	owner *registry
 	Kind  Kind
@@ -50,7 +50,7 @@ type Registration struct {
 	Seq    uint64
 	Peers  []Peer
 	net    Net
-	mapped []*Mapped // peers' buffers this registration mapped
+	mapped []*mappedPeer // peers' buffers this registration mapped
 
 	// The allocation that holds the buffer: its start and size, as a peer
 	// maps it.
