@@ -6,6 +6,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 )
 
 // Handle types and device attributes the CUDA shim does not name yet
@@ -15,12 +16,27 @@ const (
 	attrHandleTypeFabricSup cuda.DeviceAttr = 128 // CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED
 )
 
-// gpu is what bufreg needs from a CUDA device: its driver, and a way to
-// run driver calls with its context current (device.CUDADevice has both).
-type gpu interface {
-	device.Device
-	Driver() cuda.Driver
-	Do(fn func() error) error
+// gpu is a CUDA device as bufreg drives it: the device (Do runs driver
+// calls with its context current) and the driver it calls.
+type gpu struct {
+	*device.CUDADevice
+	drv cuda.Driver
+}
+
+// Driver is the driver g calls.
+func (g gpu) Driver() cuda.Driver { return g.drv }
+
+// asGPU returns d as a gpu; ok is false when d is not a GPU.
+func asGPU(d device.Device) (g gpu, ok bool) {
+	if g, ok := d.(gpu); ok {
+		return g, true
+	}
+	cd, ok := d.(*device.CUDADevice)
+	if !ok || cd == nil {
+		return gpu{}, false
+	}
+	drv, ok := devlink.Driver(cd)
+	return gpu{cd, drv}, ok
 }
 
 // allocation is one MemAlloc.
@@ -29,6 +45,20 @@ type allocation struct {
 	size int            // bytes mapped (the rounded size) on a GPU; the requested size on the host
 	mem  cuda.MemHandle // the physical allocation, on a GPU
 	gpu  bool
+	regs int // live registrations that overlap it (of any communicator)
+}
+
+// countRegistration adds d to the registration count of the MemAlloc
+// allocations that r overlaps, which MemFree checks.
+func countRegistration(r *Registration, d int) {
+	end := r.Base + uintptr(r.Size)
+	allocs.Lock()
+	defer allocs.Unlock()
+	for p, a := range allocs.live {
+		if r.Base < p+uintptr(a.size) && p < end {
+			a.regs += d
+		}
+	}
 }
 
 // freedMemory bounds how many freed addresses are remembered to tell a
@@ -64,7 +94,7 @@ func MemAlloc(d device.Device, size int) (uintptr, error) {
 	a := &allocation{dev: d, size: size}
 	var p uintptr
 	var err error
-	if g, ok := d.(gpu); ok {
+	if g, ok := asGPU(d); ok {
 		a.gpu = true
 		err = g.Do(func() error { p, a.size, a.mem, err = vmmAlloc(g, size); return err })
 	} else {

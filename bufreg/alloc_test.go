@@ -18,7 +18,7 @@ func TestMemAllocRoundsAndAligns(t *testing.T) {
 	spy := &spyDriver{Fake: cudafake.New(cudafake.Config{Devices: 3, MemBytes: 512 << 20}),
 		rec: 2 * cudafake.Granularity, min: cudafake.Granularity}
 	c := gpuComm(t, spy, 1)
-	g := c.dev.(gpu)
+	g, _ := asGPU(c.dev)
 	sizes := []int{0, 1, spy.rec - 1, spy.rec, spy.rec + 1, 1 + r.IntN(2*spy.rec)}
 	for i, size := range sizes {
 		spy.reserves, spy.access = nil, nil

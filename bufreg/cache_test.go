@@ -58,9 +58,10 @@ func TestRegisterLookupOffsets(t *testing.T) {
 	require.NoError(t, Deregister(h))
 	_, _, ok = Lookup(c, p, 1)
 	assert.False(t, ok, "nothing after deregistration")
-	registry.Lock()
-	assert.Nil(t, registry.comms[c], "an empty cache is dropped")
-	registry.Unlock()
+	g := registryOf(c, false)
+	g.mu.Lock()
+	assert.Empty(t, g.regs, "the communicator's registry is empty")
+	g.mu.Unlock()
 }
 
 func TestRegisterSharesAndRefcounts(t *testing.T) {
@@ -157,7 +158,7 @@ func TestDeregisterAll(t *testing.T) {
 
 func TestRegisterGPUKinds(t *testing.T) {
 	c, f := fakeComm(t)
-	g := c.dev.(gpu)
+	g, _ := asGPU(c.dev)
 	p, err := MemAlloc(c.dev, 3<<20)
 	require.NoError(t, err)
 	h, err := Register(c, p+1000, 5000)

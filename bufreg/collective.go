@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/internal/bootstrap"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/progress"
 	"github.com/gccl/gccl/transport/topo"
@@ -20,35 +19,11 @@ type Net interface {
 	AllGather(ctx context.Context, b []byte) ([][]byte, error)
 }
 
-// booted is a communicator with a bootstrap network, as *comm.Comm is.
-type booted interface {
-	Bootstrap() *bootstrap.Net
-}
-
-// netOf returns c's bootstrap network, or nil when c has none.
-func netOf(c Comm) Net {
-	b, ok := c.(booted)
-	if !ok {
-		return nil
-	}
-	if n := b.Bootstrap(); n != nil {
-		return n
-	}
-	return nil
-}
-
 // Peer is one rank's buffer of a collective registration as this rank
 // addresses it.
 type Peer struct {
 	Ptr uintptr // the rank's registered buffer mapped on this rank's device (own: Base)
 	Len int     // its registered length
-}
-
-// netState is what the registry keeps per collective network.
-type netState struct {
-	comm   Comm
-	seq    uint64 // collective registrations made so far (Register and RegisterGraph)
-	graphs uint64 // of which RegisterGraph
 }
 
 // RegisterOn is Register on communicator c whose ranks all-gather through
@@ -70,20 +45,20 @@ type netState struct {
 // it has one (*comm.Comm does).
 func RegisterOn(c Comm, net Net, ptr uintptr, size int) (*Handle, error) {
 	defer progress.Enter(true)()
-	return register(c, net, ptr, size, false)
-}
-
-// register is RegisterOn, and RegisterGraph's registration when graph is
-// set: then GCCL_LOCAL_REGISTER does not apply and the call is counted as
-// a graph registration.
-func register(c Comm, net Net, ptr uintptr, size int, graph bool) (*Handle, error) {
 	if err := checkComm(c); err != nil {
 		return nil, err
 	}
 	if net == nil {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "net", "nil bootstrap network")
 	}
-	seq := nextSeq(c, net, graph)
+	return register(onNet(c, net), net, ptr, size, false)
+}
+
+// register is RegisterOn, and RegisterGraph's registration when graph is
+// set: then GCCL_LOCAL_REGISTER does not apply and the call is counted as
+// a graph registration.
+func register(g *registry, net Net, ptr uintptr, size int, graph bool) (*Handle, error) {
+	seq := g.nextSeq(graph)
 	var r *Registration
 	var err error
 	switch {
@@ -93,11 +68,11 @@ func register(c Comm, net Net, ptr uintptr, size int, graph bool) (*Handle, erro
 		err = gccl.Errorf(gccl.InvalidArgument, "size", "cannot register %d bytes at %#x", size, ptr)
 	case !graph && !env.Get().LocalRegister:
 	default:
-		if r, err = resolve(c, ptr, size); err == nil {
-			r.handles = 1 // its own until inserted, so Export's hold does not release it
+		if r, err = resolve(g, ptr, size); err == nil {
+			r.handles = 1 // its own until inserted, so shareDesc's hold does not release it
 		}
 	}
-	h, err := registerOn(c, net, r, seq, err)
+	h, err := registerOn(g, net, r, seq, err)
 	if err != nil && r != nil {
 		_ = r.release()
 	}
@@ -106,7 +81,7 @@ func register(c Comm, net Net, ptr uintptr, size int, graph bool) (*Handle, erro
 
 // registerOn is RegisterOn after resolving: r is this rank's registration
 // (nil when it failed with failed, or when registration is disabled).
-func registerOn(c Comm, net Net, r *Registration, seq uint64, failed error) (*Handle, error) {
+func registerOn(c *registry, net Net, r *Registration, seq uint64, failed error) (*Handle, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), env.Get().Timeout)
 	defer cancel()
 	mine, exp, srv := describe(ctx, c, r, seq, failed)
@@ -125,7 +100,7 @@ func registerOn(c Comm, net Net, r *Registration, seq uint64, failed error) (*Ha
 			"rank %d could not register its buffer (%s); every rank's Register of this call fails", bad, all[bad].Msg)
 	}
 	if !all[c.Rank()].Registered {
-		return &Handle{comm: c}, nil // GCCL_LOCAL_REGISTER=0 (on this rank; see agreeDisabled)
+		return &Handle{owner: c}, nil // GCCL_LOCAL_REGISTER=0 (on this rank; see agreeDisabled)
 	}
 	if dis := firstDisabled(all); dis >= 0 {
 		return nil, gccl.Errorf(gccl.InvalidUsage, fmt.Sprintf("rank %d", dis),
@@ -135,24 +110,19 @@ func registerOn(c Comm, net Net, r *Registration, seq uint64, failed error) (*Ha
 	if err := mapPeers(ctx, net, c, r, all); err != nil {
 		return nil, err
 	}
-	insert(r)
-	return &Handle{comm: c, reg: r}, nil
+	c.insert(r)
+	return &Handle{owner: c, reg: r}, nil
 }
 
-// nextSeq counts a collective registration on net (graph: by RegisterGraph).
-func nextSeq(c Comm, net Net, graph bool) uint64 {
-	registry.Lock()
-	defer registry.Unlock()
-	st := registry.nets[net]
-	if st == nil {
-		st = &netState{comm: c}
-		registry.nets[net] = st
-	}
-	st.seq++
+// nextSeq counts a collective registration (graph: by RegisterGraph).
+func (g *registry) nextSeq(graph bool) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.seq++
 	if graph {
-		st.graphs++
+		g.graphs++
 	}
-	return st.seq
+	return g.seq
 }
 
 // exchange all-gathers the ranks' entries and decodes them.
@@ -180,7 +150,7 @@ func exchange(ctx context.Context, net Net, mine entry, c Comm) ([]entry, error)
 // describe makes this rank's entry; exp holds a cuMem file descriptor the
 // entry names until the peers have mapped it, and srv serves it to the
 // peers of other processes (both nil for other kinds).
-func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed error) (e entry, _ *Export, _ *fdServer) {
+func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed error) (e entry, _ *shareDesc, _ *fdServer) {
 	e = entry{Seq: seq, PID: int64(os.Getpid()), Host: topo.HostHash()}
 	defer func() {
 		if testEntryHook != nil {
@@ -194,7 +164,7 @@ func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed e
 	if r == nil {
 		return e, nil, nil // registration disabled on this rank
 	}
-	x, err := r.Export()
+	x, err := r.share()
 	if err != nil {
 		e.Msg = err.Error()
 		return e, nil, nil
@@ -209,7 +179,7 @@ func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed e
 	}
 	e.Registered, e.Kind, e.Base, e.Size, e.Offset, e.Len = true, x.Kind, r.Base, x.Size, x.Offset, x.Len
 	e.IPC, e.Region, e.FD = x.IPC, x.Region, int32(x.FD)
-	if g, ok := r.comm.Device().(gpu); ok {
+	if g, ok := asGPU(r.owner.dev); ok {
 		e.Ordinal = int32(g.Ordinal())
 	}
 	return e, &x, srv
@@ -223,7 +193,7 @@ var testEntryHook func(c Comm, e *entry)
 // over its socket: those of another process, when the registration maps.
 func fetchers(c Comm, all []entry) int {
 	me := c.Rank()
-	if _, ok := c.Device().(gpu); !ok || !mappable(all) || firstFailed(all) >= 0 || firstDisabled(all) >= 0 {
+	if _, ok := asGPU(c.Device()); !ok || !mappable(all) || firstFailed(all) >= 0 || firstDisabled(all) >= 0 {
 		return 0
 	}
 	n := 0
@@ -261,7 +231,7 @@ func firstDisabled(all []entry) int {
 // every rank.
 func mapPeers(ctx context.Context, net Net, c Comm, r *Registration, all []entry) error {
 	me := c.Rank()
-	g, isGPU := c.Device().(gpu)
+	g, isGPU := asGPU(c.Device())
 	if !isGPU || !mappable(all) {
 		return nil // host memory (the host engine maps it itself) or no way to map: stage
 	}
@@ -340,18 +310,18 @@ func mappable(all []entry) bool {
 // peer in this process whose CUDA IPC handle cannot be opened here (the
 // driver refuses a process its own handles) is addressed by its pointer,
 // which the engine's peer access makes valid on this device.
-func mapPeer(ctx context.Context, g gpu, me int, all []entry, p int) (m *Mapped, unreached bool, err error) {
+func mapPeer(ctx context.Context, g gpu, me int, all []entry, p int) (m *mappedPeer, unreached bool, err error) {
 	e := all[p]
-	x := Export{Kind: e.Kind, Size: e.Size, Offset: e.Offset, Len: e.Len, IPC: e.IPC, Region: e.Region, FD: int(e.FD)}
+	x := shareDesc{Kind: e.Kind, Size: e.Size, Offset: e.Offset, Len: e.Len, IPC: e.IPC, Region: e.Region, FD: int(e.FD)}
 	if e.Kind == VMM && e.PID != all[me].PID {
 		if x.FD, err = fetchFD(ctx, e.Sock, e.Token); err != nil {
 			return nil, ctx.Err() == nil, err
 		}
 		defer x.Close() // the import holds the memory
 	}
-	m, err = Import(g, x)
+	m, err = mapShared(g, x)
 	if err != nil && e.PID == all[me].PID && e.Kind == Legacy {
-		return &Mapped{Ptr: e.Base, Len: e.Len}, false, nil
+		return &mappedPeer{Ptr: e.Base, Len: e.Len}, false, nil
 	}
 	return m, false, err
 }
@@ -373,41 +343,47 @@ func firstErr(a, b error) error {
 	return b
 }
 
+// byNet returns the registry of the communicator on net, or nil.
+func byNet(net Net) *registry {
+	index.Lock()
+	defer index.Unlock()
+	return index.byNet[net]
+}
+
 // LookupNet is Lookup for the communicator whose collective registrations
 // were made through net (the engine knows its communicator by its
 // bootstrap network).
 func LookupNet(net Net, ptr uintptr, n int) (*Registration, int, bool) {
-	registry.Lock()
-	st := registry.nets[net]
-	registry.Unlock()
-	if st == nil {
+	g := byNet(net)
+	if g == nil || ptr == 0 || n < 0 || ptr+uintptr(n) < ptr {
 		return nil, 0, false
 	}
-	return Lookup(st.comm, ptr, n)
+	return g.lookup(ptr, n)
 }
 
 // Collective reports how many collective Register calls were made through
 // net (graph registrations not counted): the same number on every rank
 // between two operations, since Register is collective.
 func Collective(net Net) uint64 {
-	registry.Lock()
-	defer registry.Unlock()
-	if st := registry.nets[net]; st != nil {
-		return st.seq - st.graphs
+	g := byNet(net)
+	if g == nil {
+		return 0
 	}
-	return 0
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seq - g.graphs
 }
 
 // DeregisterNet releases every registration of the communicator that
 // registers through net (DeregisterAll) and forgets net; the engine calls
 // it when the communicator is destroyed.
 func DeregisterNet(net Net) error {
-	registry.Lock()
-	st := registry.nets[net]
-	delete(registry.nets, net)
-	registry.Unlock()
-	if st == nil {
+	index.Lock()
+	g := index.byNet[net]
+	delete(index.byNet, net)
+	index.Unlock()
+	if g == nil {
 		return nil
 	}
-	return DeregisterAll(st.comm)
+	return g.releaseAll()
 }

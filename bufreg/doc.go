@@ -2,6 +2,19 @@
 // allocator for registrable buffers, the per-communicator registration
 // cache, and the collective check that ranks agree on registration.
 //
+// # What to use
+//
+// An application uses MemAlloc and MemFree (ncclMemAlloc, ncclMemFree),
+// Register and Deregister (ncclCommRegister, ncclCommDeregister) with a
+// *comm.Comm, and the Handle that Register returns; see the example. The
+// registrations belong to the communicator: its Close and Abort release
+// them (their handles are then deregistered, and the memory may be freed).
+// The rest of the exported API (RegisterOn, RegisterGraph, LookupNet,
+// Collective, DeregisterNet, Lookup, ForGraph, Agree, the
+// Registration's holds) is how gccl's engine uses registrations; it stays
+// exported only until the engine takes its communicator's registrations
+// from its configuration (issue #14), and applications should not call it.
+//
 // # Allocation
 //
 // MemAlloc and MemFree play ncclMemAlloc and ncclMemFree. On a GPU the
@@ -38,7 +51,7 @@
 // cannot be mapped, Register fails on every rank.
 // A registration records what the memory is (host
 // shared memory, a cuMem allocation, or cudaMalloc memory shared through
-// a CUDA IPC handle) so that the engine can Export it to peers, which map
+// a CUDA IPC handle) so that peers can be handed it, which map
 // it and read or write it directly: registered buffers skip the staging
 // copy. One large registered chunk serves every sub-buffer inside it:
 // Lookup(comm, ptr, n) finds the registration holding [ptr, ptr+n) and the
@@ -87,5 +100,6 @@
 // gccl.ErrInvalidUsage naming the buffer and the ranks that disagree.
 //
 // bufreg does not import the engine: the engine calls Lookup, Acquire,
-// AcquireUntil, ForGraph, Export/Import and Agree.
+// AcquireUntil, ForGraph and Agree; registration maps the peers' buffers
+// itself (share and mapShared).
 package bufreg

@@ -9,9 +9,9 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 )
 
-// Export is what a peer needs to map a registration: the shared object
+// shareDesc is what a peer needs to map a registration: the shared object
 // (allocation) that holds it and where the buffer lies in it.
-type Export struct {
+type shareDesc struct {
 	Kind   Kind
 	Size   int               // bytes of the shared object the peer maps
 	Offset int               // the registered buffer's offset in it
@@ -20,12 +20,12 @@ type Export struct {
 	Region string            // Host: the shared file's name (device.MapHostRegion)
 	// FD is, for VMM, a new POSIX file descriptor of the allocation that
 	// the caller owns: pass it to the peer over a unix socket
-	// (SCM_RIGHTS) and Close the Export. -1 for the other kinds.
+	// (SCM_RIGHTS) and Close the shareDesc. -1 for the other kinds.
 	FD int
 }
 
 // Close closes the exported file descriptor, if any; it is safe twice.
-func (e *Export) Close() error {
+func (e *shareDesc) Close() error {
 	if e == nil || e.FD < 0 {
 		return nil
 	}
@@ -34,14 +34,14 @@ func (e *Export) Close() error {
 	return err
 }
 
-// Export describes r for a peer. A VMM registration of memory allocated
+// share describes r for a peer. A VMM registration of memory allocated
 // without the POSIX file descriptor handle type cannot be exported
 // (gccl.ErrInvalidUsage): allocate it with MemAlloc.
-func (r *Registration) Export() (Export, error) {
+func (r *Registration) share() (shareDesc, error) {
 	if r == nil {
-		return Export{}, gccl.Errorf(gccl.InvalidArgument, "registration", "nil registration")
+		return shareDesc{}, gccl.Errorf(gccl.InvalidArgument, "registration", "nil registration")
 	}
-	e := Export{Kind: r.Kind, Size: r.AllocSize, Offset: r.Offset(), Len: r.Size, FD: -1}
+	e := shareDesc{Kind: r.Kind, Size: r.AllocSize, Offset: r.Offset(), Len: r.Size, FD: -1}
 	switch r.Kind {
 	case Host:
 		e.Region = r.region
@@ -49,25 +49,25 @@ func (r *Registration) Export() (Export, error) {
 		e.IPC = r.ipc
 	case VMM:
 		if !r.shareable {
-			return Export{}, gccl.Errorf(gccl.InvalidUsage, "registration",
+			return shareDesc{}, gccl.Errorf(gccl.InvalidUsage, "registration",
 				"buffer %#x is cuMem memory without the POSIX file descriptor handle type; allocate it with bufreg.MemAlloc", r.Base)
 		}
 		release, err := r.Acquire()
 		if err != nil {
-			return Export{}, err
+			return shareDesc{}, err
 		}
 		defer release()
-		g := r.comm.Device().(gpu)
+		g, _ := asGPU(r.owner.dev)
 		err = g.Do(func() (err error) { e.FD, err = g.Driver().MemExportToShareableHandle(r.mem); return err })
 		if err != nil {
-			return Export{}, err
+			return shareDesc{}, err
 		}
 	}
 	return e, nil
 }
 
-// Mapped is a peer's registered buffer mapped in this process.
-type Mapped struct {
+// mappedPeer is a peer's registered buffer mapped in this process.
+type mappedPeer struct {
 	Ptr   uintptr // the peer's registered buffer, addressable by d
 	Len   int
 	once  sync.Once
@@ -76,7 +76,7 @@ type Mapped struct {
 }
 
 // Close unmaps the peer's memory; it is safe on nil and twice.
-func (m *Mapped) Close() error {
+func (m *mappedPeer) Close() error {
 	if m == nil {
 		return nil
 	}
@@ -84,19 +84,19 @@ func (m *Mapped) Close() error {
 	return m.err
 }
 
-// Import maps a peer's Export on device d (the communicator's device on
+// mapShared maps a peer's shareDesc on device d (the communicator's device on
 // this rank). It does not take ownership of e.FD.
-func Import(d device.Device, e Export) (*Mapped, error) {
+func mapShared(d device.Device, e shareDesc) (*mappedPeer, error) {
 	if d == nil {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "device", "nil device")
 	}
 	if e.Size <= 0 || e.Offset < 0 || e.Len <= 0 || e.Offset+e.Len > e.Size {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "export", "buffer of %d bytes at offset %d of a %d-byte allocation", e.Len, e.Offset, e.Size)
 	}
-	m := &Mapped{Len: e.Len}
+	m := &mappedPeer{Len: e.Len}
 	var base uintptr
 	var err error
-	g, isGPU := d.(gpu)
+	g, isGPU := asGPU(d)
 	switch {
 	case e.Kind == Host && !isGPU:
 		base, m.unmap, err = device.MapHostRegion(e.Region, e.Size)
@@ -119,7 +119,7 @@ func Import(d device.Device, e Export) (*Mapped, error) {
 }
 
 // importVMM maps a peer's cuMem allocation from its file descriptor.
-func importVMM(g gpu, e Export) (uintptr, func() error, error) {
+func importVMM(g gpu, e shareDesc) (uintptr, func() error, error) {
 	drv := g.Driver()
 	dev, err := drv.DeviceGet(g.Ordinal())
 	if err != nil {

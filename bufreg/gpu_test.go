@@ -6,19 +6,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestGPUMemAllocRegister runs MemAlloc, Register, Export/Import and
+// TestGPUMemAllocRegister runs MemAlloc, Register, shareDesc/Import and
 // graph registration on a real GPU (skipped without one; fails with
 // GCCL_REQUIRE_GPU=1).
 func TestGPUMemAllocRegister(t *testing.T) {
 	drv := cudatest.RequireGPU(t, 1)
-	d, err := device.OpenCUDA(drv, 0, 30*time.Second)
+	d, err := openGPU(drv, 0, 30*time.Second)
 	require.NoError(t, err)
 	defer d.Close()
 	c := &testComm{dev: d, count: 1}
@@ -47,9 +46,9 @@ func TestGPUMemAllocRegister(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 10, o)
 	assert.Equal(t, VMM, reg.Kind)
-	e, err := reg.Export()
+	e, err := reg.share()
 	require.NoError(t, err)
-	mp, err := Import(d, e) // a second mapping of the same memory
+	mp, err := mapShared(d, e) // a second mapping of the same memory
 	require.NoError(t, err)
 	require.NoError(t, e.Close())
 	got := make([]byte, m)

@@ -3,6 +3,7 @@ package bufreg
 import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/graph"
+	"github.com/gccl/gccl/internal/capture"
 )
 
 // RegisterGraph is the collective form of graph registration: every rank
@@ -21,14 +22,21 @@ import (
 // them, so the kernels of eager operations are chosen as if they did
 // not exist.
 func RegisterGraph(c Comm, net Net, ptr uintptr, size int) (*Registration, error) {
-	h, err := register(c, net, ptr, size, true)
+	if err := checkComm(c); err != nil {
+		return nil, err
+	}
+	if net == nil {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "net", "nil bootstrap network")
+	}
+	g := onNet(c, net)
+	h, err := register(g, net, ptr, size, true)
 	if err != nil {
 		return nil, err
 	}
 	// GCCL_LOCAL_REGISTER does not apply, so h has its registration.
-	registry.Lock()
+	g.mu.Lock()
 	h.reg.Graph, h.reg.handles = true, 0
-	registry.Unlock()
+	g.mu.Unlock()
 	return h.reg, nil
 }
 
@@ -50,16 +58,17 @@ func ForGraph(c Comm, s gccl.Stream, ptr uintptr, n int) (r *Registration, offse
 	if err := checkComm(c); err != nil {
 		return nil, 0, false, err
 	}
-	g, isGPU := c.Device().(gpu)
+	g, isGPU := asGPU(c.Device())
 	if !isGPU || ptr == 0 || n <= 0 || ptr+uintptr(n) < ptr {
 		return nil, 0, false, nil
 	}
 	var active bool
-	if err := g.Do(func() (err error) { active, _, err = graph.Capturing(g.Driver(), s); return err }); err != nil || !active {
+	if err := g.Do(func() (err error) { active, _, err = capture.Capturing(g.Driver(), s); return err }); err != nil || !active {
 		return nil, 0, false, err
 	}
 	var release func()
-	r, offset, found := Lookup(c, ptr, n)
+	reg := registryOf(c, true)
+	r, offset, found := reg.lookup(ptr, n)
 	if found {
 		if release, err = r.Acquire(); err != nil {
 			return nil, 0, false, err
@@ -68,17 +77,17 @@ func ForGraph(c Comm, s gccl.Stream, ptr uintptr, n int) (r *Registration, offse
 		if !graph.RegisterEnabled() {
 			return nil, 0, false, nil
 		}
-		if r, err = resolve(c, ptr, n); err != nil {
+		if r, err = resolve(reg, ptr, n); err != nil {
 			return nil, 0, false, nil // not registrable: fall back to copies
 		}
 		// The new registration's only holder is this use: no handle, so
 		// dropping the use releases the registration.
 		r.Graph, r.uses, offset = true, 1, 0
-		insert(r)
+		reg.insert(r)
 		release = r.holder()
 	}
 	var retained bool
-	err = g.Do(func() (err error) { retained, err = graph.RetainForGraph(g.Driver(), s, release); return err })
+	err = g.Do(func() (err error) { retained, err = capture.Retain(g.Driver(), s, release); return err })
 	if err != nil || !retained {
 		release()
 		return nil, 0, false, err

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// capture runs body while c's stream s is captured and returns the graph.
-func capture(t *testing.T, c *testComm, s gccl.Stream, body func()) cuda.Graph {
-	g := c.dev.(gpu)
+// captured runs body while c's stream s is captured and returns the graph.
+func captured(t *testing.T, c *testComm, s gccl.Stream, body func()) cuda.Graph {
+	g, _ := asGPU(c.dev)
 	require.NoError(t, g.Driver().StreamBeginCapture(cuda.Stream(s), cuda.CaptureModeThreadLocal))
 	body()
 	gr, err := g.Driver().StreamEndCapture(cuda.Stream(s))
@@ -31,7 +31,7 @@ func TestForGraphRegistersForGraphLifetime(t *testing.T) {
 	assert.False(t, ok, "not capturing")
 
 	var first *Registration
-	gr := capture(t, c, s, func() {
+	gr := captured(t, c, s, func() {
 		r, off, ok, err := ForGraph(c, s, p+64, 100)
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -70,7 +70,7 @@ func TestForGraphHoldsLocalRegistration(t *testing.T) {
 	require.NoError(t, err)
 	h, err := Register(c, p, 4096)
 	require.NoError(t, err)
-	gr := capture(t, c, s, func() {
+	gr := captured(t, c, s, func() {
 		r, off, ok, err := ForGraph(c, s, p+128, 256)
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -91,7 +91,7 @@ func TestForGraphDisabledAndHost(t *testing.T) {
 	require.NoError(t, err)
 	p, err := MemAlloc(c.dev, 4096)
 	require.NoError(t, err)
-	gr := capture(t, c, s, func() {
+	gr := captured(t, c, s, func() {
 		_, _, ok, err := ForGraph(c, s, p, 100)
 		require.NoError(t, err)
 		assert.False(t, ok, "graph registration off")

@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/stretchr/testify/require"
 )
@@ -87,7 +88,7 @@ func (s *spyDriver) MemSetAccess(p uintptr, size int, dev cuda.Device, a cuda.Ac
 
 // gpuComm opens GPU ordinal of drv as a communicator's device.
 func gpuComm(t *testing.T, drv cuda.Driver, ordinal int) *testComm {
-	d, err := device.OpenCUDA(drv, ordinal, 5*time.Second)
+	d, err := openGPU(drv, ordinal, 5*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return &testComm{dev: d, count: 1}
@@ -135,4 +136,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// openGPU opens GPU ordinal through drv (a cudafake, or the real driver).
+func openGPU(drv cuda.Driver, ordinal int, timeout time.Duration) (*device.CUDADevice, error) {
+	d, err := devlink.OpenGPU(drv, ordinal, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return d.(*device.CUDADevice), nil
 }

@@ -35,9 +35,9 @@ func (k Kind) String() string {
 
 // Registration is one registered buffer of a communicator. The engine
 // finds it with Lookup, holds it with Acquire while an operation uses it,
-// and shares it with peers through Export.
+// and shares it with peers through shareDesc.
 type Registration struct {
-	comm  Comm
+	owner *registry
 	Kind  Kind
 	Base  uintptr // the registered address
 	Size  int     // the registered length
@@ -50,7 +50,7 @@ type Registration struct {
 	Seq    uint64
 	Peers  []Peer
 	net    Net
-	mapped []*Mapped // peers' buffers this registration mapped
+	mapped []*mappedPeer // peers' buffers this registration mapped
 
 	// The allocation that holds the buffer: its start and size, as a peer
 	// maps it.
@@ -63,7 +63,7 @@ type Registration struct {
 	ownsMem   bool              // VMM: mem was retained for this registration and is released with it
 	shareable bool              // VMM: created with the POSIX FD handle type
 
-	// guarded by registry
+	// guarded by owner.mu
 	handles int            // live Handles
 	uses    int            // Acquire holds and pending holds
 	pending []*pendingHold // AcquireUntil holds, at most maxPending
@@ -84,8 +84,8 @@ func (r *Registration) Acquire() (release func(), err error) {
 	if r == nil {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "registration", "nil registration")
 	}
-	registry.Lock()
-	defer registry.Unlock()
+	r.owner.mu.Lock()
+	defer r.owner.mu.Unlock()
 	if r.closed {
 		return nil, gccl.Errorf(gccl.InvalidUsage, "registration", "buffer %#x was deregistered", r.Base)
 	}
@@ -102,15 +102,15 @@ func (r *Registration) holder() func() {
 // unuse drops one use; a registration with no handles left (a graph
 // registration) is released with its last use.
 func (r *Registration) unuse() {
-	registry.Lock()
+	r.owner.mu.Lock()
 	last := r.endUses(1)
-	registry.Unlock()
+	r.owner.mu.Unlock()
 	if last {
 		_ = r.release()
 	}
 }
 
-// endUses drops k uses (the caller holds registry); it reports whether
+// endUses drops k uses (the caller holds r.owner.mu); it reports whether
 // that was the last use of a registration with no handles left, which it
 // then closes and drops from its cache: the caller releases it.
 func (r *Registration) endUses(k int) (last bool) {
@@ -118,7 +118,7 @@ func (r *Registration) endUses(k int) (last bool) {
 	last = k > 0 && r.uses == 0 && r.handles == 0 && !r.closed
 	if last {
 		r.closed = true
-		remove(r)
+		r.remove()
 	}
 	return last
 }
@@ -127,8 +127,8 @@ func (r *Registration) endUses(k int) (last bool) {
 // holds whose work is done.
 func (r *Registration) Uses() int {
 	r.prune()
-	registry.Lock()
-	defer registry.Unlock()
+	r.owner.mu.Lock()
+	defer r.owner.mu.Unlock()
 	return r.uses
 }
 
@@ -181,38 +181,38 @@ func (r *Registration) AcquireUntil(order uint64, c Completion) (bool, error) {
 // addPending adds p to r's pending holds; full reports that there was no
 // room for it.
 func (r *Registration) addPending(p *pendingHold) (held, full bool, err error) {
-	registry.Lock()
+	r.owner.mu.Lock()
 	if r.closed {
-		registry.Unlock()
+		r.owner.mu.Unlock()
 		return false, false, gccl.Errorf(gccl.InvalidUsage, "registration", "buffer %#x was deregistered", r.Base)
 	}
 	if p.order != 0 {
 		for i, old := range r.pending {
 			if old.order == p.order {
 				r.pending[i] = p
-				registry.Unlock()
+				r.owner.mu.Unlock()
 				old.c.Drop()
 				return true, false, nil
 			}
 		}
 	}
 	if len(r.pending) >= maxPending {
-		registry.Unlock()
+		r.owner.mu.Unlock()
 		return false, true, nil
 	}
 	r.pending = append(r.pending, p)
 	r.uses++
-	registry.Unlock()
+	r.owner.mu.Unlock()
 	return true, false, nil
 }
 
 // prune ends the pending holds of r whose work is done. It polls them
-// without holding the registry lock (polling calls the driver), then
+// without holding the registry's lock (polling calls the driver), then
 // ends those that are still r's.
 func (r *Registration) prune() {
-	registry.Lock()
+	r.owner.mu.Lock()
 	snap := slices.Clone(r.pending)
-	registry.Unlock()
+	r.owner.mu.Unlock()
 	var done []*pendingHold
 	for _, p := range snap {
 		if p.c.Done() {
@@ -222,7 +222,7 @@ func (r *Registration) prune() {
 	if len(done) == 0 {
 		return
 	}
-	registry.Lock()
+	r.owner.mu.Lock()
 	var ended []*pendingHold
 	for _, p := range done {
 		if i := slices.Index(r.pending, p); i >= 0 {
@@ -231,7 +231,7 @@ func (r *Registration) prune() {
 		}
 	}
 	last := r.endUses(len(ended))
-	registry.Unlock()
+	r.owner.mu.Unlock()
 	for _, p := range ended {
 		p.c.Drop()
 	}
@@ -247,7 +247,7 @@ func (r *Registration) release() error {
 		if !r.ownsMem {
 			return
 		}
-		g := r.comm.Device().(gpu)
+		g, _ := asGPU(r.owner.dev)
 		r.err = firstErr(r.err, g.Do(func() error { return g.Driver().MemRelease(r.mem) }))
 	})
 	return r.err
@@ -257,13 +257,18 @@ func (r *Registration) release() error {
 // makes its handles deregistered. The communicator calls it when it is
 // destroyed or aborted, after its operations have stopped.
 func DeregisterAll(c Comm) error {
-	registry.Lock()
-	ch := registry.comms[c]
-	delete(registry.comms, c)
-	var regs []*Registration
-	if ch != nil {
-		regs = ch.regs
+	g := registryOf(c, false)
+	if g == nil {
+		return nil
 	}
+	return g.releaseAll()
+}
+
+// releaseAll is DeregisterAll of g.
+func (g *registry) releaseAll() error {
+	g.mu.Lock()
+	regs := g.regs
+	g.regs = nil
 	var dropped []*pendingHold
 	for _, r := range regs {
 		r.closed = true
@@ -271,8 +276,9 @@ func DeregisterAll(c Comm) error {
 		r.uses -= len(r.pending)
 		dropped = append(dropped, r.pending...)
 		r.pending = nil
+		countRegistration(r, -1)
 	}
-	registry.Unlock()
+	g.mu.Unlock()
 	for _, p := range dropped {
 		p.c.Drop()
 	}
@@ -286,10 +292,10 @@ func DeregisterAll(c Comm) error {
 }
 
 // resolve finds what memory [ptr, ptr+size) is and how a peer maps it.
-func resolve(c Comm, ptr uintptr, size int) (*Registration, error) {
-	r := &Registration{comm: c, Base: ptr, Size: size}
-	d := c.Device()
-	if g, ok := d.(gpu); ok {
+func resolve(g *registry, ptr uintptr, size int) (*Registration, error) {
+	r := &Registration{owner: g, Base: ptr, Size: size}
+	d := g.dev
+	if g, ok := asGPU(d); ok {
 		return r, g.Do(func() error { return resolveGPU(g, r) })
 	}
 	if d.Kind() != device.Host {

@@ -128,7 +128,7 @@ func MemFree(p uintptr) error {
 		}
 		return gccl.Errorf(gccl.InvalidArgument, "ptr", "%#x was not returned by bufreg.MemAlloc", p)
 	}
-	if n := liveRegistrations(p, a.size); n > 0 {
+	if n := a.regs; n > 0 {
 		allocs.Unlock()
 		return gccl.Errorf(gccl.InvalidUsage, "ptr",
 			"%#x is still registered (%d registrations); Deregister it (and destroy graphs that use it) before MemFree", p, n)
@@ -144,6 +144,6 @@ func MemFree(p uintptr) error {
 	if !a.gpu {
 		return a.dev.Free(p)
 	}
-	g := a.dev.(gpu)
+	g, _ := asGPU(a.dev)
 	return g.Do(func() error { return vmmFree(g.Driver(), p, a) })
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gccl/gccl/internal/engine/choose"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/progress"
+	"github.com/gccl/gccl/internal/reglink"
 	"github.com/gccl/gccl/internal/wire"
 )
 
@@ -33,9 +34,11 @@ type Comm struct {
 	initErr error         // written before ready is closed
 	cancel  context.CancelFunc
 
-	boot *bootstrap.Net
-	dev  device.Device
-	eng  *engine.Engine
+	boot    *bootstrap.Net
+	dev     device.Device
+	ownsDev bool          // dev was opened here (not Config.UseDevice): Close and Abort close it
+	regs    reglink.Cache // the communicator's buffer registrations (package bufreg)
+	eng     *engine.Engine
 
 	state                atomic.Int32
 	lost                 atomic.Pointer[error] // a peer died (see liveness.go)
@@ -121,7 +124,9 @@ func (c *Comm) init(ctx context.Context, roots []wire.RootID) {
 	err := c.build(ctx, roots)
 	if err != nil {
 		_ = c.eng.Abort()
+		_ = c.closeRegs()
 		_ = c.boot.Abort()
+		_ = c.closeDevice()
 		c.eng, c.boot, c.dev = nil, nil, nil
 		c.log.Warn("communicator init failed", "err", err)
 	} else {
@@ -138,12 +143,16 @@ func (c *Comm) build(ctx context.Context, roots []wire.RootID) error {
 		return err
 	}
 	c.boot = boot
-	if c.dev, err = device.Open(c.cfg.Backend, c.cfg.Device); err != nil {
-		return err
+	if c.dev = c.cfg.UseDevice; c.dev == nil {
+		if c.dev, err = device.Open(c.cfg.Backend, c.cfg.Device); err != nil {
+			return err
+		}
+		c.ownsDev = true
 	}
+	c.regs = reglink.New(reglink.Owner{Device: c.dev, Rank: c.rank, NRanks: c.nranks, Net: boot})
 	s := env.Get()
 	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Device: c.dev,
-		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Backend: choose.Backend(choose.Config{Comm: c, Algo: s.Algo, ChunkBytes: s.ChunkSize})})
+		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Backend: choose.Backend(choose.Config{Comm: c.regs, Algo: s.Algo, ChunkBytes: s.ChunkSize})})
 	return err
 }
 
@@ -200,31 +209,14 @@ func (c *Comm) Rank() int {
 	return c.rank
 }
 
-// Device is the device this rank runs on; nil until the communicator is ready.
+// Device is the device this rank runs on; nil until the communicator is
+// ready. Unless it came from Config.UseDevice, the communicator opened it
+// and closes it in Close and Abort (with the memory and streams it made).
 func (c *Comm) Device() device.Device {
 	if c.Status() != nil {
 		return nil
 	}
 	return c.dev
-}
-
-// Engine is the rank's engine, which the operation packages launch on; nil
-// until the communicator is ready, and after Finalize or Close (only Close
-// is allowed then, so operations are refused with gccl.ErrInvalidUsage).
-func (c *Comm) Engine() *engine.Engine {
-	if c.Status() != nil || c.state.Load() != stateOpen {
-		return nil
-	}
-	return c.eng
-}
-
-// Bootstrap is the rank's bootstrap network (for mpiboot and tests); nil
-// until the communicator is ready and after Close.
-func (c *Comm) Bootstrap() *bootstrap.Net {
-	if c.Status() != nil {
-		return nil
-	}
-	return c.boot
 }
 
 // Config returns the resolved configuration; the zero Config on a nil

@@ -59,7 +59,7 @@ func checkAllGather(t *testing.T, comms []*Comm) {
 		return b
 	}
 	got, errs := parallel(len(comms), func(r int) ([][]byte, error) {
-		return comms[r].Bootstrap().AllGather(t.Context(), gen(comms[r].Rank()))
+		return comms[r].bootstrap().AllGather(t.Context(), gen(comms[r].Rank()))
 	})
 	for r := range comms {
 		require.NoError(t, errs[r])
@@ -79,7 +79,7 @@ func TestInitFinalizeClose(t *testing.T) {
 				assert.Equal(t, r, c.Rank())
 				require.NotNil(t, c.Device())
 				assert.Equal(t, device.Host, c.Device().Kind())
-				assert.NotNil(t, c.Engine())
+				assert.NotNil(t, mustEngine(t, c))
 				assert.NoError(t, c.AsyncError())
 			}
 			checkAllGather(t, comms)
@@ -96,7 +96,8 @@ func TestInitFinalizeClose(t *testing.T) {
 				assert.ErrorIs(t, c.AsyncError(), gccl.ErrInvalidUsage)
 				_, err := c.Split(0, 0, nil)
 				assert.ErrorIs(t, err, gccl.ErrInvalidUsage)
-				assert.Nil(t, c.Engine())
+				_, err = c.engine()
+				assert.ErrorIs(t, err, gccl.ErrInvalidUsage)
 			}
 		})
 	}
@@ -183,7 +184,8 @@ func TestNonblockingInit(t *testing.T) {
 	defer c0.Close()
 	assert.ErrorIs(t, c0.Status(), gccl.ErrInProgress)
 	assert.ErrorIs(t, c0.Finalize(), gccl.ErrInProgress)
-	assert.Nil(t, c0.Engine())
+	_, err = c0.engine()
+	assert.ErrorIs(t, err, gccl.ErrInProgress)
 	c1, err := InitRankConfig(2, id, 1, cfg)
 	require.NoError(t, err)
 	defer c1.Close()
@@ -261,4 +263,12 @@ func reseal(t *testing.T, id UniqueID, change func(*wire.RootID)) UniqueID {
 	require.NoError(t, err)
 	change(&r)
 	return r.Encode()
+}
+
+// mustEngine returns c's engine, failing the test when c takes no operations.
+func mustEngine(t *testing.T, c *Comm) any {
+	t.Helper()
+	e, err := c.engine()
+	require.NoError(t, err)
+	return e
 }

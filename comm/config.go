@@ -21,6 +21,15 @@ type Config struct {
 	Backend   device.Kind   // device.Auto: GPU if a driver is present and GCCL_DEVICE != host
 	Timeout   time.Duration // every wait's deadline; 0 = GCCL_TIMEOUT (default 5 min)
 	Name      string        // shown in logs
+
+	// UseDevice is an open device for this rank to run on (device.Open's
+	// result, say, to share one device between communicators or keep its
+	// memory past Close); the communicator never closes it, and Device,
+	// DeviceSet and Backend are ignored. nil: the communicator opens
+	// Backend's device number Device itself and closes it in Close and
+	// Abort, which frees the memory and streams that device's Alloc and
+	// NewStream made.
+	UseDevice device.Device
 }
 
 // resolve validates cfg and fills in the defaults.

@@ -28,6 +28,13 @@
 // Abort are safe on a nil communicator and when called twice; any other use
 // of a closed communicator is gccl.ErrInvalidUsage.
 //
+// A communicator opens its device (Config.Backend and Config.Device) and
+// closes it in Close and Abort, which frees what that device's Alloc and
+// NewStream made: free or keep such buffers before. To keep a device past
+// the communicator, or share one between communicators, open it yourself
+// (device.Open) and pass it as Config.UseDevice; the communicator then
+// leaves it open.
+//
 // Every wait has a deadline: Config.Timeout, else GCCL_TIMEOUT, else five
 // minutes. Errors are *gccl.Error naming the argument at fault.
 package comm

@@ -3,9 +3,9 @@ package comm
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/internal/progress"
 )
 
@@ -76,17 +76,40 @@ func (c *Comm) shut(abort bool) error {
 		return nil
 	}
 	c.stopWatch()
-	var errBusy, errEng, errReg, errBoot error
+	var errBusy, errEng, errBoot error
 	if abort {
-		errEng = c.eng.Abort()
-		errReg, errBoot = bufreg.DeregisterNet(c.boot), c.boot.Abort()
+		errEng, errBoot = c.eng.Abort(), c.boot.Abort()
 	} else {
 		errBusy = c.busy()
 		errEng = c.eng.Close()
-		errReg, errBoot = bufreg.DeregisterNet(c.boot), c.boot.Close()
+		errBoot = c.boot.Close()
 	}
+	errRegs := c.closeRegs()
+	errDev := c.closeDevice()
 	c.log.Info("communicator destroyed", "abort", abort)
-	return errors.Join(errBusy, errEng, errReg, errBoot)
+	return errors.Join(errBusy, errEng, errRegs, errBoot, errDev)
+}
+
+// closeRegs releases the communicator's buffer registrations, once its
+// engine has stopped (their handles become deregistered).
+func (c *Comm) closeRegs() error {
+	if c.regs == nil {
+		return nil
+	}
+	return c.regs.Close() // safe twice
+}
+
+// closeDevice closes the device when the communicator opened it (a GPU:
+// its streams, its allocations, its hold on the primary context), once.
+func (c *Comm) closeDevice() error {
+	if !c.ownsDev {
+		return nil
+	}
+	c.ownsDev = false
+	if d, ok := c.dev.(io.Closer); ok {
+		return d.Close()
+	}
+	return nil
 }
 
 // busy returns an InvalidUsage error when operations are still in flight

@@ -9,7 +9,10 @@ import (
 )
 
 // UniqueIDBytes is the size of a unique ID, as NCCL_UNIQUE_ID_BYTES.
-const UniqueIDBytes = wire.IDBytes
+const UniqueIDBytes = 128
+
+// The wire encoding fills a UniqueID exactly (a compile-time check).
+var _ = [1]struct{}{}[UniqueIDBytes-wire.IDBytes]
 
 // UniqueID identifies one communicator creation: it carries the root's
 // socket address, the rendezvous key and a 128-bit random secret, guarded by

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/progress"
 	"github.com/gccl/gccl/internal/wait"
@@ -14,12 +15,22 @@ import (
 
 func init() {
 	_ = RegisterOpener(CUDA, func(ordinal int) (Device, error) {
-		drv, err := cuda.Load()
+		drv, err := devlink.Load()
 		if err != nil {
 			return nil, gccl.Errorf(gccl.SystemError, "device", "opening GPU %d: %v (%w)", ordinal, err, ErrNoDriver)
 		}
-		return OpenCUDA(drv, ordinal, env.Get().Timeout)
+		return openCUDADriver(drv, ordinal, env.Get().Timeout)
 	})
+	devlink.Install(
+		func(drv cuda.Driver, ordinal int, timeout time.Duration) (any, error) {
+			return openCUDADriver(drv, ordinal, timeout)
+		},
+		func(d any) (cuda.Driver, bool) {
+			if g, ok := d.(*CUDADevice); ok && g != nil {
+				return g.drv, true
+			}
+			return nil, false
+		})
 }
 
 // CUDADevice is a GPU: memory from cuMemAlloc, CUstream handles as
@@ -38,9 +49,18 @@ type CUDADevice struct {
 	closed  bool
 }
 
-// OpenCUDA opens GPU ordinal through drv (cuda.Load's driver, or a
-// cudafake for tests). Synchronize gives up after timeout (0: GCCL_TIMEOUT).
+// OpenCUDA opens GPU ordinal through drv.
+//
+// Deprecated: cuda.Driver is internal to gccl; use Open(CUDA, ordinal).
+// gccl's engine still calls it in its tests, until it moves to
+// internal/devlink.OpenGPU (issue #14); it will be removed then.
 func OpenCUDA(drv cuda.Driver, ordinal int, timeout time.Duration) (*CUDADevice, error) {
+	return openCUDADriver(drv, ordinal, timeout)
+}
+
+// openCUDADriver opens GPU ordinal through drv (cuda.Load's driver, or a
+// cudafake for tests). Synchronize gives up after timeout (0: GCCL_TIMEOUT).
+func openCUDADriver(drv cuda.Driver, ordinal int, timeout time.Duration) (*CUDADevice, error) {
 	if drv == nil {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "drv", "nil CUDA driver")
 	}
@@ -69,9 +89,12 @@ func OpenCUDA(drv cuda.Driver, ordinal int, timeout time.Duration) (*CUDADevice,
 func (d *CUDADevice) Kind() Kind   { return CUDA }
 func (d *CUDADevice) Ordinal() int { return d.ordinal }
 
-// Driver is the driver the device calls; Context its primary context.
-func (d *CUDADevice) Driver() cuda.Driver   { return d.drv }
-func (d *CUDADevice) Context() cuda.Context { return d.ctx }
+// Driver is the driver the device calls.
+//
+// Deprecated: cuda.Driver is internal to gccl. gccl's engine still calls it
+// until it moves to internal/devlink.Driver (issue #14); it will be removed
+// then.
+func (d *CUDADevice) Driver() cuda.Driver { return d.drv }
 
 // Do runs fn on a locked OS thread with the device's context current, as
 // every driver call that uses the current context needs.

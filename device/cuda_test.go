@@ -16,7 +16,7 @@ import (
 
 func openFake(t *testing.T, cfg cudafake.Config, ordinal int) (*cudafake.Fake, *CUDADevice) {
 	f := cudafake.New(cfg)
-	d, err := OpenCUDA(f, ordinal, 2*time.Second)
+	d, err := openCUDADriver(f, ordinal, 2*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	return f, d
@@ -83,11 +83,11 @@ func TestCUDADeviceSynchronizeTimesOut(t *testing.T) {
 
 func TestCUDADeviceErrors(t *testing.T) {
 	f := cudafake.New(cudafake.Config{Devices: 2})
-	_, err := OpenCUDA(f, 2, 0)
+	_, err := openCUDADriver(f, 2, 0)
 	assert.True(t, errors.Is(err, gccl.ErrInvalidArgument))
-	_, err = OpenCUDA(nil, 0, 0)
+	_, err = openCUDADriver(nil, 0, 0)
 	assert.True(t, errors.Is(err, gccl.ErrInvalidArgument))
-	d, err := OpenCUDA(f, 0, 0)
+	d, err := openCUDADriver(f, 0, 0)
 	require.NoError(t, err)
 	_, err = d.Alloc(-1)
 	assert.True(t, errors.Is(err, gccl.ErrInvalidArgument))
@@ -116,7 +116,7 @@ func TestOpenCUDAWithoutDriver(t *testing.T) {
 // TestCUDADeviceOnGPU runs the same contract on a real GPU.
 func TestCUDADeviceOnGPU(t *testing.T) {
 	drv := cudatest.RequireGPU(t, 1)
-	d, err := OpenCUDA(drv, 0, 30*time.Second)
+	d, err := openCUDADriver(drv, 0, 30*time.Second)
 	require.NoError(t, err)
 	defer d.Close()
 	exercise(t, d)

@@ -2,72 +2,44 @@ package graph
 
 import (
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/env"
 )
-
-// Capture describes the capture state of a stream.
-type Capture struct {
-	Active bool       // work enqueued on the stream now is recorded into Graph
-	ID     uint64     // unique per capture sequence (0 when not capturing)
-	Graph  cuda.Graph // the graph being built (0 when not capturing)
-}
-
-// Info returns s's capture state through cuStreamGetCaptureInfo. A capture
-// that was invalidated (by an unsupported call during capture) is
-// gccl.ErrInvalidUsage: the application must end it and capture again.
-func Info(drv cuda.Driver, s gccl.Stream) (Capture, error) {
-	if drv == nil {
-		return Capture{}, gccl.Errorf(gccl.InvalidArgument, "drv", "nil CUDA driver")
-	}
-	info, err := drv.StreamGetCaptureInfo(cuda.Stream(s))
-	if err != nil {
-		return Capture{}, err
-	}
-	switch info.Status {
-	case cuda.CaptureNone:
-		return Capture{}, nil
-	case cuda.CaptureActive:
-		return Capture{Active: true, ID: info.ID, Graph: info.Graph}, nil
-	case cuda.CaptureInvalidated:
-		return Capture{}, gccl.Errorf(gccl.InvalidUsage, "stream",
-			"the capture on stream %#x was invalidated; end it (cuStreamEndCapture) and capture again", uintptr(s))
-	}
-	return Capture{}, gccl.Errorf(gccl.InternalError, "stream", "unknown capture status %d", info.Status)
-}
-
-// Capturing reports whether s is being captured into a graph, and the
-// capture's unique ID.
-func Capturing(drv cuda.Driver, s gccl.Stream) (bool, uint64, error) {
-	c, err := Info(drv, s)
-	return c.Active, c.ID, err
-}
 
 // RegisterEnabled reports whether buffers used by captured operations are
 // registered for the lifetime of their graph (GCCL_GRAPH_REGISTER, or
 // NCCL_GRAPH_REGISTER; on unless set to 0).
 func RegisterEnabled() bool { return env.Get().GraphRegister }
 
-// RetainForGraph ties release to the lifetime of the graph that s is
-// being captured into: a CUDA user object whose destructor calls release
-// is moved into the graph (cuUserObjectCreate +
-// cuGraphRetainUserObject), so release runs once the graph and every
-// executable graph instantiated from it are destroyed. release runs on a
-// new goroutine, never on the driver's thread, so it may call the driver.
+// Capture describes the capture state of a stream.
 //
-// It returns false, and does not call release, when s is not capturing.
-// On error release is not called either: the caller still owns the
-// resource.
+// Deprecated: internal to gccl (it names cuda types); gccl's engine uses it
+// until it moves to package internal/capture (issue #14), then it goes.
+type Capture struct {
+	Active bool       // work enqueued on the stream now is recorded into Graph
+	ID     uint64     // unique per capture sequence (0 when not capturing)
+	Graph  cuda.Graph // the graph being built (0 when not capturing)
+}
+
+// Info is internal/capture.Info.
+//
+// Deprecated: internal to gccl; see Capture.
+func Info(drv cuda.Driver, s gccl.Stream) (Capture, error) {
+	c, err := capture.Info(drv, s)
+	return Capture(c), err
+}
+
+// Capturing is internal/capture.Capturing.
+//
+// Deprecated: internal to gccl; see Capture.
+func Capturing(drv cuda.Driver, s gccl.Stream) (bool, uint64, error) {
+	return capture.Capturing(drv, s)
+}
+
+// RetainForGraph is internal/capture.Retain.
+//
+// Deprecated: internal to gccl; see Capture.
 func RetainForGraph(drv cuda.Driver, s gccl.Stream, release func()) (bool, error) {
-	if release == nil {
-		return false, gccl.Errorf(gccl.InvalidArgument, "release", "nil release function")
-	}
-	c, err := Info(drv, s)
-	if err != nil || !c.Active {
-		return false, err
-	}
-	if err := cuda.RetainByGraph(drv, c.Graph, func() { go release() }); err != nil {
-		return false, err
-	}
-	return true, nil
+	return capture.Retain(drv, s, release)
 }

@@ -2,8 +2,10 @@ package group
 
 import (
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/coll"
+	"github.com/gccl/gccl/comm"
+	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/ops"
 )
 
 // Group collects operations until End. The zero value is ready to use; a
@@ -29,7 +31,7 @@ func (g *Group) usable() bool {
 	return g.err == nil
 }
 
-func (g *Group) add(c coll.Comm, op engine.Op) {
+func (g *Group) add(c *comm.Comm, op engine.Op) {
 	if e := g.member(c); e != nil {
 		g.ops[e] = append(g.ops[e], op)
 	}
@@ -37,7 +39,7 @@ func (g *Group) add(c coll.Comm, op engine.Op) {
 
 // addPattern adds the ops that build makes for c's engine (package
 // internal/pattern).
-func (g *Group) addPattern(c coll.Comm, build func(e *engine.Engine) ([]engine.Op, error)) {
+func (g *Group) addPattern(c *comm.Comm, build func(e *engine.Engine) ([]engine.Op, error)) {
 	e := g.member(c)
 	if e == nil {
 		return
@@ -52,16 +54,16 @@ func (g *Group) addPattern(c coll.Comm, build func(e *engine.Engine) ([]engine.O
 
 // member returns c's engine, a member of the group from now on, or nil
 // when the group takes no more or c cannot join it (then End fails).
-func (g *Group) member(c coll.Comm) *engine.Engine {
+func (g *Group) member(c *comm.Comm) *engine.Engine {
 	if !g.usable() {
 		return nil
 	}
-	e, err := coll.EngineOf(c)
+	e, err := commlink.Engine(c)
 	if err != nil {
 		g.err = err
 		return nil
 	}
-	nb := coll.Nonblocking(c)
+	nb := nonblocking(c)
 	if g.ops == nil {
 		g.ops, g.nonblocking = map[*engine.Engine][]engine.Op{}, nb
 	} else if nb != g.nonblocking {
@@ -75,39 +77,46 @@ func (g *Group) member(c coll.Comm) *engine.Engine {
 	return e
 }
 
+// nonblocking reports whether c is a nonblocking communicator
+// (comm.Config.Blocking false), whose group launches return gccl.ErrInProgress.
+func nonblocking(c *comm.Comm) bool {
+	b := c.Config().Blocking
+	return b != nil && !*b
+}
+
 // AllReduce adds a coll.AllReduce.
-func (g *Group) AllReduce(c coll.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, op gccl.RedOp, s gccl.Stream) {
-	g.add(c, engine.Op{Kind: engine.AllReduce, Send: sendbuff, Recv: recvbuff, Count: count, Type: t, Op: op, Stream: s})
+func (g *Group) AllReduce(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, op gccl.RedOp, s gccl.Stream) {
+	g.add(c, ops.AllReduce(sendbuff, recvbuff, count, t, op, s))
 }
 
 // Broadcast adds a coll.Broadcast.
-func (g *Group) Broadcast(c coll.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, root int, s gccl.Stream) {
-	g.add(c, engine.Op{Kind: engine.Broadcast, Send: sendbuff, Recv: recvbuff, Count: count, Type: t, Root: root, Stream: s})
+func (g *Group) Broadcast(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, root int, s gccl.Stream) {
+	g.add(c, ops.Broadcast(sendbuff, recvbuff, count, t, root, s))
 }
 
 // Reduce adds a coll.Reduce.
-func (g *Group) Reduce(c coll.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, op gccl.RedOp, root int, s gccl.Stream) {
-	g.add(c, engine.Op{Kind: engine.Reduce, Send: sendbuff, Recv: recvbuff, Count: count, Type: t, Op: op, Root: root, Stream: s})
+func (g *Group) Reduce(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, op gccl.RedOp, root int, s gccl.Stream) {
+	g.add(c, ops.Reduce(sendbuff, recvbuff, count, t, op, root, s))
 }
 
 // AllGather adds a coll.AllGather.
-func (g *Group) AllGather(c coll.Comm, sendbuff, recvbuff uintptr, sendcount int, t gccl.DataType, s gccl.Stream) {
-	g.add(c, engine.Op{Kind: engine.AllGather, Send: sendbuff, Recv: recvbuff, Count: sendcount, Type: t, Stream: s})
+func (g *Group) AllGather(c *comm.Comm, sendbuff, recvbuff uintptr, sendcount int, t gccl.DataType, s gccl.Stream) {
+	g.add(c, ops.AllGather(sendbuff, recvbuff, sendcount, t, s))
 }
 
 // ReduceScatter adds a coll.ReduceScatter.
-func (g *Group) ReduceScatter(c coll.Comm, sendbuff, recvbuff uintptr, recvcount int, t gccl.DataType, op gccl.RedOp, s gccl.Stream) {
-	g.add(c, engine.Op{Kind: engine.ReduceScatter, Send: sendbuff, Recv: recvbuff, Count: recvcount, Type: t, Op: op, Stream: s})
+func (g *Group) ReduceScatter(c *comm.Comm, sendbuff, recvbuff uintptr, recvcount int, t gccl.DataType, op gccl.RedOp, s gccl.Stream) {
+	g.add(c, ops.ReduceScatter(sendbuff, recvbuff, recvcount, t, op, s))
 }
 
 // Send adds a p2p.Send.
-func (g *Group) Send(c coll.Comm, sendbuff uintptr, count int, t gccl.DataType, peer int, s gccl.Stream) {
-	g.add(c, engine.Op{Kind: engine.Send, Send: sendbuff, Count: count, Type: t, Peer: peer, Stream: s})
+func (g *Group) Send(c *comm.Comm, sendbuff uintptr, count int, t gccl.DataType, peer int, s gccl.Stream) {
+	g.add(c, ops.Send(sendbuff, count, t, peer, s))
 }
 
 // Recv adds a p2p.Recv.
-func (g *Group) Recv(c coll.Comm, recvbuff uintptr, count int, t gccl.DataType, peer int, s gccl.Stream) {
-	g.add(c, engine.Op{Kind: engine.Recv, Recv: recvbuff, Count: count, Type: t, Peer: peer, Stream: s})
+func (g *Group) Recv(c *comm.Comm, recvbuff uintptr, count int, t gccl.DataType, peer int, s gccl.Stream) {
+	g.add(c, ops.Recv(recvbuff, count, t, peer, s))
 }
 
 // End validates every operation and launches the group: first it creates

@@ -2,41 +2,41 @@ package group
 
 import (
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/coll"
+	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/pattern"
 )
 
 // Scatter adds a p2p.Scatter.
-func (g *Group) Scatter(c coll.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, root int, s gccl.Stream) {
+func (g *Group) Scatter(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, root int, s gccl.Stream) {
 	g.addPattern(c, func(e *engine.Engine) ([]engine.Op, error) {
 		return pattern.Scatter(e.Rank(), e.NRanks(), sendbuff, recvbuff, count, t, root, s)
 	})
 }
 
 // Gather adds a p2p.Gather.
-func (g *Group) Gather(c coll.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, root int, s gccl.Stream) {
+func (g *Group) Gather(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, root int, s gccl.Stream) {
 	g.addPattern(c, func(e *engine.Engine) ([]engine.Op, error) {
 		return pattern.Gather(e.Rank(), e.NRanks(), sendbuff, recvbuff, count, t, root, s)
 	})
 }
 
 // AllToAll adds a p2p.AllToAll.
-func (g *Group) AllToAll(c coll.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, s gccl.Stream) {
+func (g *Group) AllToAll(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, s gccl.Stream) {
 	g.addPattern(c, func(e *engine.Engine) ([]engine.Op, error) {
 		return pattern.AllToAll(e.NRanks(), sendbuff, recvbuff, count, t, s)
 	})
 }
 
 // AllToAllv adds a p2p.AllToAllv.
-func (g *Group) AllToAllv(c coll.Comm, sendbuff uintptr, sendcounts, sdispls []int, recvbuff uintptr, recvcounts, rdispls []int, t gccl.DataType, s gccl.Stream) {
+func (g *Group) AllToAllv(c *comm.Comm, sendbuff uintptr, sendcounts, sdispls []int, recvbuff uintptr, recvcounts, rdispls []int, t gccl.DataType, s gccl.Stream) {
 	g.addPattern(c, func(e *engine.Engine) ([]engine.Op, error) {
 		return pattern.AllToAllv(e.NRanks(), sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, t, s)
 	})
 }
 
 // NeighborExchange adds a p2p.NeighborExchange.
-func (g *Group) NeighborExchange(c coll.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, peers []int, s gccl.Stream) {
+func (g *Group) NeighborExchange(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, peers []int, s gccl.Stream) {
 	g.addPattern(c, func(*engine.Engine) ([]engine.Op, error) {
 		return pattern.NeighborExchange(sendbuff, recvbuff, count, t, peers, s), nil
 	})

@@ -2,8 +2,10 @@ package p2p
 
 import (
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/coll"
+	"github.com/gccl/gccl/comm"
+	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/ops"
 )
 
 // Cart is a Cartesian grid of ranks, as MPI_Cart_create lays it out: rank r
@@ -66,8 +68,8 @@ type Halo struct {
 // Small periodic dimensions work: with 2 ranks both neighbours are one rank
 // and with 1 rank a rank is its own neighbour; each face still reaches the
 // right halo.
-func HaloExchange(c coll.Comm, g Cart, halos []Halo, t gccl.DataType, s gccl.Stream) error {
-	e, err := coll.EngineOf(c)
+func HaloExchange(c *comm.Comm, g Cart, halos []Halo, t gccl.DataType, s gccl.Stream) error {
+	e, err := commlink.Engine(c)
 	if err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func HaloExchange(c coll.Comm, g Cart, halos []Halo, t gccl.DataType, s gccl.Str
 		return err
 	}
 	rank := e.Rank()
-	ops := make([]engine.Op, 0, 2*len(halos))
+	list := make([]engine.Op, 0, 2*len(halos))
 	// One phase per dimension and direction: every rank sends toward dir and
 	// receives from -dir, so the k-th send to a peer meets that peer's k-th
 	// receive from this rank even when both neighbours are the same rank.
@@ -84,14 +86,14 @@ func HaloExchange(c coll.Comm, g Cart, halos []Halo, t gccl.DataType, s gccl.Str
 			to, from := g.Shift(rank, d, dir), g.Shift(rank, d, -dir)
 			out, in := halos[side(d, dir)], halos[side(d, -dir)]
 			if to >= 0 {
-				ops = append(ops, engine.Op{Kind: engine.Send, Send: out.Send, Count: out.Count, Type: t, Peer: to, Stream: s})
+				list = append(list, ops.Send(out.Send, out.Count, t, to, s))
 			}
 			if from >= 0 {
-				ops = append(ops, engine.Op{Kind: engine.Recv, Recv: in.Recv, Count: in.Count, Type: t, Peer: from, Stream: s})
+				list = append(list, ops.Recv(in.Recv, in.Count, t, from, s))
 			}
 		}
 	}
-	return e.Launch(ops)
+	return e.Launch(list)
 }
 
 // side is the index in halos of dimension d's neighbour in direction dir.

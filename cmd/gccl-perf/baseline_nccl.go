@@ -10,6 +10,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/nccl"
 	"github.com/gccl/gccl/internal/perf"
@@ -123,7 +124,7 @@ func ncclBlocking() error {
 // Rank 0 sends a flag byte first, so that its failure to make the ID
 // reaches the other ranks instead of leaving them waiting.
 func shareNCCLID(c *comm.Comm, id nccl.UniqueID, made error, timeout time.Duration) (nccl.UniqueID, error) {
-	boot := c.Bootstrap()
+	boot := commlink.Bootstrap(c)
 	if boot == nil {
 		return id, gccl.Errorf(gccl.InvalidUsage, "comm", "the gccl communicator is not ready; cannot share the NCCL unique ID")
 	}

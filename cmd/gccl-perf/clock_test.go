@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,7 @@ import (
 // fakeGPU is a CUDA device on the fake driver with one stream.
 func fakeGPU(t *testing.T) (*device.CUDADevice, gccl.Stream) {
 	t.Helper()
-	d, err := device.OpenCUDA(cudafake.New(cudafake.Config{}), 0, 10*time.Second)
+	d, err := openFakeGPU(cudafake.New(cudafake.Config{}), 0, 10*time.Second)
 	require.NoError(t, err)
 	s, err := d.NewStream()
 	require.NoError(t, err)
@@ -48,7 +49,7 @@ type fakeLib struct {
 }
 
 func newFakeLib(d *device.CUDADevice, s gccl.Stream, delay time.Duration) *fakeLib {
-	return &fakeLib{name: "fake", dev: d, gstream: s, drv: d.Driver(), stream: cuda.Stream(s), delay: delay, regs: map[uintptr]int{}}
+	return &fakeLib{name: "fake", dev: d, gstream: s, drv: gpuDriver(d), stream: cuda.Stream(s), delay: delay, regs: map[uintptr]int{}}
 }
 
 func (f *fakeLib) Name() string { return f.name }
@@ -159,7 +160,7 @@ func TestGraphClockReplays(t *testing.T) {
 	}
 	assert.EqualValues(t, warmup+ops, lib.launches.Load(), "captured once")
 	assert.EqualValues(t, warmup+(1+launches)*ops, lib.ran.Load(), "an untimed first launch, then the timed ones")
-	status, err := d.Driver().StreamIsCapturing(cuda.Stream(s))
+	status, err := gpuDriver(d).StreamIsCapturing(cuda.Stream(s))
 	require.NoError(t, err)
 	assert.Equal(t, cuda.CaptureNone, status)
 }
@@ -179,7 +180,7 @@ func TestGraphCaptureFailureLeavesStreamUsable(t *testing.T) {
 	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
 	assert.ErrorContains(t, err, "capturing a CUDA graph")
 	assert.ErrorIs(t, clk.once(lib, c), gccl.ErrInvalidUsage)
-	status, err := d.Driver().StreamIsCapturing(cuda.Stream(s))
+	status, err := gpuDriver(d).StreamIsCapturing(cuda.Stream(s))
 	require.NoError(t, err)
 	assert.Equal(t, cuda.CaptureNone, status)
 	lib.fail = nil
@@ -220,4 +221,13 @@ func TestClockKinds(t *testing.T) {
 	defer gpuClk.Close()
 	assert.ErrorIs(t, gpuClk.once(&mpiBaseline{}, call{}), gccl.ErrInvalidUsage)
 	assert.ErrorIs(t, clk.once(newFakeLib(d, s, 0), call{}), gccl.ErrInvalidUsage)
+}
+
+// openFakeGPU opens GPU ordinal through drv (a cudafake).
+func openFakeGPU(drv cuda.Driver, ordinal int, timeout time.Duration) (*device.CUDADevice, error) {
+	d, err := devlink.OpenGPU(drv, ordinal, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return d.(*device.CUDADevice), nil
 }

@@ -51,7 +51,7 @@ func (m *memMeter) free() (int64, error) {
 	}
 	var free int
 	err := m.dev.Do(func() error {
-		drv := m.dev.Driver()
+		drv := gpuDriver(m.dev)
 		if err := drv.CtxSynchronize(); err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func (m *memMeter) sync() error {
 	if m == nil {
 		return nil
 	}
-	return m.dev.Do(m.dev.Driver().CtxSynchronize)
+	return m.dev.Do(gpuDriver(m.dev).CtxSynchronize)
 }
 
 // timeInit runs init and returns its wall time (up to the context being

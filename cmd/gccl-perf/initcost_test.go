@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/perf"
@@ -67,7 +66,7 @@ func TestInitLineHostRanks(t *testing.T) {
 // fakeMeter is a meter on a fresh fake GPU with memBytes of memory.
 func fakeMeter(t *testing.T, memBytes int) (*memMeter, *cudafake.Fake) {
 	f := cudafake.New(cudafake.Config{MemBytes: memBytes})
-	d, err := device.OpenCUDA(f, 0, 10*time.Second)
+	d, err := openFakeGPU(f, 0, 10*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	return meterOf(d), f

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/gccl/gccl/comm"
+	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/mpiboot"
 )
@@ -157,7 +158,7 @@ func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchan
 	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, comm: c,
 		gccl: &gcclLib{comm: c, device: d, stream: s}, clk: clk}
 	var paths pathSource
-	if e := c.Engine(); e != nil {
+	if e, err := commlink.Engine(c); err == nil {
 		paths = e
 	}
 	if r.mem, err = newMemView(cfg, paths, d, s, rank); err != nil {

@@ -93,7 +93,7 @@ func (m *memView) copyTime(size int64) (time.Duration, error) {
 		}
 		m.size = size
 	}
-	drv, s := m.dev.Driver(), m.timer.stream
+	drv, s := gpuDriver(m.dev), m.timer.stream
 	b := batchFor(m.batch, size)
 	copies := func(n int) func() error {
 		return func() error {

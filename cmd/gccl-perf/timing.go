@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/wait"
+	"github.com/gccl/gccl/internal/devlink"
 )
 
 // eventTimer times work on a GPU stream with two CUDA events recorded around
@@ -26,7 +27,7 @@ func newEventTimer(dev *device.CUDADevice, s gccl.Stream, timeout time.Duration)
 	if timeout <= 0 {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "timeout", "the event timer needs a deadline > 0, got %v", timeout)
 	}
-	t := &eventTimer{dev: dev, drv: dev.Driver(), stream: cuda.Stream(s), timeout: timeout}
+	t := &eventTimer{dev: dev, drv: gpuDriver(dev), stream: cuda.Stream(s), timeout: timeout}
 	err := dev.Do(func() (err error) {
 		if t.start, err = t.drv.EventCreate(cuda.EventDefault); err != nil {
 			return err
@@ -136,4 +137,10 @@ func (t *eventTimer) Close() error {
 	return t.dev.Do(func() error {
 		return errors.Join(t.drv.EventDestroy(t.start), t.drv.EventDestroy(t.end))
 	})
+}
+
+// gpuDriver is the CUDA driver that dev calls.
+func gpuDriver(dev *device.CUDADevice) cuda.Driver {
+	drv, _ := devlink.Driver(dev)
+	return drv
 }

@@ -9,6 +9,7 @@ package pattern
 import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/ops"
 )
 
 // Scatter: rank i receives block i (count elements) of root's sendbuff.
@@ -16,13 +17,13 @@ func Scatter(rank, nranks int, sendbuff, recvbuff uintptr, count int, t gccl.Dat
 	if err := checkRoot(root, nranks); err != nil {
 		return nil, err
 	}
-	ops := []engine.Op{{Kind: engine.Recv, Recv: recvbuff, Count: count, Type: t, Peer: root, Stream: s}}
+	out := []engine.Op{ops.Recv(recvbuff, count, t, root, s)}
 	if rank == root {
 		for i := range nranks {
-			ops = append(ops, engine.Op{Kind: engine.Send, Send: offset(sendbuff, i*count, t), Count: count, Type: t, Peer: i, Stream: s})
+			out = append(out, ops.Send(offset(sendbuff, i*count, t), count, t, i, s))
 		}
 	}
-	return ops, nil
+	return out, nil
 }
 
 // Gather: root receives every rank's count elements, rank i's at block i.
@@ -30,13 +31,13 @@ func Gather(rank, nranks int, sendbuff, recvbuff uintptr, count int, t gccl.Data
 	if err := checkRoot(root, nranks); err != nil {
 		return nil, err
 	}
-	ops := []engine.Op{{Kind: engine.Send, Send: sendbuff, Count: count, Type: t, Peer: root, Stream: s}}
+	out := []engine.Op{ops.Send(sendbuff, count, t, root, s)}
 	if rank == root {
 		for i := range nranks {
-			ops = append(ops, engine.Op{Kind: engine.Recv, Recv: offset(recvbuff, i*count, t), Count: count, Type: t, Peer: i, Stream: s})
+			out = append(out, ops.Recv(offset(recvbuff, i*count, t), count, t, i, s))
 		}
 	}
-	return ops, nil
+	return out, nil
 }
 
 func checkRoot(root, nranks int) error {
@@ -72,25 +73,23 @@ func AllToAllv(nranks int, sendbuff uintptr, sendcounts, sdispls []int, recvbuff
 			}
 		}
 	}
-	ops := make([]engine.Op, 0, 2*nranks)
+	out := make([]engine.Op, 0, 2*nranks)
 	for j := range nranks {
-		ops = append(ops,
-			engine.Op{Kind: engine.Send, Send: offset(sendbuff, sdispls[j], t), Count: sendcounts[j], Type: t, Peer: j, Stream: s},
-			engine.Op{Kind: engine.Recv, Recv: offset(recvbuff, rdispls[j], t), Count: recvcounts[j], Type: t, Peer: j, Stream: s})
+		out = append(out,
+			ops.Send(offset(sendbuff, sdispls[j], t), sendcounts[j], t, j, s),
+			ops.Recv(offset(recvbuff, rdispls[j], t), recvcounts[j], t, j, s))
 	}
-	return ops, nil
+	return out, nil
 }
 
 // NeighborExchange: count elements of sendbuff go to each of peers; block
 // k of recvbuff comes from peers[k].
 func NeighborExchange(sendbuff, recvbuff uintptr, count int, t gccl.DataType, peers []int, s gccl.Stream) []engine.Op {
-	ops := make([]engine.Op, 0, 2*len(peers))
+	out := make([]engine.Op, 0, 2*len(peers))
 	for k, p := range peers {
-		ops = append(ops,
-			engine.Op{Kind: engine.Send, Send: sendbuff, Count: count, Type: t, Peer: p, Stream: s},
-			engine.Op{Kind: engine.Recv, Recv: offset(recvbuff, k*count, t), Count: count, Type: t, Peer: p, Stream: s})
+		out = append(out, ops.Send(sendbuff, count, t, p, s), ops.Recv(offset(recvbuff, k*count, t), count, t, p, s))
 	}
-	return ops
+	return out
 }
 
 // offset is p advanced by elems elements of t (0 stays 0 so nil checks still fire).

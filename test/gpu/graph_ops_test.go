@@ -13,7 +13,9 @@ import (
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/graph"
 	"github.com/gccl/gccl/group"
+	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
 	"github.com/gccl/gccl/test/harness"
@@ -228,7 +230,7 @@ func (g *graphRig) cases() []func() graphCase {
 // captureGraph records one call of launch on s (-gccl.capture mode) and
 // instantiates it; capture always ends, so s is usable after a failure.
 func captureGraph(dev *device.CUDADevice, s gccl.Stream, launch func() error) (cuda.GraphExec, error) {
-	drv := dev.Driver()
+	drv := driverOf(dev)
 	var exec cuda.GraphExec
 	err := dev.Do(func() error {
 		if err := drv.StreamBeginCapture(cuda.Stream(s), mode()); err != nil {
@@ -315,12 +317,12 @@ func compareOutput(got, want []byte, o graphOut, nranks int) error {
 // rank agrees after the capture and after every replay, so all of them
 // stop at the same point when any fails.
 func (g *graphRig) runGraphCase(t *testing.T, dev *device.CUDADevice, c graphCase) {
-	before := g.cm.Engine().Stats()
+	before := engineStats(g.cm)
 	exec, err := captureGraph(dev, g.s, c.launch)
 	if !harness.Agree(t, errList(err, "capture")) {
 		return
 	}
-	after := g.cm.Engine().Stats()
+	after := engineStats(g.cm)
 	zc := after.ZeroCopyOps - before.ZeroCopyOps
 	t.Logf("captured: %d zero-copy ops, %d bytes staged per replay", zc, after.StagedBytes-before.StagedBytes)
 	if c.big && g.n > 1 && graph.RegisterEnabled() && zc != 1 { // one rank: a copy node
@@ -329,9 +331,9 @@ func (g *graphRig) runGraphCase(t *testing.T, dev *device.CUDADevice, c graphCas
 	if !harness.Agree(t, errList(err, "graph registration")) {
 		return
 	}
-	t.Cleanup(func() { _ = dev.Do(func() error { return dev.Driver().GraphExecDestroy(exec) }) })
+	t.Cleanup(func() { _ = dev.Do(func() error { return driverOf(dev).GraphExecDestroy(exec) }) })
 	launch := func() error {
-		return dev.Do(func() error { return dev.Driver().GraphLaunch(exec, cuda.Stream(g.s)) })
+		return dev.Do(func() error { return driverOf(dev).GraphLaunch(exec, cuda.Stream(g.s)) })
 	}
 	for i := range *replays {
 		if !harness.Agree(t, errList(g.replay(&c, launch, i), fmt.Sprintf("rank %d replay %d", g.rank, i))) {
@@ -368,4 +370,13 @@ func TestGraphEveryOperation(t *testing.T) {
 			return
 		}
 	}
+}
+
+// engineStats is the counters of cm's engine (zero when cm takes no operations).
+func engineStats(cm *comm.Comm) engine.Stats {
+	e, err := commlink.Engine(cm)
+	if err != nil {
+		return engine.Stats{}
+	}
+	return e.Stats()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/gccl/gccl/mpiboot"
 	"github.com/gccl/gccl/test/harness"
@@ -24,7 +25,7 @@ func capture(t *testing.T, dev *device.CUDADevice, s gccl.Stream, fn func() erro
 // captureIn is capture in the given capture mode.
 func captureIn(t *testing.T, dev *device.CUDADevice, s gccl.Stream, mode cuda.CaptureMode, fn func() error) cuda.GraphExec {
 	t.Helper()
-	drv := dev.Driver()
+	drv := driverOf(dev)
 	var exec cuda.GraphExec
 	require.NoError(t, dev.Do(func() error {
 		if err := drv.StreamBeginCapture(cuda.Stream(s), mode); err != nil {
@@ -72,7 +73,7 @@ func TestGraphReplayMixedWithEager(t *testing.T) {
 	})
 	var failures []error
 	for i := 1; i <= 1000 && len(failures) == 0; i++ {
-		err := dev.Do(func() error { return dev.Driver().GraphLaunch(exec, cuda.Stream(s)) })
+		err := dev.Do(func() error { return driverOf(dev).GraphLaunch(exec, cuda.Stream(s)) })
 		s1 := reduce.Reference(state, gccl.Int32, gccl.Sum, 0)
 		state = repeat(s1, n)
 		state = repeat(reduce.Reference(state, gccl.Int32, gccl.Sum, 0), n)
@@ -114,4 +115,10 @@ func firstError(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// driverOf is the CUDA driver that dev calls.
+func driverOf(dev *device.CUDADevice) cuda.Driver {
+	drv, _ := devlink.Driver(dev)
+	return drv
 }

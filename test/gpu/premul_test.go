@@ -137,7 +137,7 @@ func TestPreMulSumDeviceScalarInGraph(t *testing.T) {
 			scalars[r] = binary.LittleEndian.AppendUint32(nil, uint32(r+2+10*replay))
 		}
 		require.NoError(t, dev.CopyIn(sp, scalars[me]))
-		err := dev.Do(func() error { return dev.Driver().GraphLaunch(exec, cuda.Stream(s)) })
+		err := dev.Do(func() error { return driverOf(dev).GraphLaunch(exec, cuda.Stream(s)) })
 		if err == nil {
 			err = mpiboot.Wait(dev, s, 0)
 		}

@@ -121,7 +121,7 @@ func runRegistered(cm *comm.Comm, dev device.Device, s gccl.Stream, chunk uintpt
 	if err := firstError(dev.CopyIn(recv, harness.PoisonBytes(recvN*es)), dev.CopyIn(send, in[me])); err != nil {
 		return err
 	}
-	before := cm.Engine().Stats()
+	before := engineStats(cm)
 	var err error
 	switch c.Kind {
 	case "allreduce":
@@ -143,7 +143,7 @@ func runRegistered(cm *comm.Comm, dev device.Device, s gccl.Stream, chunk uintpt
 	if err := reduce.Check(got, c.Expected(me, n), c.T, n); err != nil {
 		return err
 	}
-	after := cm.Engine().Stats()
+	after := engineStats(cm)
 	staged, zc := after.StagedBytes-before.StagedBytes, after.ZeroCopyOps-before.ZeroCopyOps
 	if n == 1 { // one rank copies its input (the path is the engine's choice), in place nothing runs
 		if c.InPlace && (staged != 0 || zc != 0) {

@@ -1,0 +1,60 @@
+package comm
+
+import (
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/bootstrap"
+	"github.com/gccl/gccl/internal/commlink"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/reglink"
+)
+
+// The operation packages reach a communicator's engine and bootstrap
+// through package internal/commlink, not through exported methods.
+func init() {
+	commlink.Install(
+		func(c any) (*engine.Engine, error) { return c.(*Comm).engine() },
+		func(c any) *bootstrap.Net { return c.(*Comm).bootstrap() },
+	)
+	reglink.InstallCacheOf(func(c any) (reglink.Cache, bool) {
+		cc, ok := c.(*Comm)
+		if !ok {
+			return nil, false
+		}
+		if cc.Status() != nil || cc.regs == nil {
+			return nil, true
+		}
+		return cc.regs, true
+	})
+}
+
+// engine returns the engine to launch operations on, or why there is none.
+func (c *Comm) engine() (*engine.Engine, error) {
+	if c == nil {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "comm", "communicator is nil")
+	}
+	if err := c.Status(); err != nil {
+		if gccl.Code(err) == gccl.InProgress {
+			return nil, gccl.Errorf(gccl.InProgress, "comm", "communicator initialisation is still in progress; poll Status until it returns nil, then issue operations")
+		}
+		return nil, err
+	}
+	e := c.eng
+	if c.state.Load() == stateOpen && !e.Closed() {
+		return e, nil
+	}
+	// An open communicator whose engine was aborted under it (a lost peer)
+	// reports that cause, as every survivor's AsyncError does.
+	if c.state.Load() == stateOpen && e.AsyncError() != nil {
+		return nil, e.AsyncError()
+	}
+	return nil, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator is closed or aborted; create a new one")
+}
+
+// bootstrap is the rank's bootstrap network; nil until the communicator is
+// ready and after Close.
+func (c *Comm) bootstrap() *bootstrap.Net {
+	if c.Status() != nil {
+		return nil
+	}
+	return c.boot
+}

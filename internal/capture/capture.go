@@ -1,0 +1,71 @@
+// Package capture tells whether a stream is being captured into a CUDA
+// graph (cuStreamGetCaptureInfo) and ties a resource's release to the
+// lifetime of the graph being captured (a CUDA user object). The engine and
+// package bufreg use it; package graph documents the behaviour users see.
+package capture
+
+import (
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/cuda"
+)
+
+// Capture describes the capture state of a stream.
+type Capture struct {
+	Active bool       // work enqueued on the stream now is recorded into Graph
+	ID     uint64     // unique per capture sequence (0 when not capturing)
+	Graph  cuda.Graph // the graph being built (0 when not capturing)
+}
+
+// Info returns s's capture state through cuStreamGetCaptureInfo. A capture
+// that was invalidated (by an unsupported call during capture) is
+// gccl.ErrInvalidUsage: the application must end it and capture again.
+func Info(drv cuda.Driver, s gccl.Stream) (Capture, error) {
+	if drv == nil {
+		return Capture{}, gccl.Errorf(gccl.InvalidArgument, "drv", "nil CUDA driver")
+	}
+	info, err := drv.StreamGetCaptureInfo(cuda.Stream(s))
+	if err != nil {
+		return Capture{}, err
+	}
+	switch info.Status {
+	case cuda.CaptureNone:
+		return Capture{}, nil
+	case cuda.CaptureActive:
+		return Capture{Active: true, ID: info.ID, Graph: info.Graph}, nil
+	case cuda.CaptureInvalidated:
+		return Capture{}, gccl.Errorf(gccl.InvalidUsage, "stream",
+			"the capture on stream %#x was invalidated; end it (cuStreamEndCapture) and capture again", uintptr(s))
+	}
+	return Capture{}, gccl.Errorf(gccl.InternalError, "stream", "unknown capture status %d", info.Status)
+}
+
+// Capturing reports whether s is being captured into a graph, and the
+// capture's unique ID.
+func Capturing(drv cuda.Driver, s gccl.Stream) (bool, uint64, error) {
+	c, err := Info(drv, s)
+	return c.Active, c.ID, err
+}
+
+// Retain ties release to the lifetime of the graph that s is
+// being captured into: a CUDA user object whose destructor calls release
+// is moved into the graph (cuUserObjectCreate +
+// cuGraphRetainUserObject), so release runs once the graph and every
+// executable graph instantiated from it are destroyed. release runs on a
+// new goroutine, never on the driver's thread, so it may call the driver.
+//
+// It returns false, and does not call release, when s is not capturing.
+// On error release is not called either: the caller still owns the
+// resource.
+func Retain(drv cuda.Driver, s gccl.Stream, release func()) (bool, error) {
+	if release == nil {
+		return false, gccl.Errorf(gccl.InvalidArgument, "release", "nil release function")
+	}
+	c, err := Info(drv, s)
+	if err != nil || !c.Active {
+		return false, err
+	}
+	if err := cuda.RetainByGraph(drv, c.Graph, func() { go release() }); err != nil {
+		return false, err
+	}
+	return true, nil
+}
