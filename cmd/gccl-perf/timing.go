@@ -8,8 +8,8 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
-	"github.com/gccl/gccl/internal/wait"
 	"github.com/gccl/gccl/internal/devlink"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // eventTimer times work on a GPU stream with two CUDA events recorded around
