@@ -18,6 +18,9 @@
 // multiply in their type, modulo 2^bits. An operator may be destroyed as
 // soon as the last call given it returns.
 //
-// The algorithm (ring, double binary tree, direct) comes from the cost model
-// of package internal/algo, restricted by GCCL_ALGO / NCCL_ALGO.
+// How an operation runs is chosen by package internal/algo: on the host
+// backend a schedule (ring, double binary tree, direct, or zero-copy over
+// mapped buffers) from a cost model, on GPUs a kernel (one-shot, push,
+// pipelined, zero-copy on registered buffers) from size limits; GCCL_ALGO /
+// NCCL_ALGO and GCCL_PROTO / NCCL_PROTO restrict both with one vocabulary.
 package coll

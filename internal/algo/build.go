@@ -23,9 +23,9 @@ type Params struct {
 
 func (p *Params) validate() error {
 	switch {
-	case !p.Kind.Valid():
+	case !p.Kind.IsCollective():
 		return fmt.Errorf("unknown collective %d", int(p.Kind))
-	case p.Algo <= Auto || p.Algo >= ZeroCopy:
+	case p.Algo != Ring && p.Algo != Tree && p.Algo != Direct:
 		return fmt.Errorf("algorithm %v has no step schedule; pick ring, tree or direct", p.Algo)
 	case p.NRanks < 1:
 		return fmt.Errorf("nranks %d < 1", p.NRanks)

@@ -1,11 +1,8 @@
 package algo
 
 import (
-	"fmt"
 	"math"
 	"math/bits"
-	"slices"
-	"strings"
 )
 
 // Link is the alpha-beta model of one transport: Alpha is the latency of one
@@ -20,47 +17,6 @@ var (
 	SHMLink = Link{Alpha: 3, BytesPerUs: 8000}  // ~8 GB/s through a shared-memory FIFO
 	NetLink = Link{Alpha: 25, BytesPerUs: 1000} // ~1 GB/s TCP
 )
-
-// Allowed is a set of algorithms, as restricted by GCCL_ALGO / NCCL_ALGO.
-type Allowed uint8
-
-// AllAlgorithms allows every algorithm.
-const AllAlgorithms Allowed = 1<<Ring | 1<<Tree | 1<<Direct | 1<<ZeroCopy
-
-// Has reports whether a is in the set.
-func (s Allowed) Has(a Algorithm) bool { return s&(1<<a) != 0 }
-
-// nccl's algorithm names that gccl does not implement; accepted and ignored.
-var foreignAlgos = []string{"nvls", "nvlstree", "collnet", "collnetdirect", "collnetchain", "pat"}
-
-// ParseAllowed parses an algorithm list in NCCL_ALGO syntax: "" allows all,
-// "ring,tree" allows those, "^tree" allows all but those. Names are
-// case-insensitive; NCCL algorithms gccl lacks (NVLS, CollNet*, PAT) are
-// ignored.
-func ParseAllowed(s string) (Allowed, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return AllAlgorithms, nil
-	}
-	exclude := strings.HasPrefix(s, "^")
-	s = strings.TrimPrefix(s, "^")
-	var set Allowed
-	for _, name := range strings.Split(s, ",") {
-		name = strings.ToLower(strings.TrimSpace(name))
-		if slices.Contains(foreignAlgos, name) {
-			continue
-		}
-		a, err := ParseAlgorithm(name)
-		if err != nil || a == Auto {
-			return 0, fmt.Errorf("algorithm list %q: unknown algorithm %q (want ring, tree, direct, zerocopy)", s, name)
-		}
-		set |= 1 << a
-	}
-	if exclude {
-		set = AllAlgorithms &^ set
-	}
-	return set, nil
-}
 
 // Supports reports whether algorithm a has its own step schedule for kind
 // (Tree falls back to Ring for AllGather and ReduceScatter). ZeroCopy has

@@ -55,12 +55,7 @@ func parseBuildLine(line string) (Params, error) {
 		var err error
 		switch k {
 		case "kind":
-			p.Kind = -1
-			for kd := range numKinds {
-				if kd.String() == v {
-					p.Kind = kd
-				}
-			}
+			p.Kind, err = ParseKind(v)
 		case "algo":
 			p.Algo, err = ParseAlgorithm(v)
 		case "nranks":

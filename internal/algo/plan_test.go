@@ -102,11 +102,12 @@ func TestParseAllowed(t *testing.T) {
 		"":             AllAlgorithms,
 		"ring":         1 << Ring,
 		"Ring,Tree":    1<<Ring | 1<<Tree,
-		"^tree":        1<<Ring | 1<<Direct | 1<<ZeroCopy,
-		"^zerocopy":    1<<Ring | 1<<Tree | 1<<Direct,
+		"^tree":        1<<Ring | 1<<Direct | 1<<ZeroCopy | 1<<Pipelined,
+		"^zerocopy":    1<<Ring | 1<<Tree | 1<<Direct | 1<<Pipelined,
 		"ZeroCopy":     1 << ZeroCopy,
 		"DIRECT, nvls": 1 << Direct,
-		"^ring,direct": 1<<Tree | 1<<ZeroCopy,
+		"^ring,direct": 1<<Tree | 1<<ZeroCopy | 1<<Pipelined,
+		"Pipelined":    1 << Pipelined,
 		"collnet,ring": 1 << Ring,
 	} {
 		got, err := ParseAllowed(in)

@@ -5,20 +5,26 @@ import (
 	"strings"
 )
 
-// Kind is a collective operation.
+// Kind is an operation: one of the five collectives or a point-to-point
+// send or receive. It is the only operation enum of gccl; both backends and
+// the public API's operations map onto it.
 type Kind int
 
-// The collectives.
+// The operations.
 const (
 	AllReduce Kind = iota
 	Broadcast
 	Reduce
 	AllGather
 	ReduceScatter
+	// The point-to-point operations (package p2p's Send and Recv). Not
+	// plain Send and Recv: those are the step operations of a Plan.
+	P2PSend
+	P2PRecv
 	numKinds
 )
 
-var kindNames = [numKinds]string{"allreduce", "broadcast", "reduce", "allgather", "reducescatter"}
+var kindNames = [numKinds]string{"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "Send", "Recv"}
 
 func (k Kind) String() string {
 	if k >= 0 && k < numKinds {
@@ -27,46 +33,30 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// Valid reports whether k is a known collective.
+// ParseKind returns the kind named s (case-insensitive).
+func ParseKind(s string) (Kind, error) {
+	for k := range numKinds {
+		if strings.EqualFold(s, k.String()) {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown operation %q (want %s)", s, strings.Join(kindNames[:], ", "))
+}
+
+// Valid reports whether k is a known operation.
 func (k Kind) Valid() bool { return k >= 0 && k < numKinds }
+
+// IsCollective reports whether k is one of the five collectives.
+func (k Kind) IsCollective() bool { return k >= 0 && k < P2PSend }
+
+// IsP2P reports whether k is a point-to-point operation.
+func (k Kind) IsP2P() bool { return k == P2PSend || k == P2PRecv }
 
 // Reduces reports whether the collective applies a reduction operator.
 func (k Kind) Reduces() bool { return k == AllReduce || k == Reduce || k == ReduceScatter }
 
 // Rooted reports whether the collective has a root rank.
 func (k Kind) Rooted() bool { return k == Broadcast || k == Reduce }
-
-// Algorithm is a family of schedules.
-type Algorithm int
-
-// The algorithms. Auto lets Choose decide.
-const (
-	Auto Algorithm = iota
-	Ring
-	Tree
-	Direct
-	ZeroCopy // ranks on one host read and write each other's mapped buffers; see Slices
-	numAlgorithms
-)
-
-var algoNames = [numAlgorithms]string{"auto", "ring", "tree", "direct", "zerocopy"}
-
-func (a Algorithm) String() string {
-	if a >= 0 && a < numAlgorithms {
-		return algoNames[a]
-	}
-	return fmt.Sprintf("Algorithm(%d)", int(a))
-}
-
-// ParseAlgorithm returns the algorithm named s (case-insensitive).
-func ParseAlgorithm(s string) (Algorithm, error) {
-	for a := Auto; a < numAlgorithms; a++ {
-		if strings.EqualFold(s, a.String()) {
-			return a, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown algorithm %q (want ring, tree, direct or zerocopy)", s)
-}
 
 // StepOp is what one step does.
 type StepOp uint8

@@ -13,8 +13,13 @@
 // first Get (and every Reload) logs a WARN of subsystem ENV naming the
 // variable, the value and what is used instead (Settings.Warnings). The one
 // setting whose wrong value could be dangerous, GCCL_NVLS_ENABLE, stays off
-// unless exactly 1; a GCCL_ALGO naming no algorithm fails communicator init
-// in the engine.
+// unless exactly 1.
+//
+// GCCL_ALGO and GCCL_PROTO are parsed here, once, by package algo's
+// parsers into Settings.Algos and Settings.Protos: the one vocabulary
+// (ring, tree, direct, zerocopy, pipelined; Simple, LL, LL128) that the
+// host's choice (algo.Choose) and the GPU's (algo.ChooseGPU) both read. A
+// list naming something unknown warns and allows everything.
 //
 // Logger returns a log/slog logger whose level comes from GCCL_DEBUG
 // (VERSION, WARN, INFO, TRACE) and which is silent for subsystems that

@@ -6,18 +6,26 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gccl/gccl/internal/algo"
 )
 
 // Settings holds every environment variable gccl reads, parsed.
 type Settings struct {
-	Debug           slog.Level // from GCCL_DEBUG; LevelNone when logging is off
-	DebugVersion    bool       // GCCL_DEBUG=VERSION
-	DebugSubsys     []string   // upper-case subsystem names; empty = all
-	DebugSubsysNot  bool       // the list excludes (leading ^)
-	SocketIfname    string
-	P2PDisable      bool
-	SHMDisable      bool
-	BuffSize        int // bytes of each host shared-memory ring
+	Debug          slog.Level // from GCCL_DEBUG; LevelNone when logging is off
+	DebugVersion   bool       // GCCL_DEBUG=VERSION
+	DebugSubsys    []string   // upper-case subsystem names; empty = all
+	DebugSubsysNot bool       // the list excludes (leading ^)
+	SocketIfname   string
+	P2PDisable     bool
+	SHMDisable     bool
+	BuffSize       int // bytes of each host shared-memory ring
+	// Algos and Protos are GCCL_ALGO and GCCL_PROTO parsed (every
+	// algorithm / protocol when unset or not parsable), the one meaning
+	// both backends give them (package algo). Algo and Proto are the same
+	// lists as text, "" when unset or not parsable.
+	Algos           algo.Allowed
+	Protos          algo.Protocols
 	Algo            string
 	Proto           string
 	NVLSEnable      bool // true only when explicitly 1
@@ -90,8 +98,6 @@ func load(lookup func(string) (string, bool)) *Settings {
 		P2PDisable:      l.boolean("GCCL_P2P_DISABLE", false),
 		SHMDisable:      l.boolean("GCCL_SHM_DISABLE", false),
 		BuffSize:        l.size("GCCL_BUFFSIZE", DefaultBuffSize),
-		Algo:            l.str("GCCL_ALGO", ""),
-		Proto:           l.proto("GCCL_PROTO"),
 		NVLSEnable:      l.nvls("GCCL_NVLS_ENABLE"),
 		LocalRegister:   l.boolean("GCCL_LOCAL_REGISTER", true),
 		GraphRegister:   l.boolean("GCCL_GRAPH_REGISTER", true),
@@ -108,6 +114,8 @@ func load(lookup func(string) (string, bool)) *Settings {
 		FatbinDir:       l.str("GCCL_FATBIN_DIR", ""),
 		Device:          l.choice("GCCL_DEVICE", "auto", "auto", "host", "cuda"),
 	}
+	s.Algos, s.Algo = l.algos("GCCL_ALGO")
+	s.Protos, s.Proto = l.protos("GCCL_PROTO")
 	s.Debug, s.DebugVersion = l.level()
 	s.DebugSubsys, s.DebugSubsysNot = parseSubsys(l.str("GCCL_DEBUG_SUBSYS", ""))
 	s.Warnings = l.warns

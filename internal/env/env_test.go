@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -96,6 +97,8 @@ func TestBadValuesAreLogged(t *testing.T) {
 		{"GCCL_DEBUG", "BOGUS", "using WARN"},
 		{"GCCL_NVLS_ENABLE", "true", "NVLS off"},
 		{"GCCL_PROTO", "Simpel", "every protocol"},
+		{"GCCL_ALGO", "rung", "every algorithm"},
+		{"NCCL_ALGO", "^ring,bogus", "every algorithm"},
 		{"GCCL_CHUNKSIZE", "big", "using 0"},
 		{"GCCL_GPU_LL_MAX", "1.5M", "using 0"},
 	}
@@ -164,6 +167,42 @@ func TestParsedValues(t *testing.T) {
 	assert.Equal(t, "host", s.Device)
 	assert.Equal(t, 65536, s.ChunkSize)
 	assert.True(t, s.SHMDisable)
+}
+
+// TestAlgoAndProtoLists: GCCL_ALGO and GCCL_PROTO (or their NCCL names)
+// are parsed once into the sets both backends read; unset means all, and a
+// list that does not parse warns and means all too, with no text left for
+// anyone to parse again.
+func TestAlgoAndProtoLists(t *testing.T) {
+	clearAll(t)
+	s := Reload()
+	assert.Equal(t, algo.AllAlgorithms, s.Algos)
+	assert.Equal(t, algo.AllProtocols, s.Protos)
+	assert.Empty(t, s.Algo)
+	assert.Empty(t, s.Proto)
+
+	t.Setenv("NCCL_ALGO", "Ring,NVLS")
+	t.Setenv("NCCL_PROTO", "^LL")
+	s = Reload()
+	assert.Equal(t, algo.Allowed(1<<algo.Ring), s.Algos)
+	assert.Equal(t, algo.Protocols(1<<algo.Simple|1<<algo.LL128), s.Protos)
+	assert.Equal(t, "Ring,NVLS", s.Algo)
+	assert.Empty(t, s.Warnings)
+
+	t.Setenv("GCCL_ALGO", "^zerocopy,pipelined")
+	t.Setenv("GCCL_PROTO", "ll")
+	s = Reload()
+	assert.Equal(t, "ring,tree,direct", s.Algos.String(), "the GCCL_ name wins")
+	assert.True(t, s.Protos.LLForced())
+
+	t.Setenv("GCCL_ALGO", "ring,,tree")
+	t.Setenv("GCCL_PROTO", "LL,Fast")
+	s = Reload()
+	assert.Equal(t, algo.AllAlgorithms, s.Algos)
+	assert.Equal(t, algo.AllProtocols, s.Protos)
+	assert.Empty(t, s.Algo, "no unparsable text is passed on")
+	assert.Empty(t, s.Proto)
+	require.Len(t, s.Warnings, 2)
 }
 
 // TestSizes: byte counts take K, M and G suffixes; anything else warns and

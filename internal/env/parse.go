@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gccl/gccl/internal/algo"
 )
 
 // Warning is one variable whose value could not be parsed: the name it was
@@ -108,22 +110,35 @@ func (l *loader) nvls(name string) bool {
 	return ok && v == "1"
 }
 
-// proto reads a protocol list (LL, LL128, Simple, comma-separated, an
-// optional leading ^); an unknown name warns and keeps every protocol.
-func (l *loader) proto(name string) string {
+// algos reads an algorithm list (algo.ParseAllowed: ring, tree, direct,
+// zerocopy, pipelined, NCCL's other names ignored, a leading ^ excludes);
+// an unknown name warns and allows every algorithm.
+func (l *loader) algos(name string) (algo.Allowed, string) {
 	v, from, ok := l.raw(name)
 	if !ok {
-		return ""
+		return algo.AllAlgorithms, ""
 	}
-	for _, f := range strings.Split(strings.TrimPrefix(v, "^"), ",") {
-		switch strings.ToUpper(strings.TrimSpace(f)) {
-		case "LL", "LL128", "SIMPLE":
-		default:
-			l.warn(from, v, "a list of LL, LL128 and Simple (a leading ^ excludes them)", "every protocol")
-			return ""
-		}
+	set, err := algo.ParseAllowed(v)
+	if err != nil {
+		l.warn(from, v, "a list of ring, tree, direct, zerocopy and pipelined (a leading ^ excludes them)", "every algorithm")
+		return algo.AllAlgorithms, ""
 	}
-	return v
+	return set, v
+}
+
+// protos reads a protocol list (algo.ParseProtocols: LL, LL128, Simple,
+// a leading ^ excludes); an unknown name warns and keeps every protocol.
+func (l *loader) protos(name string) (algo.Protocols, string) {
+	v, from, ok := l.raw(name)
+	if !ok {
+		return algo.AllProtocols, ""
+	}
+	set, err := algo.ParseProtocols(v)
+	if err != nil {
+		l.warn(from, v, "a list of LL, LL128 and Simple (a leading ^ excludes them)", "every protocol")
+		return algo.AllProtocols, ""
+	}
+	return set, v
 }
 
 func (l *loader) integer(name string, def int) int {

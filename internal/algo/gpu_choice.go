@@ -1,0 +1,197 @@
+package algo
+
+import (
+	"errors"
+	"fmt"
+)
+
+// GPUKernel is how the GPU backend runs one operation: a kernel family of
+// package kernels, a copy, nothing, or the host.
+type GPUKernel uint8
+
+// The GPU paths.
+const (
+	// KernelNone: nothing to do (no elements, or a one-rank collective in
+	// place).
+	KernelNone GPUKernel = iota
+	// KernelCopy: a device-to-device copy on the stream (a one-rank
+	// collective, a send to self).
+	KernelCopy
+	// KernelOneShot: algorithm Direct over protocol LL. Every rank stores
+	// its data into every peer's direct area as flag-in-data lines and
+	// combines what the peers stored into its own; no barrier.
+	KernelOneShot
+	// KernelPush: algorithm Direct over protocol Simple, all-reduce only.
+	// Every rank stores its input into every peer's direct area, one
+	// barrier, every rank reduces all copies.
+	KernelPush
+	// KernelPipelined: algorithm Pipelined. User buffers go through the
+	// ranks' bulk areas segment by segment, one kernel per operation.
+	KernelPipelined
+	// KernelZeroCopy: algorithm ZeroCopy on registered buffers, which the
+	// peers load and store directly (the all-reduce is two-shot).
+	KernelZeroCopy
+	// KernelP2P: the point-to-point kernel, every peer pair on its own
+	// channels through the sender's bulk area.
+	KernelP2P
+	// KernelViaHost: the operation runs on the host backend's schedules,
+	// staged through pinned host memory (peers cannot map each other).
+	KernelViaHost
+	numGPUKernels
+)
+
+var gpuKernelNames = [numGPUKernels]string{"none", "copy", "oneshot", "push", "pipelined", "zerocopy", "p2p", "viahost"}
+
+func (k GPUKernel) String() string {
+	if k < numGPUKernels {
+		return gpuKernelNames[k]
+	}
+	return fmt.Sprintf("GPUKernel(%d)", int(k))
+}
+
+// Algorithm is the algorithm the kernel implements, Auto for the paths
+// that are none (nothing, a copy, the point-to-point kernel, the host,
+// whose schedule Choose picks).
+func (k GPUKernel) Algorithm() Algorithm {
+	switch k {
+	case KernelOneShot, KernelPush:
+		return Direct
+	case KernelPipelined:
+		return Pipelined
+	case KernelZeroCopy:
+		return ZeroCopy
+	}
+	return Auto
+}
+
+// Protocol is the kernel's protocol: LL for the one-shots, else Simple.
+func (k GPUKernel) Protocol() Protocol {
+	if k == KernelOneShot {
+		return LL
+	}
+	return Simple
+}
+
+// gpuFamilies[kernel][kind] is the kernel family of package kernels that
+// runs kind that way: a reduction kernel (kernels.ReductionName adds type
+// and operator) or a data-type independent entry point.
+var gpuFamilies = [numGPUKernels][numKinds]string{
+	KernelNone: {"none", "none", "none", "none", "none", "none", "none"},
+	KernelCopy: {"copy", "copy", "copy", "copy", "copy", "copy", "copy"},
+	KernelOneShot: {AllReduce: "allreduce_oneshot", Broadcast: "gccl_broadcast_oneshot", Reduce: "reduce_oneshot",
+		AllGather: "gccl_allgather_oneshot", ReduceScatter: "reducescatter_oneshot"},
+	KernelPush: {AllReduce: "allreduce_push"},
+	KernelPipelined: {AllReduce: "allreduce_pipelined", Broadcast: "gccl_broadcast_staged", Reduce: "reduce_staged",
+		AllGather: "gccl_allgather_staged", ReduceScatter: "reducescatter_staged"},
+	KernelZeroCopy: {AllReduce: "allreduce_twoshot", Broadcast: "gccl_broadcast", AllGather: "gccl_allgather",
+		ReduceScatter: "reducescatter"},
+	KernelP2P: {P2PSend: "gccl_p2p", P2PRecv: "gccl_p2p"},
+}
+
+// Family is the kernel family (package kernels' name: AllReduceOneShot,
+// AllGatherStaged, ...) that runs kind on path k, the engine's PathNone
+// and PathCopy for those paths, and "" where k has no form for kind (and
+// for KernelViaHost, which launches no kernel of its own).
+func (k GPUKernel) Family(kind Kind) string {
+	if k < numGPUKernels && kind.Valid() {
+		return gpuFamilies[k][kind]
+	}
+	return ""
+}
+
+// Area is the memory a GPU kernel's Comm.Scratch points at.
+type Area uint8
+
+// The areas.
+const (
+	NoArea     Area = iota
+	DirectArea      // the direct (LL) area of every rank's communication buffer
+	BulkArea        // the bulk area of every rank's communication buffer
+	UserArea        // the registered user buffers themselves (no scratch)
+	HostArea        // pinned host memory of the via-host path
+	numAreas
+)
+
+var areaNames = [numAreas]string{"-", "direct", "bulk", "user", "host"}
+
+func (a Area) String() string {
+	if a < numAreas {
+		return areaNames[a]
+	}
+	return fmt.Sprintf("Area(%d)", int(a))
+}
+
+// RegLookup is the registration lookup that ChooseGPU's answer depends on
+// (GPUInput.Registered is its outcome); the engine does it before asking.
+type RegLookup uint8
+
+// The lookups.
+const (
+	// NoLookup: registration does not matter for this operation.
+	NoLookup RegLookup = iota
+	// EagerLookup: are the buffers the peers address in collective
+	// registrations (Register) with mapped peers? (engine gpu_reg.go lookupRegs)
+	EagerLookup
+	// GraphLookup: can the ranks agree on, or make, registrations held for
+	// the graph's lifetime? (engine gpu_graphreg.go capturedRegs)
+	GraphLookup
+	numRegLookups
+)
+
+var regLookupNames = [numRegLookups]string{"none", "eager", "graph"}
+
+func (l RegLookup) String() string {
+	if l < numRegLookups {
+		return regLookupNames[l]
+	}
+	return fmt.Sprintf("RegLookup(%d)", int(l))
+}
+
+// GPUInput is what the GPU backend knows about one operation when it
+// chooses how to run it. Everything but Rank, InPlace, Registered and
+// Capturing is the same on every rank, and the choice is made so that
+// ranks cannot disagree (see ChooseGPU).
+type GPUInput struct {
+	Kind Kind
+	// Count is in elements as the API takes it: per rank for AllGather,
+	// per block for ReduceScatter, the whole buffer otherwise.
+	Count, ElemSize int
+	NRanks, Rank    int
+	Root            int  // Broadcast and Reduce
+	Peer            int  // P2PSend and P2PRecv
+	InPlace         bool // the send buffer is the receive buffer
+	PreMulSum       bool // the operator is a PreMulSum (scales each input)
+	// PeersMapped: the ranks map each other's memory (GPUPeersMapped);
+	// otherwise the operation goes via the host.
+	PeersMapped bool
+	// Capturing: the stream is being captured into a CUDA graph. Only
+	// read where CaptureMatters says so.
+	Capturing bool
+	// CommRegistered: the communicator has collective registrations, so
+	// every collective takes a kernel that checks the registration key.
+	CommRegistered bool
+	// Registered: the lookup RegLookup asked for found the buffers.
+	Registered bool
+	Set        GPUSettings
+}
+
+// Bytes is Count × ElemSize: what one rank contributes.
+func (in GPUInput) Bytes() int { return in.Count * in.ElemSize }
+
+// GPUChoice is how one operation runs on the GPU: which path, with how
+// many blocks, with which area as the kernel's scratch and its size
+// (Comm.ScratchBytes).
+type GPUChoice struct {
+	Kernel    GPUKernel
+	Grid      int
+	Area      Area
+	AreaBytes int
+}
+
+func (c GPUChoice) String() string {
+	return fmt.Sprintf("%s grid=%d area=%s/%d", c.Kernel, c.Grid, c.Area, c.AreaBytes)
+}
+
+// ErrViaHostCapture is ChooseGPU's error for a captured operation that
+// would go via the host: a graph replay could not wake the host side.
+var ErrViaHostCapture = errors.New("operations that go via the host (GCCL_P2P_DISABLE, peers on other hosts, more than 8 ranks) cannot be captured in a CUDA graph")

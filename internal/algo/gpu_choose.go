@@ -1,0 +1,174 @@
+package algo
+
+import (
+	"fmt"
+	"math"
+)
+
+// ChooseGPU decides how the GPU backend runs one operation. It is the
+// engine's former if-ladder (engine gpu_coll.go collective, single,
+// allReduce, oneShot, run; gpu_reg.go zeroCopy, keyed; gpu_p2p.go p2p;
+// gpu.go useGPU) as a pure function, in that order:
+//
+//  1. Peers that cannot map each other: via the host; refused while
+//     capturing (ErrViaHostCapture).
+//  2. Nothing to move: none. Point-to-point: a copy to self, else the
+//     point-to-point kernel.
+//  3. One rank, a built-in operator: nothing in place, else a copy when
+//     capturing or from GPUSingleCopyMin bytes; smaller eager copies run a
+//     kernel (its launch costs the host less than a copy's).
+//  4. Direct over LL (the one-shot) when GCCL_ALGO allows direct,
+//     GCCL_PROTO allows LL, the size is within GCCL_GPU_LL_MAX (any size
+//     when GCCL_PROTO leaves out Simple) and the copies fit the direct
+//     area. This depends on sizes and settings only, never on
+//     registration, so no two ranks can disagree on it.
+//  5. ZeroCopy on registered buffers (not for PreMulSum, whose kernels
+//     would read the peers' unscaled inputs) when GCCL_ALGO allows it and
+//     the lookup RegLookup asks for found them. Ranks that disagree fail
+//     in the kernels' first barrier (the registration key).
+//  6. All-reduce only: Direct over Simple (push) up to GCCL_GPU_PUSH_MAX
+//     where it fits the direct area, unless the communicator has
+//     registrations (the push kernel checks no key) or LL is forced.
+//  7. Pipelined, the GPU's general path, whatever the list allows: it
+//     runs every operation the allowed algorithms cannot.
+//
+// The error is for inputs the engine validates before (out of range) and
+// for ErrViaHostCapture.
+func ChooseGPU(in GPUInput) (GPUChoice, error) {
+	if err := in.validate(); err != nil {
+		return GPUChoice{}, err
+	}
+	s, bytes := in.Set, in.Bytes()
+	switch {
+	case !in.PeersMapped && in.Capturing: // gpu_staged.go Submit
+		return GPUChoice{}, ErrViaHostCapture
+	case !in.PeersMapped: // gpu.go useGPU: the gpuStaged backend
+		return GPUChoice{Kernel: KernelViaHost, Area: HostArea}, nil
+	case in.Count == 0: // gpu_coll.go collective; gpu_p2p.go p2p skips empty pieces
+		return GPUChoice{Kernel: KernelNone}, nil
+	case in.Kind.IsP2P() && in.Peer == in.Rank: // gpu_p2p.go selfCopy
+		return GPUChoice{Kernel: KernelCopy}, nil
+	case in.Kind.IsP2P(): // gpu_p2p.go p2pPairs, p2pLaunch: this op as the pair's only piece
+		return GPUChoice{Kernel: KernelP2P, Grid: s.P2PChannels(in.NRanks, bytes), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
+	}
+	if k, done := in.single(); done { // gpu_coll.go single
+		return GPUChoice{Kernel: k}, nil
+	}
+	if in.oneShot() { // gpu_coll.go oneShot, llGrid; allReduce/run with ll
+		return GPUChoice{Kernel: KernelOneShot, Grid: s.LLGrid(bytes), Area: DirectArea, AreaBytes: GPUDirectBytes}, nil
+	}
+	if in.RegLookup() != NoLookup && in.Registered { // gpu_reg.go zeroCopy, zc*: grid channels(count*size)
+		return GPUChoice{Kernel: KernelZeroCopy, Grid: s.Channels(bytes), Area: UserArea}, nil
+	}
+	if in.push() { // gpu_coll.go allReduce, the push case
+		return GPUChoice{Kernel: KernelPush, Grid: s.Channels(bytes), Area: DirectArea, AreaBytes: GPUDirectBytes}, nil
+	}
+	// gpu_coll.go allReduce (default), reduction and moving through run
+	return GPUChoice{Kernel: KernelPipelined, Grid: s.Channels(bytes), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
+}
+
+// single is step 3: done when a one-rank collective needs no kernel.
+func (in GPUInput) single() (GPUKernel, bool) {
+	switch {
+	case in.NRanks != 1 || in.PreMulSum:
+		return 0, false
+	case in.InPlace:
+		return KernelNone, true
+	case in.Capturing || in.Bytes() >= GPUSingleCopyMin:
+		return KernelCopy, true
+	}
+	return 0, false
+}
+
+// oneShot is step 4.
+func (in GPUInput) oneShot() bool {
+	s, bytes := in.Set, in.Bytes()
+	return s.Algos.Has(Direct) && s.Protos.Has(LL) && (s.Protos.LLForced() || bytes <= s.LLMax) &&
+		LLScratchBytes(bytes, in.NRanks) <= GPUDirectBytes
+}
+
+// push is step 6.
+func (in GPUInput) push() bool {
+	s, bytes := in.Set, in.Bytes()
+	return in.Kind == AllReduce && s.Algos.Has(Direct) && !in.CommRegistered && !s.Protos.LLForced() &&
+		bytes <= s.PushMax && PushScratchBytes(bytes, in.NRanks) <= GPUDirectBytes
+}
+
+// zeroCopyForm reports whether kind has a zero-copy kernel (engine
+// gpu_reg.go wanted).
+func zeroCopyForm(k Kind) bool {
+	return k == AllReduce || k == AllGather || k == Broadcast || k == ReduceScatter
+}
+
+// RegLookup is the registration lookup whose outcome (Registered) step 5
+// of ChooseGPU reads, NoLookup where it reads none (engine gpu_reg.go
+// zeroCopy): while capturing, past the push limit, the graph registration
+// agreement (the one-shot and push kernels beat zero-copy up to there and
+// need no registration); else, when the communicator has registrations,
+// the eager lookup.
+func (in GPUInput) RegLookup() RegLookup {
+	if !in.PeersMapped || in.Count == 0 || !zeroCopyForm(in.Kind) || in.PreMulSum || !in.Set.Algos.Has(ZeroCopy) {
+		return NoLookup
+	}
+	if _, done := in.single(); done || in.oneShot() {
+		return NoLookup
+	}
+	switch {
+	case in.Bytes() > in.Set.PushMax && in.Capturing:
+		return GraphLookup
+	case in.CommRegistered:
+		return EagerLookup
+	}
+	return NoLookup
+}
+
+// CaptureMatters reports whether ChooseGPU or RegLookup read Capturing for
+// in, so the engine need not ask the driver otherwise: via the host (which
+// refuses captures), one-rank copies below GPUSingleCopyMin, and
+// zero-copy candidates past the push limit.
+func (in GPUInput) CaptureMatters() bool {
+	if !in.PeersMapped {
+		return true
+	}
+	if in.Count == 0 || in.Kind.IsP2P() {
+		return false
+	}
+	if in.NRanks == 1 && !in.PreMulSum && !in.InPlace && in.Bytes() < GPUSingleCopyMin {
+		return true
+	}
+	return zeroCopyForm(in.Kind) && !in.PreMulSum && in.Set.Algos.Has(ZeroCopy) && !in.oneShot() &&
+		in.Bytes() > in.Set.PushMax
+}
+
+// perRank is how many times Count × ElemSize a rank's larger buffer holds.
+func (in GPUInput) perRank() int {
+	if in.Kind == AllGather || in.Kind == ReduceScatter {
+		return max(1, in.NRanks)
+	}
+	return 1
+}
+
+func (in GPUInput) validate() error {
+	s := in.Set
+	switch {
+	case !in.Kind.Valid():
+		return fmt.Errorf("unknown operation %d", int(in.Kind))
+	case in.NRanks < 1 || in.PeersMapped && in.NRanks > GPUMaxRanks:
+		return fmt.Errorf("nranks %d out of range [1,%d] for kernels", in.NRanks, GPUMaxRanks)
+	case in.Rank < 0 || in.Rank >= in.NRanks:
+		return fmt.Errorf("rank %d out of range [0,%d)", in.Rank, in.NRanks)
+	case in.Kind.Rooted() && (in.Root < 0 || in.Root >= in.NRanks):
+		return fmt.Errorf("root %d out of range [0,%d)", in.Root, in.NRanks)
+	case in.Kind.IsP2P() && (in.Peer < 0 || in.Peer >= in.NRanks):
+		return fmt.Errorf("peer %d out of range [0,%d)", in.Peer, in.NRanks)
+	case in.PreMulSum && !in.Kind.Reduces():
+		return fmt.Errorf("%v does not reduce; it has no PreMulSum", in.Kind)
+	case in.Count < 0 || in.ElemSize < 1 || in.Count > math.MaxInt/in.ElemSize/in.perRank():
+		return fmt.Errorf("count %d of %d-byte elements out of range", in.Count, in.ElemSize)
+	case s.MaxChannels < 1 || s.MaxChannels > GPUGridMax:
+		return fmt.Errorf("grid cap %d out of range [1,%d]", s.MaxChannels, GPUGridMax)
+	case s.BulkBytes < 1 || s.LLMax < 0 || s.PushMax < 0:
+		return fmt.Errorf("bulk area %d, LL limit %d, push limit %d: not positive", s.BulkBytes, s.LLMax, s.PushMax)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package algo
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// gpuScenario is one section of a GPU golden table: a way of running
+// every kind at every size.
+type gpuScenario struct {
+	name string
+	mod  func(in *GPUInput)
+}
+
+// gpuScenarios are the sections of testdata/gpu/n*.txt. "registered"
+// means the lookup ChooseGPU asks for (RegLookup) finds the buffers.
+var gpuScenarios = []gpuScenario{
+	{"eager", func(in *GPUInput) {}},
+	{"eager, registered", func(in *GPUInput) { in.CommRegistered, in.Registered = true, true }},
+	{"eager, communicator has registrations, these buffers not", func(in *GPUInput) { in.CommRegistered = true }},
+	{"captured, graph registration works", func(in *GPUInput) { in.Capturing, in.Registered = true, true }},
+	{"captured, graph registration fails", func(in *GPUInput) { in.Capturing = true }},
+	{"eager, in place", func(in *GPUInput) { in.InPlace = true }},
+	{"eager, PreMulSum (reductions), registered", func(in *GPUInput) {
+		in.PreMulSum, in.CommRegistered, in.Registered = in.Kind.Reduces(), true, true
+	}},
+	{"GCCL_PROTO=LL, registered", func(in *GPUInput) { in.Set.Protos = 1 << LL; in.CommRegistered, in.Registered = true, true }},
+	{"GCCL_PROTO=^LL", func(in *GPUInput) { in.Set.Protos = AllProtocols &^ (1 << LL) }},
+	{"GCCL_PROTO=LL128", func(in *GPUInput) { in.Set.Protos = 1 << LL128 }},
+	{"GCCL_ALGO=^direct, registered", func(in *GPUInput) {
+		in.Set.Algos = AllAlgorithms &^ (1 << Direct)
+		in.CommRegistered, in.Registered = true, true
+	}},
+	{"GCCL_ALGO=ring (nothing the GPU has: pipelined), registered", func(in *GPUInput) { in.Set.Algos = 1 << Ring; in.CommRegistered, in.Registered = true, true }},
+	{"GCCL_MAX_NCHANNELS=8 GCCL_GPU_LL_MAX=16K GCCL_GPU_PUSH_MAX=4M GCCL_GPU_BUFFSIZE=3M+5", func(in *GPUInput) {
+		in.Set = NewGPUSettings(8, 3<<20+5, 16<<10, 4<<20, AllAlgorithms, AllProtocols)
+	}},
+	{"via the host (peers not mapped)", func(in *GPUInput) { in.PeersMapped = false }},
+	{"via the host, captured", func(in *GPUInput) { in.PeersMapped, in.Capturing = false, true }},
+}
+
+// gpuSizes are the golden tables' rows: every power of two from 8 B to
+// 1 GiB and odd sizes around the thresholds.
+func gpuSizes() []int {
+	sizes := []int{1, 3, 100, 1000, 12345, 131073, 1000003, 1048577, 16777217, 100000007}
+	for b := 8; b <= 1<<30; b *= 2 {
+		sizes = append(sizes, b)
+	}
+	slices.Sort(sizes)
+	return sizes
+}
+
+// gpuCell is one kind at one size: the choice, compactly.
+func gpuCell(in GPUInput) string {
+	c, err := ChooseGPU(in)
+	switch {
+	case err == ErrViaHostCapture:
+		return "refused"
+	case err != nil:
+		return "error"
+	case c.Kernel == KernelNone || c.Kernel == KernelCopy || c.Kernel == KernelViaHost:
+		return c.Kernel.String()
+	}
+	return fmt.Sprintf("%s/%d/%s", c.Kernel, c.Grid, c.Area)
+}
+
+// gpuTable renders the golden table of nranks, rank 0, root 0, peer 1 (0
+// with one rank): a section per scenario, a row per size (bytes per rank,
+// per block for ReduceScatter; 4-byte elements where they divide), a
+// column per kind; a cell is kernel/grid/area.
+func gpuTable(nranks int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ChooseGPU, %d rank(s), rank 0, root 0, peer %d; cells: kernel/grid/area\n", nranks, 1%nranks)
+	for _, sc := range gpuScenarios {
+		fmt.Fprintf(&b, "\n== %s\n%-10s", sc.name, "bytes")
+		for k := range numKinds {
+			fmt.Fprintf(&b, " %-19s", k)
+		}
+		b.WriteString("\n")
+		for _, bytes := range gpuSizes() {
+			fmt.Fprintf(&b, "%-10d", bytes)
+			for k := range numKinds {
+				in := gpuBase(k, bytes, nranks)
+				sc.mod(&in)
+				fmt.Fprintf(&b, " %-19s", gpuCell(in))
+			}
+			b.WriteString("\n")
+		}
+	}
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// gpuBase is the default input for kind at bytes over nranks (rank 0).
+func gpuBase(k Kind, bytes, nranks int) GPUInput {
+	es := 1
+	if bytes%4 == 0 {
+		es = 4
+	}
+	return GPUInput{Kind: k, Count: bytes / es, ElemSize: es, NRanks: nranks, Peer: 1 % nranks,
+		PeersMapped: true, Set: DefaultGPUSettings()}
+}
+
+// TestGPUGolden checks ChooseGPU against testdata/gpu/n{1,2,4,8}.txt. Run
+// with -update to rewrite them after an intended change, and review the
+// diff: every changed cell is a kernel the GPU backend now runs differently.
+func TestGPUGolden(t *testing.T) {
+	for _, n := range []int{1, 2, 4, 8} {
+		t.Run(fmt.Sprintf("n%d", n), func(t *testing.T) {
+			path := filepath.Join("testdata", "gpu", fmt.Sprintf("n%d.txt", n))
+			got := gpuTable(n)
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+				return
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run go test -run TestGPUGolden -update to create it")
+			require.Equal(t, string(want), got)
+		})
+	}
+}
