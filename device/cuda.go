@@ -49,15 +49,6 @@ type CUDADevice struct {
 	closed  bool
 }
 
-// OpenCUDA opens GPU ordinal through drv.
-//
-// Deprecated: cuda.Driver is internal to gccl; use Open(CUDA, ordinal).
-// gccl's engine still calls it in its tests, until it moves to
-// internal/devlink.OpenGPU (issue #14); it will be removed then.
-func OpenCUDA(drv cuda.Driver, ordinal int, timeout time.Duration) (*CUDADevice, error) {
-	return openCUDADriver(drv, ordinal, timeout)
-}
-
 // openCUDADriver opens GPU ordinal through drv (cuda.Load's driver, or a
 // cudafake for tests). Synchronize gives up after timeout (0: GCCL_TIMEOUT).
 func openCUDADriver(drv cuda.Driver, ordinal int, timeout time.Duration) (*CUDADevice, error) {
@@ -88,13 +79,6 @@ func openCUDADriver(drv cuda.Driver, ordinal int, timeout time.Duration) (*CUDAD
 
 func (d *CUDADevice) Kind() Kind   { return CUDA }
 func (d *CUDADevice) Ordinal() int { return d.ordinal }
-
-// Driver is the driver the device calls.
-//
-// Deprecated: cuda.Driver is internal to gccl. gccl's engine still calls it
-// until it moves to internal/devlink.Driver (issue #14); it will be removed
-// then.
-func (d *CUDADevice) Driver() cuda.Driver { return d.drv }
 
 // Do runs fn on a locked OS thread with the device's context current, as
 // every driver call that uses the current context needs.

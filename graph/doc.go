@@ -19,8 +19,4 @@
 //
 // An operation enqueued on a stream whose capture was invalidated fails
 // with gccl.ErrInvalidUsage: end the capture and capture again.
-//
-// Capture, Info, Capturing and RetainForGraph are deprecated: they name
-// gccl's internal CUDA types and remain only until gccl's engine uses
-// package internal/capture instead.
 package graph

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
-	"github.com/gccl/gccl/graph"
+	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
@@ -361,12 +361,12 @@ func (g *Backend) join(s cuda.Stream) error {
 // linkable reports whether a dependency of s on prev can be expressed:
 // both eager, or both captured into the same graph.
 func (g *Backend) linkable(prev, s cuda.Stream) (bool, error) {
-	a, err := graph.Info(g.drv, gccl.Stream(prev))
+	a, err := capture.Info(g.drv, gccl.Stream(prev))
 	if err != nil {
 		return false, gccl.Errorf(gccl.Code(err), "stream",
 			"stream %#x, where this communicator's previous operation went, cannot be queried (destroyed while that operation ran?): %w", uintptr(prev), err)
 	}
-	b, err := graph.Info(g.drv, gccl.Stream(s))
+	b, err := capture.Info(g.drv, gccl.Stream(s))
 	if err != nil {
 		return false, err
 	}

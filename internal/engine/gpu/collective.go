@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/graph"
+	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/kernels"
@@ -63,7 +63,7 @@ func (g *Backend) single(o *engine.Op, s cuda.Stream) (done bool, err error) {
 	}
 	bytes := o.Count * o.Type.Size()
 	if bytes < gpuSingleCopyMin {
-		captured, _, err := graph.Capturing(g.drv, gccl.Stream(s))
+		captured, _, err := capture.Capturing(g.drv, gccl.Stream(s))
 		if err != nil || !captured {
 			return false, err
 		}

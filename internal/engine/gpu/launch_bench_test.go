@@ -71,9 +71,9 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 		if k := registerCheckingKernel(f, lr, n, r); direct {
 			drv = directDriver{Fake: f, kernel: k}
 		}
-		d, err := device.OpenCUDA(drv, 0, 10*time.Second)
-		require.NoError(tb, err)
+		d := openGPU(tb, drv)
 		lr.d = d
+		var err error
 		lr.s, err = d.NewStream()
 		require.NoError(tb, err)
 		rs[r] = lr

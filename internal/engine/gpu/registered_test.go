@@ -66,8 +66,7 @@ func regWorld(t *testing.T, n int) []*regRank {
 		f := cudafake.New(cudafake.Config{MemBytes: 512 << 20})
 		standIns(f)
 		drv := &countingDriver{Fake: f}
-		d, err := device.OpenCUDA(drv, 0, 10*time.Second)
-		require.NoError(t, err)
+		d := openGPU(t, drv)
 		s, err := d.NewStream()
 		require.NoError(t, err)
 		rs[r] = &regRank{f: f, drv: drv, d: d, s: s, boot: net.Rank(r), rank: r, n: n}

@@ -98,7 +98,7 @@ func p2pWorld(t *testing.T, n int) ([]*launchRank, []*atomic.Int64) {
 	counts := make([]*atomic.Int64, n)
 	for r, x := range rs {
 		counts[r] = new(atomic.Int64)
-		registerP2PKernel(x.d.Driver().(*cudafake.Fake), counts[r])
+		registerP2PKernel(x.g.drv.(*cudafake.Fake), counts[r])
 	}
 	crossMap(t, rs)
 	return rs, counts
@@ -112,7 +112,7 @@ func crossMap(t *testing.T, rs []*launchRank) {
 	handles := make([]cuda.IpcMemHandle, len(rs))
 	for p, x := range rs {
 		var err error
-		handles[p], err = x.d.Driver().IpcGetMemHandle(x.g.buf)
+		handles[p], err = x.g.drv.IpcGetMemHandle(x.g.buf)
 		require.NoError(t, err)
 	}
 	for r, x := range rs {
@@ -121,11 +121,11 @@ func crossMap(t *testing.T, rs []*launchRank) {
 			if p == r {
 				continue
 			}
-			va, err := x.d.Driver().IpcOpenMemHandle(handles[p], cuda.IpcLazyEnablePeerAccess)
+			va, err := x.g.drv.IpcOpenMemHandle(handles[p], cuda.IpcLazyEnablePeerAccess)
 			require.NoError(t, err)
 			g.peers.Ptrs[p] = va
 			g.base.Flags[p] = g.flags(p)
-			t.Cleanup(func() { assert.NoError(t, x.d.Driver().IpcCloseMemHandle(va)) })
+			t.Cleanup(func() { assert.NoError(t, x.g.drv.IpcCloseMemHandle(va)) })
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
 	"github.com/gccl/gccl/internal/env"
@@ -86,7 +87,8 @@ func (g *Backend) setBase() {
 // environment and nothing allocated yet.
 func newBackendState(dev *device.CUDADevice, s engine.Setup, cfg Config) *Backend {
 	set := env.Get()
-	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: dev.Driver(), fns: map[string]*loadedFn{},
+	drv, _ := devlink.Driver(dev)
+	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: drv, fns: map[string]*loadedFn{},
 		maxCh: maxChannels(), bulkBytes: bulkBytes(), llMax: orDefault(set.GPULLMax, gpuLLMax), pushMax: orDefault(set.GPUPushMax, gpuPushMax)}
 	g.regs = regs.New(regs.Config{Comm: cfg.Comm, Net: s.Boot, NRanks: s.NRanks, Device: dev, Driver: g.drv, Timeout: s.Timeout, Log: s.Log})
 	g.llAllowed, g.llForced = llPolicy(set.Proto)

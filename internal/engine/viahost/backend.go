@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/host"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
@@ -55,7 +56,8 @@ func Open(ctx context.Context, s engine.Setup, cfg host.Config) (*Backend, error
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{rank: s.Rank, nranks: s.NRanks, dev: dev, drv: dev.Driver(), host: h}, nil
+	drv, _ := devlink.Driver(dev)
+	return &Backend{rank: s.Rank, nranks: s.NRanks, dev: dev, drv: drv, host: h}, nil
 }
 
 // pinned is one host-mapped block of a launch's host copies. Blocks are reused rather than

@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/gccl/gccl/internal/engine/host"
@@ -27,8 +28,9 @@ func fakeGPUWorld(t *testing.T, n int) ([]*engine.Engine, []*device.CUDADevice, 
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
-		d, err := device.OpenCUDA(cudafake.New(cudafake.Config{}), 0, 10*time.Second)
+		dv, err := devlink.OpenGPU(cudafake.New(cudafake.Config{}), 0, 10*time.Second)
 		require.NoError(t, err)
+		d := dv.(*device.CUDADevice)
 		devs[r] = d
 		streams[r], err = d.NewStream()
 		require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/graph"
+	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 )
@@ -173,6 +174,6 @@ func (v *View) Capturing(s cuda.Stream) bool {
 	if v.cfg.Comm == nil || !graph.RegisterEnabled() {
 		return false
 	}
-	active, _, err := graph.Capturing(v.cfg.Driver, gccl.Stream(s))
+	active, _, err := capture.Capturing(v.cfg.Driver, gccl.Stream(s))
 	return err == nil && active
 }

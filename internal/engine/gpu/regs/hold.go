@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/graph"
+	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 )
@@ -30,7 +30,7 @@ func (v *View) Hold(bufs []Buf, s cuda.Stream) (func(ok bool) error, error) {
 			all()
 			return nil
 		}
-		captured, err := graph.RetainForGraph(v.cfg.Driver, gccl.Stream(s), all)
+		captured, err := capture.Retain(v.cfg.Driver, gccl.Stream(s), all)
 		if err != nil || captured {
 			if err != nil {
 				all()
