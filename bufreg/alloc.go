@@ -1,76 +1,9 @@
 package bufreg
 
 import (
-	"sync"
-
-	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
-	"github.com/gccl/gccl/internal/cuda"
-	"github.com/gccl/gccl/internal/devlink"
+	"github.com/gccl/gccl/internal/memalloc"
 )
-
-// Handle types and device attributes the CUDA shim does not name yet
-// (values of CUmemAllocationHandleType and CUdevice_attribute).
-const (
-	handleFabric            cuda.HandleType = 0x8 // CU_MEM_HANDLE_TYPE_FABRIC
-	attrHandleTypeFabricSup cuda.DeviceAttr = 128 // CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED
-)
-
-// gpu is a CUDA device as bufreg drives it: the device (Do runs driver
-// calls with its context current) and the driver it calls.
-type gpu struct {
-	*device.CUDADevice
-	drv cuda.Driver
-}
-
-// Driver is the driver g calls.
-func (g gpu) Driver() cuda.Driver { return g.drv }
-
-// asGPU returns d as a gpu; ok is false when d is not a GPU.
-func asGPU(d device.Device) (g gpu, ok bool) {
-	if g, ok := d.(gpu); ok {
-		return g, true
-	}
-	cd, ok := d.(*device.CUDADevice)
-	if !ok || cd == nil {
-		return gpu{}, false
-	}
-	drv, ok := devlink.Driver(cd)
-	return gpu{cd, drv}, ok
-}
-
-// allocation is one MemAlloc.
-type allocation struct {
-	dev  device.Device
-	size int            // bytes mapped (the rounded size) on a GPU; the requested size on the host
-	mem  cuda.MemHandle // the physical allocation, on a GPU
-	gpu  bool
-	regs int // live registrations that overlap it (of any communicator)
-}
-
-// countRegistration adds d to the registration count of the MemAlloc
-// allocations that r overlaps, which MemFree checks.
-func countRegistration(r *Registration, d int) {
-	end := r.Base + uintptr(r.Size)
-	allocs.Lock()
-	defer allocs.Unlock()
-	for p, a := range allocs.live {
-		if r.Base < p+uintptr(a.size) && p < end {
-			a.regs += d
-		}
-	}
-}
-
-// freedMemory bounds how many freed addresses are remembered to tell a
-// double MemFree from a foreign pointer.
-const freedMemory = 4096
-
-var allocs = struct {
-	sync.Mutex
-	live  map[uintptr]*allocation
-	freed map[uintptr]bool
-	ring  []uintptr
-}{live: map[uintptr]*allocation{}, freed: map[uintptr]bool{}}
 
 // MemAlloc allocates size bytes that can be registered with Register and
 // shared with peers without copies, as ncclMemAlloc does.
@@ -84,80 +17,11 @@ var allocs = struct {
 // by this device and by every device that can access it as a peer. On the
 // host device it is Device.Alloc's shared memory, which peers on the node
 // map by name. Free it with MemFree.
-func MemAlloc(d device.Device, size int) (uintptr, error) {
-	if d == nil {
-		return 0, gccl.Errorf(gccl.InvalidArgument, "device", "nil device; pass the communicator's Device()")
-	}
-	if size < 0 {
-		return 0, gccl.Errorf(gccl.InvalidArgument, "size", "cannot allocate %d bytes; pass a size >= 0", size)
-	}
-	a := &allocation{dev: d, size: size}
-	var p uintptr
-	var err error
-	if g, ok := asGPU(d); ok {
-		a.gpu = true
-		err = g.Do(func() error { p, a.size, a.mem, err = vmmAlloc(g, size); return err })
-	} else {
-		p, err = d.Alloc(size)
-	}
-	if err != nil {
-		return 0, err
-	}
-	allocs.Lock()
-	allocs.live[p] = a
-	delete(allocs.freed, p)
-	allocs.Unlock()
-	return p, nil
-}
+func MemAlloc(d device.Device, size int) (uintptr, error) { return memalloc.Alloc(d, size) }
 
-// AllocSize returns the number of usable bytes at p, an address MemAlloc
-// returned: on a GPU the size rounded up to the allocation granularity.
-func AllocSize(p uintptr) (int, bool) {
-	allocs.Lock()
-	defer allocs.Unlock()
-	a, ok := allocs.live[p]
-	if !ok {
-		return 0, false
-	}
-	return a.size, true
-}
-
-// granularity returns the recommended (for sizes) and minimum (for
-// addresses) allocation granularities of dev for the handle types.
-func granularity(drv cuda.Driver, dev cuda.Device, handles cuda.HandleType) (rec, minimum int, err error) {
-	if rec, err = drv.MemGetAllocationGranularity(dev, handles, true); err != nil {
-		return 0, 0, err
-	}
-	if minimum, err = drv.MemGetAllocationGranularity(dev, handles, false); err != nil {
-		return 0, 0, err
-	}
-	if rec <= 0 || minimum <= 0 || rec%minimum != 0 {
-		return 0, 0, gccl.Errorf(gccl.InternalError, "granularity",
-			"driver reported granularities %d (recommended) and %d (minimum)", rec, minimum)
-	}
-	return rec, minimum, nil
-}
-
-// roundUp rounds n (>= 0) up to a multiple of g; an empty request gets g.
-func roundUp(n, g int) (int, error) {
-	if n == 0 {
-		return g, nil
-	}
-	r := (n + g - 1) / g * g
-	if r < n {
-		return 0, gccl.Errorf(gccl.InvalidArgument, "size", "%d bytes overflow when rounded to the %d-byte granularity", n, g)
-	}
-	return r, nil
-}
-
-// ownAllocation returns the handle of the GPU allocation MemAlloc made at
-// base.
-func ownAllocation(base uintptr) (cuda.MemHandle, bool) {
-	allocs.Lock()
-	defer allocs.Unlock()
-	a, ok := allocs.live[base]
-	if !ok || !a.gpu {
-		return 0, false
-	}
-	return a.mem, true
-}
+// MemFree releases memory from MemAlloc, as ncclMemFree does. Freeing
+// memory that is still registered with a communicator is
+// gccl.ErrInvalidUsage (deregister it, or close the communicator, first),
+// as is freeing it twice; a pointer MemAlloc did not return is
+// gccl.ErrInvalidArgument. MemFree(0) does nothing.
+func MemFree(p uintptr) error { return memalloc.Free(p) }

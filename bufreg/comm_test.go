@@ -9,9 +9,21 @@ import (
 	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/commlink"
+	"github.com/gccl/gccl/internal/leakcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// TestMain checks that the tests leave nothing behind. The bootstrap's root
+// listener lives as long as the process (one per address, started by the
+// first unique ID), so it is started before the check's snapshot.
+func TestMain(m *testing.M) {
+	if _, err := comm.NewUniqueID(); err != nil {
+		panic(err)
+	}
+	leakcheck.Main(m)
+}
 
 // TestRegisterOnComm: Register given a *comm.Comm is collective through
 // the communicator's bootstrap: the ranks number their registrations
@@ -47,7 +59,9 @@ func TestRegisterOnComm(t *testing.T) {
 		wg.Wait()
 		for r := range comms {
 			require.NoError(t, errs[r], "rank %d", r)
-			reg := hs[r].Registration()
+			reg, off, ok := commlink.Regs(comms[r]).Lookup(mems[r], sizes[r])
+			require.True(t, ok, "rank %d: registered in the communicator's cache", r)
+			assert.Zero(t, off)
 			assert.Equal(t, seq, reg.Seq, "rank %d: registration %d is collective", r, seq)
 			assert.Equal(t, mems[r], reg.Base)
 			assert.Equal(t, sizes[r], reg.Size)

@@ -13,7 +13,7 @@ import (
 	"github.com/gccl/gccl/internal/engine/choose"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/progress"
-	"github.com/gccl/gccl/internal/reglink"
+	"github.com/gccl/gccl/internal/regcache"
 	"github.com/gccl/gccl/internal/wire"
 )
 
@@ -36,8 +36,8 @@ type Comm struct {
 
 	boot    *bootstrap.Net
 	dev     device.Device
-	ownsDev bool          // dev was opened here (not Config.UseDevice): Close and Abort close it
-	regs    reglink.Cache // the communicator's buffer registrations (package bufreg)
+	ownsDev bool            // dev was opened here (not Config.UseDevice): Close and Abort close it
+	regs    *regcache.Cache // the communicator's buffer registrations (package bufreg)
 	eng     *engine.Engine
 
 	state                atomic.Int32
@@ -149,10 +149,10 @@ func (c *Comm) build(ctx context.Context, roots []wire.RootID) error {
 		}
 		c.ownsDev = true
 	}
-	c.regs = reglink.New(reglink.Owner{Device: c.dev, Rank: c.rank, NRanks: c.nranks, Net: boot})
+	c.regs = regcache.New(regcache.Owner{Device: c.dev, Rank: c.rank, NRanks: c.nranks, Net: boot})
 	s := env.Get()
 	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Device: c.dev,
-		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Backend: choose.Backend(choose.Config{Comm: c.regs, Algo: s.Algo, ChunkBytes: s.ChunkSize})})
+		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Backend: choose.Backend(choose.Config{Regs: c.regs, Algo: s.Algo, ChunkBytes: s.ChunkSize})})
 	return err
 }
 

@@ -35,6 +35,10 @@
 // (device.Open) and pass it as Config.UseDevice; the communicator then
 // leaves it open.
 //
+// A communicator also owns its buffer registrations (bufreg.Register):
+// Close and Abort release them after the operations stopped, so their
+// handles are deregistered and their memory may be freed.
+//
 // Every wait has a deadline: Config.Timeout, else GCCL_TIMEOUT, else five
 // minutes. Errors are *gccl.Error naming the argument at fault.
 package comm

@@ -93,10 +93,7 @@ func (c *Comm) shut(abort bool) error {
 // closeRegs releases the communicator's buffer registrations, once its
 // engine has stopped (their handles become deregistered).
 func (c *Comm) closeRegs() error {
-	if c.regs == nil {
-		return nil
-	}
-	return c.regs.Close() // safe twice
+	return c.regs.Close() // safe on nil and twice
 }
 
 // closeDevice closes the device when the communicator opened it (a GPU:

@@ -5,26 +5,27 @@ import (
 	"github.com/gccl/gccl/internal/bootstrap"
 	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/engine"
-	"github.com/gccl/gccl/internal/reglink"
+	"github.com/gccl/gccl/internal/regcache"
 )
 
-// The operation packages reach a communicator's engine and bootstrap
-// through package internal/commlink, not through exported methods.
+// The operation packages reach a communicator's engine, bootstrap and
+// registration cache through package internal/commlink, not through
+// exported methods.
 func init() {
 	commlink.Install(
 		func(c any) (*engine.Engine, error) { return c.(*Comm).engine() },
 		func(c any) *bootstrap.Net { return c.(*Comm).bootstrap() },
+		func(c any) *regcache.Cache { return c.(*Comm).registrations() },
 	)
-	reglink.InstallCacheOf(func(c any) (reglink.Cache, bool) {
-		cc, ok := c.(*Comm)
-		if !ok {
-			return nil, false
-		}
-		if cc.Status() != nil || cc.regs == nil {
-			return nil, true
-		}
-		return cc.regs, true
-	})
+}
+
+// registrations is the communicator's registration cache; nil when c is
+// nil, not ready or closed.
+func (c *Comm) registrations() *regcache.Cache {
+	if c == nil || c.Status() != nil {
+		return nil
+	}
+	return c.regs
 }
 
 // engine returns the engine to launch operations on, or why there is none.

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 )
@@ -18,7 +17,7 @@ type ranker struct {
 	rank   int
 	nranks int
 	dev    device.Device
-	comm   bufreg.Comm // gccl's communicator, for -register
+	reg    gcclRegister // registers with gccl's communicator, for -register
 	gccl   library
 	base   baseline // nil without one
 	clk    clock    // times every library alike

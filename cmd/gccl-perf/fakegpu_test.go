@@ -8,19 +8,33 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/memalloc"
 	"github.com/gccl/gccl/internal/perf"
+	"github.com/gccl/gccl/internal/regcache"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// oneRank is a bufreg.Comm of one rank on a device.
-type oneRank struct{ d device.Device }
+// oneRank is the registration cache of a one-rank communicator on d,
+// closed after the test.
+func oneRank(t *testing.T, d device.Device) *regcache.Cache {
+	c := regcache.New(regcache.Owner{Device: d, NRanks: 1})
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	return c
+}
 
-func (o oneRank) Device() device.Device { return o.d }
-func (o oneRank) Rank() int             { return 0 }
-func (o oneRank) Count() int            { return 1 }
+// cacheRegister registers with c, as commRegister does with a
+// communicator's cache.
+func cacheRegister(c *regcache.Cache) gcclRegister {
+	return func(p uintptr, size int) (func() error, error) {
+		h, err := c.Register(p, size)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return regcache.Deregister(h) }, nil
+	}
+}
 
 // fakeRanker is one rank's ranker on a fake GPU measuring lib as "gccl"
 // (and base as the baseline when not nil), with the real checker.
@@ -32,7 +46,7 @@ func fakeRanker(t *testing.T, args []string, lib *fakeLib, base *fakeLib) (*rank
 	clk, err := newClock(cfg, d, lib.gstream)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, clk.Close()) })
-	r := &ranker{cfg: cfg, nranks: 1, dev: d, comm: oneRank{d}, gccl: lib, clk: clk, out: &out, check: countWrong,
+	r := &ranker{cfg: cfg, nranks: 1, dev: d, reg: cacheRegister(oneRank(t, d)), gccl: lib, clk: clk, out: &out, check: countWrong,
 		x: newLocalExchanger(1, 10*time.Second).rank(0)}
 	if base != nil {
 		r.base = base
@@ -144,13 +158,14 @@ func TestArenaReleaseFailures(t *testing.T) {
 
 	// A registrar refusing: gccl's registration and the allocation are undone.
 	var refused uintptr
-	a, err := newArena(lib.dev, 4096, true, oneRank{lib.dev}, map[string]registrar{"no": refusing{&refused}})
+	regs := oneRank(t, lib.dev)
+	a, err := newArena(lib.dev, 4096, true, cacheRegister(regs), map[string]registrar{"no": refusing{&refused}})
 	require.ErrorContains(t, err, "registration refused")
 	assert.Nil(t, a)
 	require.NotZero(t, refused)
-	_, live := bufreg.AllocSize(refused)
+	_, live := memalloc.Size(refused)
 	assert.False(t, live, "the bufreg.MemAlloc memory is freed")
-	_, _, found := bufreg.Lookup(oneRank{lib.dev}, refused, 1)
+	_, _, found := regs.Lookup(refused, 1)
 	assert.False(t, found, "gccl's registration is undone")
 	assert.NoError(t, (*arena)(nil).free())
 }

@@ -155,7 +155,7 @@ func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchan
 		return fail(err)
 	}
 	defer clk.Close()
-	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, comm: c,
+	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, reg: commRegister(c),
 		gccl: &gcclLib{comm: c, device: d, stream: s}, clk: clk}
 	var paths pathSource
 	if e, err := commlink.Engine(c); err == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gccl/gccl/bufreg"
+	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 )
@@ -21,12 +22,27 @@ type arena struct {
 	undo           []func() error // run in reverse order by free
 }
 
+// gcclRegister registers [p, p+size) with gccl's communicator; undo
+// deregisters it.
+type gcclRegister func(p uintptr, size int) (undo func() error, err error)
+
+// commRegister registers with c through bufreg.Register (as
+// ncclCommRegister).
+func commRegister(c *comm.Comm) gcclRegister {
+	return func(p uintptr, size int) (func() error, error) {
+		h, err := bufreg.Register(c, p, size)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return bufreg.Deregister(h) }, nil
+	}
+}
+
 // newArena allocates size bytes on d. With register it allocates through
 // bufreg.MemAlloc (cuMem VMM on a GPU, as ncclMemAlloc), registers the
-// memory with gccl's communicator c (bufreg.Register, as
-// ncclCommRegister) and with each of regs; without, it uses d.Alloc.
+// memory with gccl (reg) and with each of regs; without, it uses d.Alloc.
 // On failure whatever was done is undone.
-func newArena(d device.Device, size int, register bool, c bufreg.Comm, regs map[string]registrar) (a *arena, err error) {
+func newArena(d device.Device, size int, register bool, reg gcclRegister, regs map[string]registrar) (a *arena, err error) {
 	a = &arena{size: size}
 	defer func() {
 		if err != nil {
@@ -46,11 +62,11 @@ func newArena(d device.Device, size int, register bool, c bufreg.Comm, regs map[
 		return a, fmt.Errorf("-register: allocating %d bytes with bufreg.MemAlloc: %w", size, err)
 	}
 	a.undo = append(a.undo, func() error { return bufreg.MemFree(a.base) })
-	h, err := bufreg.Register(c, a.base, size)
+	undo, err := reg(a.base, size)
 	if err != nil {
 		return a, fmt.Errorf("-register: registering %d bytes with gccl: %w", size, err)
 	}
-	a.undo = append(a.undo, func() error { return bufreg.Deregister(h) })
+	a.undo = append(a.undo, undo)
 	a.registeredWith = append(a.registeredWith, "gccl")
 	for name, r := range regs {
 		if err := r.Register(a.base, size); err != nil {
@@ -87,7 +103,7 @@ func (r *ranker) alloc(op perf.Op, sizes []int64, withBase bool) (*arena, error)
 	if reg, ok := r.base.(registrar); ok && withBase {
 		regs[r.base.Name()] = reg
 	}
-	return newArena(r.dev, bytes, r.cfg.register, r.comm, regs)
+	return newArena(r.dev, bytes, r.cfg.register, r.reg, regs)
 }
 
 // arenaBytes is the memory the largest layout of op at sizes needs.

@@ -9,8 +9,10 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/reduce"
+	"github.com/gccl/gccl/internal/regcache"
 	"github.com/gccl/gccl/mpiboot"
 	"github.com/gccl/gccl/test/harness"
 	"github.com/stretchr/testify/require"
@@ -21,8 +23,9 @@ import (
 const regChunk = 64 << 20
 
 // regSetup registers one chunk per rank (alloc makes it) and returns it
-// with its registration, deregistered after the test.
-func regSetup(t *testing.T, cm *comm.Comm, alloc func(int) (uintptr, error), free func(uintptr) error) (uintptr, *bufreg.Registration) {
+// with its registration (from the communicator's cache), deregistered
+// after the test.
+func regSetup(t *testing.T, cm *comm.Comm, alloc func(int) (uintptr, error), free func(uintptr) error) (uintptr, *regcache.Registration) {
 	p, err := alloc(regChunk)
 	require.NoError(t, err)
 	h, err := bufreg.Register(cm, p, regChunk)
@@ -31,7 +34,9 @@ func regSetup(t *testing.T, cm *comm.Comm, alloc func(int) (uintptr, error), fre
 		require.NoError(t, bufreg.Deregister(h))
 		require.NoError(t, free(p))
 	})
-	return p, h.Registration()
+	reg, _, ok := commlink.Regs(cm).Lookup(p, regChunk)
+	require.True(t, ok, "registered in the communicator's cache")
+	return p, reg
 }
 
 // TestRegisteredCollectives registers one chunk per rank (cudaMalloc and

@@ -14,6 +14,12 @@ type Config struct {
 	NoPeer      bool          // DeviceCanAccessPeer reports false
 	WaitTimeout time.Duration // bound on StreamWaitValue and event waits (default 10s)
 	Version     int           // driver version reported (default 13000)
+	// VABase is where the fake's device addresses start (default 1<<60).
+	// Fakes standing for the ranks of one process, which share one
+	// unified address space on a real machine, get distinct bases so
+	// that process-wide tables keyed by address (bufreg.MemAlloc's) do
+	// not see two allocations at one address.
+	VABase uintptr
 }
 
 // Kernel is a Go stand-in for a device kernel, run in stream order.
@@ -71,8 +77,11 @@ func New(cfg Config) *Fake {
 	if cfg.Version == 0 {
 		cfg.Version = 13000
 	}
+	if cfg.VABase == 0 {
+		cfg.VABase = 1 << 60
+	}
 	f := &Fake{cfg: cfg, current: -1, retained: make([]int, cfg.Devices), used: make([]int, cfg.Devices),
-		peers: map[[2]int]bool{}, nextVA: 1 << 60, hosts: map[uintptr]hostRange{}, phys: map[cuda.MemHandle]*phys{},
+		peers: map[[2]int]bool{}, nextVA: cfg.VABase, hosts: map[uintptr]hostRange{}, phys: map[cuda.MemHandle]*phys{},
 		kernels: map[string]Kernel{}, modules: map[cuda.Module]bool{}, funcs: map[cuda.Function]string{},
 		fnByName: map[string]cuda.Function{}, streams: map[cuda.Stream]*stream{}, events: map[cuda.Event]*event{},
 		graphs: map[cuda.Graph]*graph{}, execs: map[cuda.GraphExec]*graph{}, objects: map[cuda.UserObject]*userObject{},

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
@@ -13,6 +12,7 @@ import (
 	"github.com/gccl/gccl/internal/engine/host"
 	"github.com/gccl/gccl/internal/engine/viahost"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/regcache"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport"
 	"github.com/gccl/gccl/transport/topo"
@@ -21,9 +21,9 @@ import (
 // Config is what the backends need beyond the engine's Setup; the zero
 // value is the defaults.
 type Config struct {
-	// Comm is the communicator whose buffer registrations (package bufreg)
-	// the GPU backend uses; nil = none.
-	Comm bufreg.Comm
+	// Regs is the communicator's buffer registrations (package bufreg),
+	// which the GPU backend uses; nil = none.
+	Regs *regcache.Cache
 	// Algo restricts the host algorithms (GCCL_ALGO syntax); "" = all.
 	Algo string
 	// ChunkBytes is the host pipeline piece size (GCCL_CHUNKSIZE); 0 = the default.
@@ -59,7 +59,7 @@ func Backend(cfg Config) engine.NewBackend {
 		if viaHost(env.Get().P2PDisable, s.Rank, hashes) {
 			return orNil(viahost.Open(ctx, s, hc))
 		}
-		return orNil(gpu.Open(ctx, s, gpu.Config{Comm: cfg.Comm}))
+		return orNil(gpu.Open(ctx, s, gpu.Config{Regs: cfg.Regs}))
 	}
 }
 

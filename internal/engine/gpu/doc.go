@@ -32,4 +32,8 @@
 // into the engine's async error; Close(abort) raises the abort word the
 // kernels poll. LastPath and TrafficOf say which kernel ran and what it
 // moved (for gccl-perf).
+//
+// The registrations are the communicator's cache (internal/regcache),
+// which Config.Regs hands the backend; the backend never looks them up
+// by anything else.
 package gpu

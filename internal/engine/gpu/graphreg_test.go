@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/stretchr/testify/assert"
@@ -32,9 +31,9 @@ func TestGraphRegistration(t *testing.T) {
 		st := x.e.Stats()
 		assert.Equal(t, uint64(1), st.ZeroCopyOps, "rank %d", r)
 		assert.Zero(t, st.StagedBytes, "rank %d", r)
-		assert.Zero(t, bufreg.Collective(x.boot), "rank %d: graph registrations must not change eager kernels", r)
+		assert.Zero(t, x.regs.Collective(), "rank %d: graph registrations must not change eager kernels", r)
 		for _, p := range []uintptr{sends[r], recvs[r]} {
-			reg, _, ok := bufreg.LookupNet(x.boot, p, 4*count)
+			reg, _, ok := x.regs.Lookup(p, 4*count)
 			require.True(t, ok, "rank %d", r)
 			assert.True(t, reg.Graph)
 		}
@@ -67,7 +66,7 @@ func TestGraphRegistration(t *testing.T) {
 	for r, x := range rs {
 		require.NoError(t, x.f.GraphExecDestroy(execs[r]))
 		assert.Eventually(t, func() bool {
-			_, _, ok := bufreg.LookupNet(x.boot, sends[r], 4*count)
+			_, _, ok := x.regs.Lookup(sends[r], 4*count)
 			return !ok
 		}, 5*time.Second, 5*time.Millisecond, "rank %d: released with the graph", r)
 	}
@@ -88,7 +87,7 @@ func TestGraphRegistrationFailureReleases(t *testing.T) {
 		assert.Zero(t, x.e.Stats().ZeroCopyOps, "rank %d", r)
 		assert.NotZero(t, x.e.Stats().StagedBytes, "rank %d", r)
 		for i, p := range []uintptr{sends[r], recvs[r]} {
-			_, _, ok := bufreg.LookupNet(x.boot, p, 4*count)
+			_, _, ok := x.regs.Lookup(p, 4*count)
 			assert.False(t, ok, "rank %d buffer %d: no registration may outlive the failed agreement", r, i)
 		}
 		require.NoError(t, x.f.GraphDestroy(graphs[r]))

@@ -9,11 +9,11 @@ import (
 	"unsafe"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
+	"github.com/gccl/gccl/internal/regcache"
 	"github.com/gccl/gccl/kernels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +22,7 @@ import (
 const chunkBytes = 1 << 20
 
 // chunks allocates and registers one large chunk per rank.
-func chunks(t *testing.T, rs []*regRank) ([]uintptr, []*bufreg.Handle) {
+func chunks(t *testing.T, rs []*regRank) ([]uintptr, []*regcache.Handle) {
 	ptrs := make([]uintptr, len(rs))
 	for r, x := range rs {
 		p, err := x.d.Alloc(chunkBytes)
@@ -174,15 +174,15 @@ func TestZeroCopyKeysAndBounds(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err))
 	for _, h := range hs {
-		require.NoError(t, bufreg.Deregister(h))
+		require.NoError(t, regcache.Deregister(h))
 	}
 }
 
-func registerSizes(t *testing.T, rs []*regRank, ptrs []uintptr, sizes []int) []*bufreg.Handle {
-	hs, errs := make([]*bufreg.Handle, len(rs)), make([]error, len(rs))
+func registerSizes(t *testing.T, rs []*regRank, ptrs []uintptr, sizes []int) []*regcache.Handle {
+	hs, errs := make([]*regcache.Handle, len(rs)), make([]error, len(rs))
 	done := make(chan int)
 	for r, x := range rs {
-		go func() { hs[r], errs[r] = bufreg.RegisterOn(x, x.boot, ptrs[r], sizes[r]); done <- r }()
+		go func() { hs[r], errs[r] = x.regs.Register(ptrs[r], sizes[r]); done <- r }()
 	}
 	for range rs {
 		<-done
@@ -218,7 +218,7 @@ func (x *regRank) gather(t *testing.T, base uintptr, i int, s gccl.Stream) {
 // buffer has not passed its stream is gccl.ErrInvalidUsage; once the
 // stream was synchronized it succeeds at once, with no host function
 // ever enqueued; closing the communicator (the engine, then its
-// registrations: bufreg.DeregisterNet, as comm.Close does) releases the rest.
+// registrations: regcache.Cache.Close, as comm.Close does) releases the rest.
 func TestZeroCopyHoldsRegistration(t *testing.T) {
 	const n = 2
 	rs := zeroCopyWorld(t, n)
@@ -229,12 +229,12 @@ func TestZeroCopyHoldsRegistration(t *testing.T) {
 	}
 	reg := hs[0].Registration()
 	assert.Equal(t, 1, reg.Uses(), "the op in flight holds the registration")
-	err := bufreg.Deregister(hs[0])
+	err := regcache.Deregister(hs[0])
 	require.Error(t, err)
 	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err), "%v", err)
 	open()
 	require.NoError(t, rs[0].d.Synchronize(rs[0].s))
-	require.NoError(t, bufreg.Deregister(hs[0]), "after the stream synchronized")
+	require.NoError(t, regcache.Deregister(hs[0]), "after the stream synchronized")
 	for r, x := range rs {
 		assert.Zero(t, x.drv.hostFuncs.Load(), "rank %d: host functions", r)
 		assert.Equal(t, int64(1), x.drv.eventsMade.Load(), "rank %d: events", r)
@@ -242,8 +242,8 @@ func TestZeroCopyHoldsRegistration(t *testing.T) {
 	}
 	require.NoError(t, rs[1].d.Synchronize(rs[1].s))
 	require.NoError(t, rs[1].e.Close())
-	require.NoError(t, bufreg.DeregisterNet(rs[1].boot))
-	err = bufreg.Deregister(hs[1])
+	require.NoError(t, rs[1].regs.Close())
+	err = regcache.Deregister(hs[1])
 	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err), "released with its communicator: %v", err)
 }
 
@@ -323,7 +323,7 @@ func TestZeroCopyStreamsHold(t *testing.T) {
 	}
 	reg := hs[0].Registration()
 	assert.Equal(t, streams, reg.Uses())
-	assert.Equal(t, gccl.InvalidUsage, gccl.Code(bufreg.Deregister(hs[0])))
+	assert.Equal(t, gccl.InvalidUsage, gccl.Code(regcache.Deregister(hs[0])))
 	open()
 	for _, s := range ss {
 		require.NoError(t, x.d.Synchronize(s))
@@ -333,7 +333,7 @@ func TestZeroCopyStreamsHold(t *testing.T) {
 	// One pending hold per stream, one spare, and the event that chains
 	// the streams in issue order (streamChain).
 	assert.LessOrEqual(t, x.drv.eventsMade.Load(), int64(streams+2), "events for %d ops", streams*perStream)
-	require.NoError(t, bufreg.Deregister(hs[0]))
+	require.NoError(t, regcache.Deregister(hs[0]))
 }
 
 // TestZeroCopyFailedQueryReleases: when the completion event cannot be
@@ -352,7 +352,7 @@ func TestZeroCopyFailedQueryReleases(t *testing.T) {
 	x.drv.failQuery.Store(false)
 	open()
 	require.NoError(t, x.d.Synchronize(x.s))
-	require.NoError(t, bufreg.Deregister(hs[0]))
+	require.NoError(t, regcache.Deregister(hs[0]))
 }
 
 // TestZeroCopyHostFuncFallback: with more streams in flight on one
@@ -384,7 +384,7 @@ func TestZeroCopyHostFuncFallback(t *testing.T) {
 		require.NoError(t, x.d.Synchronize(s))
 	}
 	assert.Zero(t, reg.Uses())
-	require.NoError(t, bufreg.Deregister(hs[0]))
+	require.NoError(t, regcache.Deregister(hs[0]))
 }
 
 // TestRegisteredSmallOpsOneShot: up to the LL limit an operation takes the

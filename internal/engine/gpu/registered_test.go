@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
+	"github.com/gccl/gccl/internal/regcache"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport/peermem"
 	"github.com/stretchr/testify/assert"
@@ -25,8 +25,8 @@ import (
 )
 
 // regRank is one rank of a zero-copy test world: an engine on its own fake
-// GPU whose kernels are Go stand-ins, its backend, and the bufreg.Comm it
-// registers with.
+// GPU whose kernels are Go stand-ins, its backend, and the registration
+// cache it registers with (the communicator's, handed to the backend).
 type regRank struct {
 	e    *engine.Engine
 	g    *Backend
@@ -35,13 +35,10 @@ type regRank struct {
 	d    *device.CUDADevice
 	s    gccl.Stream
 	boot *enginetest.Boot
+	regs *regcache.Cache
 	rank int
 	n    int
 }
-
-func (r *regRank) Device() device.Device { return r.d }
-func (r *regRank) Rank() int             { return r.rank }
-func (r *regRank) Count() int            { return r.n }
 
 // use is a constructor that returns b, for engine.Config.
 func use(b engine.Backend) engine.NewBackend {
@@ -69,8 +66,10 @@ func regWorld(t *testing.T, n int) []*regRank {
 		d := openGPU(t, drv)
 		s, err := d.NewStream()
 		require.NoError(t, err)
-		rs[r] = &regRank{f: f, drv: drv, d: d, s: s, boot: net.Rank(r), rank: r, n: n}
-		g := newBackendState(d, testSetup(r, n, rs[r].boot, d), Config{Comm: rs[r]})
+		boot := net.Rank(r)
+		regs := regcache.New(regcache.Owner{Device: d, Rank: r, NRanks: n, Net: boot})
+		rs[r] = &regRank{f: f, drv: drv, d: d, s: s, boot: boot, regs: regs, rank: r, n: n}
+		g := newBackendState(d, testSetup(r, n, boot, d), Config{Regs: regs})
 		require.NoError(t, d.Do(func() error { return g.allocate([]byte("stand-in kernels")) }))
 		// The stand-ins never touch the peers' areas: each rank maps its own.
 		g.peers = &peermem.Mapping{Ptrs: slices.Repeat([]uintptr{g.buf}, n)}
@@ -87,7 +86,7 @@ func regWorld(t *testing.T, n int) []*regRank {
 	t.Cleanup(func() {
 		for _, r := range rs {
 			assert.NoError(t, r.e.Close())
-			assert.NoError(t, bufreg.DeregisterNet(r.boot)) // the communicator's part
+			assert.NoError(t, r.regs.Close()) // the communicator's part
 			assert.NoError(t, r.d.Close())
 		}
 	})
@@ -193,11 +192,11 @@ func standIns(f *cudafake.Fake) {
 }
 
 // register registers one buffer per rank collectively.
-func register(t *testing.T, rs []*regRank, ptrs []uintptr, size int) []*bufreg.Handle {
-	hs, errs := make([]*bufreg.Handle, len(rs)), make([]error, len(rs))
+func register(t *testing.T, rs []*regRank, ptrs []uintptr, size int) []*regcache.Handle {
+	hs, errs := make([]*regcache.Handle, len(rs)), make([]error, len(rs))
 	var wg sync.WaitGroup
 	for r, x := range rs {
-		wg.Go(func() { hs[r], errs[r] = bufreg.RegisterOn(x, x.boot, ptrs[r], size) })
+		wg.Go(func() { hs[r], errs[r] = x.regs.Register(ptrs[r], size) })
 	}
 	wg.Wait()
 	for r, err := range errs {

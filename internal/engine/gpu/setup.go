@@ -10,13 +10,13 @@ import (
 	"strings"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/regcache"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport/peermem"
 	"github.com/gccl/gccl/transport/topo"
@@ -24,10 +24,11 @@ import (
 
 // Config is what the GPU backend needs beyond the engine's Setup.
 type Config struct {
-	// Comm is the communicator whose registrations (package bufreg) the
-	// backend uses; with it, captured operations register their buffers
-	// for the graph's lifetime (GCCL_GRAPH_REGISTER). nil = none.
-	Comm bufreg.Comm
+	// Regs is the communicator's registrations (package bufreg), which
+	// the backend finds operations' buffers in; with it, captured
+	// operations register their buffers for the graph's lifetime
+	// (GCCL_GRAPH_REGISTER). nil = none.
+	Regs *regcache.Cache
 }
 
 // New returns the constructor of a GPU backend with cfg, for engine.Config.
@@ -90,7 +91,7 @@ func newBackendState(dev *device.CUDADevice, s engine.Setup, cfg Config) *Backen
 	drv, _ := devlink.Driver(dev)
 	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: drv, fns: map[string]*loadedFn{},
 		maxCh: maxChannels(), bulkBytes: bulkBytes(), llMax: orDefault(set.GPULLMax, gpuLLMax), pushMax: orDefault(set.GPUPushMax, gpuPushMax)}
-	g.regs = regs.New(regs.Config{Comm: cfg.Comm, Net: s.Boot, NRanks: s.NRanks, Device: dev, Driver: g.drv, Timeout: s.Timeout, Log: s.Log})
+	g.regs = regs.New(regs.Config{Regs: cfg.Regs, Net: s.Boot, NRanks: s.NRanks, Device: dev, Driver: g.drv, Timeout: s.Timeout, Log: s.Log})
 	g.llAllowed, g.llForced = llPolicy(set.Proto)
 	g.sharedCh = min(g.maxCh, max(1, smCount(g.drv, dev.Ordinal())/gpuSharedKernels))
 	return g

@@ -8,11 +8,11 @@ import (
 	"slices"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/graph"
 	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/regcache"
 )
 
 // graphRegEntry is the bytes of one buffer in the graph registration
@@ -31,7 +31,7 @@ const (
 // every rank has the same registration at the same offset it is used,
 // otherwise (none, or graph registrations that differ because ranks
 // destroyed their graphs at different times) every rank registers the
-// buffer anew with bufreg.RegisterGraph. A buffer that Register covers on
+// buffer anew with regcache.Cache.RegisterGraph. A buffer that Register covers on
 // some ranks only is gccl.ErrInvalidUsage, as in eager operations. ok is
 // false when the operation copies through the communication buffers (no
 // zero-copy form, or the buffers cannot be mapped), the same on every rank.
@@ -60,7 +60,7 @@ func (v *View) Agree(o *engine.Op) (bufs []Buf, ok bool, err error) {
 		_ = v.cfg.Device.Do(func() error { _, err := drv.ThreadExchangeStreamCaptureMode(prev); return err })
 	}()
 
-	var fresh []*bufreg.Registration // made here: dropped again if the op copies or fails
+	var fresh []*regcache.Registration // made here: dropped again if the op copies or fails
 	defer func() {
 		if !ok || err != nil {
 			dropUnheld(fresh)
@@ -70,7 +70,7 @@ func (v *View) Agree(o *engine.Op) (bufs []Buf, ok bool, err error) {
 	mine := make([]byte, 0, len(want)*graphRegEntry)
 	for i, w := range want {
 		var flags byte
-		r, off, found := bufreg.LookupNet(v.cfg.Net, w[0], int(w[1]))
+		r, off, found := v.cfg.Regs.Lookup(w[0], int(w[1]))
 		if found && len(r.Peers) == n && off+int(w[1]) <= minPeerLen(r) {
 			flags = regUsable
 			if !r.Graph {
@@ -106,7 +106,7 @@ func (v *View) Agree(o *engine.Op) (bufs []Buf, ok bool, err error) {
 			return nil, false, gccl.Errorf(gccl.InvalidUsage, "buffer",
 				"%v: buffer %d is registered (Register) on ranks %s but not alike on every rank; register it on every rank, at the same offset, or on none", o.Kind, i, users)
 		}
-		r, err := bufreg.RegisterGraph(v.cfg.Comm, v.cfg.Net, w[0], int(w[1]))
+		r, err := v.cfg.Regs.RegisterGraph(w[0], int(w[1]))
 		if r != nil {
 			fresh = append(fresh, r)
 		}
@@ -122,7 +122,7 @@ func (v *View) Agree(o *engine.Op) (bufs []Buf, ok bool, err error) {
 // dropUnheld releases graph registrations that no operation holds (an
 // operation that would have held them copies instead); one that another
 // operation holds stays until that lets go.
-func dropUnheld(regs []*bufreg.Registration) {
+func dropUnheld(regs []*regcache.Registration) {
 	for _, r := range regs {
 		if release, err := r.Acquire(); err == nil {
 			release()
@@ -160,7 +160,7 @@ func seqOf(b Buf) uint64 {
 }
 
 // minPeerLen is the shortest registered length over r's ranks.
-func minPeerLen(r *bufreg.Registration) int {
+func minPeerLen(r *regcache.Registration) int {
 	n := r.Size
 	for _, p := range r.Peers {
 		n = min(n, p.Len)
@@ -171,7 +171,7 @@ func minPeerLen(r *bufreg.Registration) int {
 // Capturing reports whether graph registration applies to an op on s:
 // on, with a communicator to register through, and s capturing.
 func (v *View) Capturing(s cuda.Stream) bool {
-	if v.cfg.Comm == nil || !graph.RegisterEnabled() {
+	if v.cfg.Regs == nil || !graph.RegisterEnabled() {
 		return false
 	}
 	active, _, err := capture.Capturing(v.cfg.Driver, gccl.Stream(s))

@@ -1,5 +1,6 @@
 // Package regs is the GPU backend's view of its communicator's buffer
-// registrations (package bufreg): which registrations cover an operation's
+// registrations (internal/regcache: the cache the communicator owns and
+// hands the backend in its configuration): which registrations cover an operation's
 // buffers (View.Find), what the ranks agree on while a stream is being
 // captured, registering buffers for the graph's lifetime where they do not
 // (View.Agree, NCCL's graph registration), and holding the registrations

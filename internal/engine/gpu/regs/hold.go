@@ -109,7 +109,7 @@ type eventPool struct {
 }
 
 // opDone is one op's completion: an event recorded on its stream after
-// it. It satisfies bufreg.Completion; refs counts the holds on it plus
+// it. It satisfies regcache.Completion; refs counts the holds on it plus
 // one while holdUntilDone hands it out.
 type opDone struct {
 	v    *View

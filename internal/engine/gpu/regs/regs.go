@@ -8,17 +8,17 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/bufreg"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/regcache"
 )
 
-// Config is what a View needs: the communicator's registrations (Comm,
-// and Net, its bootstrap, through which they were made collectively), its
+// Config is what a View needs: the communicator's registrations, its
+// bootstrap (the ranks agree on graph registrations through it), its
 // size, the device and its driver, and the bound of the graph agreement.
 type Config struct {
-	Comm    bufreg.Comm // nil: no graph registration
+	Regs    *regcache.Cache // nil: none (nothing is found, nothing registered for graphs)
 	Net     engine.Bootstrap
 	NRanks  int
 	Device  *device.CUDADevice
@@ -56,7 +56,7 @@ func (v *View) HostFuncHolds() uint64 { return v.hostFuncHolds.Load() }
 
 // Buf is one buffer of an op found in a collective registration.
 type Buf struct {
-	Reg *bufreg.Registration
+	Reg *regcache.Registration
 	Off int
 }
 
@@ -67,7 +67,7 @@ func (b Buf) At(r int) uintptr { return b.Reg.Peers[r].Ptr + uintptr(b.Off) }
 // Keyed reports whether the communicator has collective registrations, so
 // every collective must take a kernel that checks the registration key at
 // a barrier.
-func (v *View) Keyed() bool { return bufreg.Collective(v.cfg.Net) > 0 }
+func (v *View) Keyed() bool { return v.cfg.Regs.Collective() > 0 }
 
 // wanted lists the buffers of o that peers address (pointer, length), or
 // nil when the kind has no zero-copy path.
@@ -96,7 +96,7 @@ func (v *View) Find(o *engine.Op) ([]Buf, bool, error) {
 	}
 	bufs := make([]Buf, len(want))
 	for i, w := range want {
-		r, off, ok := bufreg.LookupNet(v.cfg.Net, w[0], int(w[1]))
+		r, off, ok := v.cfg.Regs.Lookup(w[0], int(w[1]))
 		if !ok || r.Graph || len(r.Peers) != n {
 			return nil, false, nil
 		}

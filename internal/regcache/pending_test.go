@@ -1,6 +1,7 @@
-package bufreg
+package regcache
 
 import (
+	"github.com/gccl/gccl/internal/memalloc"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -21,12 +22,15 @@ type testDone struct {
 func (d *testDone) Done() bool { d.polls.Add(1); return d.done.Load() }
 func (d *testDone) Drop()      { d.drops.Add(1) }
 
-func registered(t *testing.T, size int) (*testComm, *Handle) {
+func registered(t *testing.T, size int) (*Cache, *Handle) {
 	c := hostComm(t)
-	p, err := MemAlloc(c.dev, size)
+	p, err := memalloc.Alloc(c.dev, size)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = MemFree(p) })
-	h, err := Register(c, p, size)
+	t.Cleanup(func() {
+		assert.NoError(t, c.Close()) // before the memory goes: a test may leave it in use
+		assert.NoError(t, memalloc.Free(p))
+	})
+	h, err := c.Register(p, size)
 	require.NoError(t, err)
 	return c, h
 }
@@ -117,9 +121,9 @@ func TestAcquireUntilOrderAndBound(t *testing.T) {
 	assert.Equal(t, gccl.InvalidUsage, gccl.Code(Deregister(h)))
 }
 
-// TestDeregisterAllDropsPending: destroying the communicator drops every
+// TestCloseDropsPending: destroying the communicator drops every
 // pending hold without waiting for it.
-func TestDeregisterAllDropsPending(t *testing.T) {
+func TestCloseDropsPending(t *testing.T) {
 	c, h := registered(t, 1<<16)
 	r := h.Registration()
 	ds := []*testDone{{}, {}, {}}
@@ -128,7 +132,7 @@ func TestDeregisterAllDropsPending(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, held)
 	}
-	require.NoError(t, DeregisterAll(c))
+	require.NoError(t, c.Close())
 	for i, d := range ds {
 		assert.Equal(t, int32(1), d.drops.Load(), "hold %d", i)
 	}

@@ -1,4 +1,4 @@
-package bufreg
+package memalloc
 
 import (
 	"bytes"
@@ -17,15 +17,15 @@ func TestMemAllocRoundsAndAligns(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	spy := &spyDriver{Fake: cudafake.New(cudafake.Config{Devices: 3, MemBytes: 512 << 20}),
 		rec: 2 * cudafake.Granularity, min: cudafake.Granularity}
-	c := gpuComm(t, spy, 1)
-	g, _ := asGPU(c.dev)
+	c := gpuDev(t, spy, 1)
+	g, _ := AsGPU(c)
 	sizes := []int{0, 1, spy.rec - 1, spy.rec, spy.rec + 1, 1 + r.IntN(2*spy.rec)}
 	for i, size := range sizes {
 		spy.reserves, spy.access = nil, nil
-		p, err := MemAlloc(c.dev, size)
+		p, err := Alloc(c, size)
 		require.NoError(t, err, "size %d", size)
 		want := max(spy.rec, (size+spy.rec-1)/spy.rec*spy.rec)
-		n, ok := AllocSize(p)
+		n, ok := Size(p)
 		require.True(t, ok)
 		assert.Equal(t, want, n, "size %d", size)
 		require.Equal(t, [][2]int{{want, spy.min}}, spy.reserves, "reserve: recommended size, minimum alignment")
@@ -43,37 +43,37 @@ func TestMemAllocRoundsAndAligns(t *testing.T) {
 		got := make([]byte, m)
 		require.NoError(t, g.Do(func() error { return spy.MemcpyDtoH(got, at) }))
 		require.True(t, bytes.Equal(data, got), "size %d: data differs", size)
-		require.NoError(t, MemFree(p))
+		require.NoError(t, Free(p))
 		_, _, err = spy.MemGetAddressRange(p)
 		require.Error(t, err, "unmapped after MemFree")
-		requireCode(t, MemFree(p), gccl.InvalidUsage)
+		requireCode(t, Free(p), gccl.InvalidUsage)
 	}
 }
 
 func TestMemAllocPeersAndFabric(t *testing.T) {
 	spy := &spyDriver{Fake: cudafake.New(cudafake.Config{Devices: 2, NoPeer: true}), fabric: true}
-	c := gpuComm(t, spy, 0)
-	p, err := MemAlloc(c.dev, 100)
+	c := gpuDev(t, spy, 0)
+	p, err := Alloc(c, 100)
 	require.NoError(t, err)
 	assert.Equal(t, []cuda.Device{0}, spy.access, "no peer access without a peer path")
 	assert.Equal(t, []cuda.HandleType{cuda.HandlePosixFD | handleFabric}, spy.creates)
-	require.NoError(t, MemFree(p))
+	require.NoError(t, Free(p))
 
 	spy.refuseFab, spy.creates = true, nil
-	p, err = MemAlloc(c.dev, 100)
+	p, err = Alloc(c, 100)
 	require.NoError(t, err, "falls back to POSIX FDs when fabric handles are refused")
 	assert.Equal(t, []cuda.HandleType{cuda.HandlePosixFD | handleFabric, cuda.HandlePosixFD}, spy.creates)
 	allowed, err := spy.PointerGetAttribute(cuda.PointerAllowedHandle, p)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(cuda.HandlePosixFD), allowed)
-	require.NoError(t, MemFree(p))
+	require.NoError(t, Free(p))
 }
 
 func TestMemAllocHost(t *testing.T) {
-	c := hostComm(t)
+	c := hostDev(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	n := 1 + r.IntN(100000)
-	p, err := MemAlloc(c.dev, n)
+	p, err := Alloc(c, n)
 	require.NoError(t, err)
 	reg, ok := device.HostRegionOf(p)
 	require.True(t, ok, "host MemAlloc is shared memory")
@@ -81,35 +81,34 @@ func TestMemAllocHost(t *testing.T) {
 	data := randBytes(r, n)
 	copy(device.HostBytes(p, n), data)
 	require.Equal(t, data, device.HostBytes(p, n))
-	require.NoError(t, MemFree(p))
+	require.NoError(t, Free(p))
 	_, ok = device.HostRegionOf(p)
 	assert.False(t, ok)
 }
 
 func TestMemAllocMisuse(t *testing.T) {
-	c := hostComm(t)
-	_, err := MemAlloc(nil, 10)
+	c := hostDev(t)
+	_, err := Alloc(nil, 10)
 	requireCode(t, err, gccl.InvalidArgument)
-	_, err = MemAlloc(c.dev, -1)
+	_, err = Alloc(c, -1)
 	requireCode(t, err, gccl.InvalidArgument)
-	require.NoError(t, MemFree(0))
-	p, err := c.dev.Alloc(64)
+	require.NoError(t, Free(0))
+	p, err := c.Alloc(64)
 	require.NoError(t, err)
-	requireCode(t, MemFree(p), gccl.InvalidArgument) // Device.Alloc memory, not MemAlloc's
-	require.NoError(t, c.dev.Free(p))
+	requireCode(t, Free(p), gccl.InvalidArgument) // Device.Alloc memory, not MemAlloc's
+	require.NoError(t, c.Free(p))
 
-	q, err := MemAlloc(c.dev, 4096)
+	q, err := Alloc(c, 4096)
 	require.NoError(t, err)
-	h, err := Register(c, q+100, 200)
-	require.NoError(t, err)
-	requireCode(t, MemFree(q), gccl.InvalidUsage) // still registered
-	require.NoError(t, Deregister(h))
-	require.NoError(t, MemFree(q))
-	requireCode(t, MemFree(q), gccl.InvalidUsage)
+	CountRegistered(q+100, 200, 1)             // a registration inside it
+	requireCode(t, Free(q), gccl.InvalidUsage) // still registered
+	CountRegistered(q+100, 200, -1)
+	require.NoError(t, Free(q))
+	requireCode(t, Free(q), gccl.InvalidUsage)
 
 	// A GPU without VMM support.
 	spy := &noVMM{Fake: cudafake.New(cudafake.Config{})}
-	_, err = MemAlloc(gpuComm(t, spy, 0).dev, 10)
+	_, err = Alloc(gpuDev(t, spy, 0), 10)
 	requireCode(t, err, gccl.InvalidUsage)
 }
 

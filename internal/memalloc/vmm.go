@@ -1,4 +1,4 @@
-package bufreg
+package memalloc
 
 import (
 	"github.com/gccl/gccl"
@@ -8,7 +8,7 @@ import (
 // vmmAlloc makes, maps and opens access to a cuMem allocation of at least
 // size bytes. It runs with g's context current and undoes every step when
 // a later one fails.
-func vmmAlloc(g gpu, size int) (p uintptr, rounded int, h cuda.MemHandle, err error) {
+func vmmAlloc(g GPU, size int) (p uintptr, rounded int, h cuda.MemHandle, err error) {
 	drv := g.Driver()
 	dev, err := drv.DeviceGet(g.Ordinal())
 	if err != nil {
@@ -26,7 +26,7 @@ func vmmAlloc(g gpu, size int) (p uintptr, rounded int, h cuda.MemHandle, err er
 	if v, err := drv.DeviceAttribute(attrHandleTypeFabricSup, dev); err == nil && v != 0 {
 		handles |= handleFabric
 	}
-	rec, minimum, err := granularity(drv, dev, handles)
+	rec, minimum, err := Granularity(drv, dev, handles)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -110,11 +110,11 @@ func vmmFree(drv cuda.Driver, p uintptr, a *allocation) error {
 	return err
 }
 
-// MemFree releases memory from MemAlloc. Freeing memory that is still
-// registered with a communicator is gccl.ErrInvalidUsage (deregister it
-// first), as is freeing it twice; a pointer MemAlloc did not return is
-// gccl.ErrInvalidArgument. MemFree(0) does nothing.
-func MemFree(p uintptr) error {
+// Free releases memory from Alloc (bufreg.MemFree). Freeing memory that
+// is still registered with a communicator is gccl.ErrInvalidUsage
+// (deregister it first), as is freeing it twice; a pointer Alloc did not
+// return is gccl.ErrInvalidArgument. Free(0) does nothing.
+func Free(p uintptr) error {
 	if p == 0 {
 		return nil
 	}
@@ -144,6 +144,6 @@ func MemFree(p uintptr) error {
 	if !a.gpu {
 		return a.dev.Free(p)
 	}
-	g, _ := asGPU(a.dev)
+	g, _ := AsGPU(a.dev)
 	return g.Do(func() error { return vmmFree(g.Driver(), p, a) })
 }

@@ -1,4 +1,4 @@
-package bufreg
+package regcache
 
 import (
 	"sync"
@@ -7,6 +7,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/memalloc"
 )
 
 // shareDesc is what a peer needs to map a registration: the shared object
@@ -57,7 +58,7 @@ func (r *Registration) share() (shareDesc, error) {
 			return shareDesc{}, err
 		}
 		defer release()
-		g, _ := asGPU(r.owner.dev)
+		g, _ := memalloc.AsGPU(r.owner.dev)
 		err = g.Do(func() (err error) { e.FD, err = g.Driver().MemExportToShareableHandle(r.mem); return err })
 		if err != nil {
 			return shareDesc{}, err
@@ -96,7 +97,7 @@ func mapShared(d device.Device, e shareDesc) (*mappedPeer, error) {
 	m := &mappedPeer{Len: e.Len}
 	var base uintptr
 	var err error
-	g, isGPU := asGPU(d)
+	g, isGPU := memalloc.AsGPU(d)
 	switch {
 	case e.Kind == Host && !isGPU:
 		base, m.unmap, err = device.MapHostRegion(e.Region, e.Size)
@@ -119,13 +120,13 @@ func mapShared(d device.Device, e shareDesc) (*mappedPeer, error) {
 }
 
 // importVMM maps a peer's cuMem allocation from its file descriptor.
-func importVMM(g gpu, e shareDesc) (uintptr, func() error, error) {
+func importVMM(g memalloc.GPU, e shareDesc) (uintptr, func() error, error) {
 	drv := g.Driver()
 	dev, err := drv.DeviceGet(g.Ordinal())
 	if err != nil {
 		return 0, nil, err
 	}
-	_, minimum, err := granularity(drv, dev, cuda.HandlePosixFD)
+	_, minimum, err := memalloc.Granularity(drv, dev, cuda.HandlePosixFD)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -1,4 +1,4 @@
-package bufreg
+package regcache
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/memalloc"
 )
 
 // Kind is the kind of memory a registration covers, which decides how a
@@ -37,13 +38,13 @@ func (k Kind) String() string {
 // finds it with Lookup, holds it with Acquire while an operation uses it,
 // and shares it with peers through shareDesc.
 type Registration struct {
-	owner *registry
+	owner *Cache
 	Kind  Kind
 	Base  uintptr // the registered address
 	Size  int     // the registered length
-	Graph bool    // registered for a captured graph's lifetime (ForGraph), not by Register
+	Graph bool    // registered for a captured graph's lifetime (RegisterGraph), not by Register
 
-	// Collective registrations (RegisterOn): Seq numbers them in call
+	// Collective registrations (a Cache with a Net): Seq numbers them in call
 	// order, the same on every rank; Peers[r] is rank r's registered buffer
 	// as this rank's device addresses it, nil when the peers cannot be
 	// mapped (the engine then stages).
@@ -247,25 +248,14 @@ func (r *Registration) release() error {
 		if !r.ownsMem {
 			return
 		}
-		g, _ := asGPU(r.owner.dev)
+		g, _ := memalloc.AsGPU(r.owner.dev)
 		r.err = firstErr(r.err, g.Do(func() error { return g.Driver().MemRelease(r.mem) }))
 	})
 	return r.err
 }
 
-// DeregisterAll releases every registration of c, in use or not, and
-// makes its handles deregistered. The communicator calls it when it is
-// destroyed or aborted, after its operations have stopped.
-func DeregisterAll(c Comm) error {
-	g := registryOf(c, false)
-	if g == nil {
-		return nil
-	}
-	return g.releaseAll()
-}
-
-// releaseAll is DeregisterAll of g.
-func (g *registry) releaseAll() error {
+// releaseAll is Close.
+func (g *Cache) releaseAll() error {
 	g.mu.Lock()
 	regs := g.regs
 	g.regs = nil
@@ -276,7 +266,7 @@ func (g *registry) releaseAll() error {
 		r.uses -= len(r.pending)
 		dropped = append(dropped, r.pending...)
 		r.pending = nil
-		countRegistration(r, -1)
+		memalloc.CountRegistered(r.Base, r.Size, -1)
 	}
 	g.mu.Unlock()
 	for _, p := range dropped {
@@ -292,10 +282,10 @@ func (g *registry) releaseAll() error {
 }
 
 // resolve finds what memory [ptr, ptr+size) is and how a peer maps it.
-func resolve(g *registry, ptr uintptr, size int) (*Registration, error) {
+func resolve(g *Cache, ptr uintptr, size int) (*Registration, error) {
 	r := &Registration{owner: g, Base: ptr, Size: size}
 	d := g.dev
-	if g, ok := asGPU(d); ok {
+	if g, ok := memalloc.AsGPU(d); ok {
 		return r, g.Do(func() error { return resolveGPU(g, r) })
 	}
 	if d.Kind() != device.Host {
@@ -316,7 +306,7 @@ func resolve(g *registry, ptr uintptr, size int) (*Registration, error) {
 
 // resolveGPU fills r from the driver's view of ptr; it runs with the
 // device's context current.
-func resolveGPU(g gpu, r *Registration) error {
+func resolveGPU(g memalloc.GPU, r *Registration) error {
 	drv := g.Driver()
 	attrs, err := drv.PointerGetAttributes([]cuda.PointerAttr{cuda.PointerMemoryType, cuda.PointerDeviceOrdinal}, r.Base)
 	if err != nil || attrs[0] != cuda.MemoryTypeDevice {
@@ -334,7 +324,7 @@ func resolveGPU(g gpu, r *Registration) error {
 			"%d bytes at offset %d run past the end of a %d-byte allocation", r.Size, r.Base-base, n)
 	}
 	r.AllocBase, r.AllocSize = base, n
-	if h, ok := ownAllocation(base); ok {
+	if h, ok := memalloc.Owned(base); ok {
 		r.Kind, r.mem, r.shareable = VMM, h, true
 		return nil
 	}

@@ -1,7 +1,8 @@
-package bufreg
+package regcache
 
 import (
 	"bytes"
+	"github.com/gccl/gccl/internal/memalloc"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -12,15 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestGPUMemAllocRegister runs MemAlloc, Register, shareDesc/Import and
-// graph registration on a real GPU (skipped without one; fails with
+// TestGPUMemAllocRegister runs memalloc.Alloc, Register, shareDesc/Import
+// and graph registration on a real GPU (skipped without one; fails with
 // GCCL_REQUIRE_GPU=1).
 func TestGPUMemAllocRegister(t *testing.T) {
 	drv := cudatest.RequireGPU(t, 1)
 	d, err := openGPU(drv, 0, 30*time.Second)
 	require.NoError(t, err)
 	defer d.Close()
-	c := &testComm{dev: d, count: 1}
+	c := newCache(t, Owner{Device: d, NRanks: 1})
 	r := rand.New(rand.NewPCG(31, 32))
 
 	dev, err := drv.DeviceGet(0)
@@ -30,9 +31,9 @@ func TestGPUMemAllocRegister(t *testing.T) {
 	minimum, err := drv.MemGetAllocationGranularity(dev, cuda.HandlePosixFD, false)
 	require.NoError(t, err)
 	size := 3*rec + 1 + r.IntN(rec)
-	p, err := MemAlloc(d, size)
+	p, err := memalloc.Alloc(d, size)
 	require.NoError(t, err)
-	n, _ := AllocSize(p)
+	n, _ := memalloc.Size(p)
 	assert.Zero(t, n%rec, "size rounded to the recommended granularity %d", rec)
 	assert.GreaterOrEqual(t, n, size)
 	assert.Zero(t, p%uintptr(minimum), "address aligned to the minimum granularity %d", minimum)
@@ -40,9 +41,9 @@ func TestGPUMemAllocRegister(t *testing.T) {
 	data := randBytes(r, n)
 	require.NoError(t, d.CopyIn(p, data))
 	off, m := r.IntN(n/2), 1+r.IntN(n/2)
-	h, err := Register(c, p+uintptr(off), m)
+	h, err := c.Register(p+uintptr(off), m)
 	require.NoError(t, err)
-	reg, o, ok := Lookup(c, p+uintptr(off)+10, m-10)
+	reg, o, ok := c.Lookup(p+uintptr(off)+10, m-10)
 	require.True(t, ok)
 	assert.Equal(t, 10, o)
 	assert.Equal(t, VMM, reg.Kind)
@@ -56,30 +57,28 @@ func TestGPUMemAllocRegister(t *testing.T) {
 	require.True(t, bytes.Equal(data[off:off+m], got), "imported mapping shows the same bytes")
 	require.NoError(t, mp.Close())
 
-	// Graph registration: held while the graph lives, released after.
-	s, err := d.NewStream()
+	// Graph registration (collective, here over one rank): no handle, gone
+	// with its last hold.
+	gc := newCache(t, Owner{Device: d, NRanks: 1, Net: newGatherNet(1)[0]})
+	gr, err := gc.RegisterGraph(p, 4096)
 	require.NoError(t, err)
-	require.NoError(t, d.Do(func() error { return drv.StreamBeginCapture(cuda.Stream(s), cuda.CaptureModeRelaxed) }))
-	gr, goff, ok, err := ForGraph(c, s, p, 4096)
+	assert.True(t, gr.Graph)
+	assert.Zero(t, gc.Collective(), "graph registrations are not counted")
+	release, err := gr.Acquire()
 	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, 0, goff)
-	var g cuda.Graph
-	require.NoError(t, d.Do(func() (err error) { g, err = drv.StreamEndCapture(cuda.Stream(s)); return err }))
-	assert.Equal(t, 1, gr.Uses())
-	require.NoError(t, d.Do(func() error { return drv.GraphDestroy(g) }))
-	eventually(t, "graph registration released", func() bool { return gr.Uses() == 0 })
+	release()
+	_, _, ok = gc.Lookup(p, 4096)
+	assert.False(t, ok, "released with its last hold")
 
 	// cudaMalloc memory registers too.
 	q, err := d.Alloc(1 << 20)
 	require.NoError(t, err)
-	hq, err := Register(c, q+256, 1000)
+	hq, err := c.Register(q+256, 1000)
 	require.NoError(t, err)
 	assert.Equal(t, Legacy, hq.Registration().Kind)
 	require.NoError(t, Deregister(hq))
 	require.NoError(t, d.Free(q))
 
 	require.NoError(t, Deregister(h))
-	require.NoError(t, MemFree(p))
-	require.NoError(t, d.DestroyStream(s))
+	require.NoError(t, memalloc.Free(p))
 }

@@ -1,4 +1,4 @@
-package bufreg
+package regcache
 
 import (
 	"context"
@@ -7,14 +7,12 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
-	"github.com/gccl/gccl/internal/progress"
+	"github.com/gccl/gccl/internal/memalloc"
 	"github.com/gccl/gccl/transport/topo"
 )
 
 // Net is a communicator's all-gather of small messages among its ranks
-// (internal/bootstrap.Net). Registration through a Net is collective, and
-// the engine that runs on the same Net finds the registrations with
-// LookupNet.
+// (internal/bootstrap.Net). Registration through a Net is collective.
 type Net interface {
 	AllGather(ctx context.Context, b []byte) ([][]byte, error)
 }
@@ -26,38 +24,24 @@ type Peer struct {
 	Len int     // its registered length
 }
 
-// RegisterOn is Register on communicator c whose ranks all-gather through
-// net: every rank of c calls it, with its own pointer and size, in the same
-// order relative to the other collective calls of c. The ranks exchange
-// what their buffers are (CUDA IPC handles, cuMem file descriptors, host
-// region names) and each maps every peer's buffer once, so that
-// operations on registered sub-buffers read and write peers' memory
-// directly. A cuMem descriptor reaches a rank of another process of the
-// same host over a Unix domain socket (fdpass.go). Each call makes a new
-// registration (Registration.Seq numbers them the same on every rank).
-// When a rank's buffer cannot be registered, or a rank fails to map a
-// peer's, every rank gets an error; when the buffers cannot be mapped at
-// all (ranks on different hosts, or a cuMem descriptor that no peer
-// process could fetch), the registration is kept but Peers is nil on
-// every rank, and operations stage through the communication buffers.
+// register is Register on a communicator with a Net: every rank calls it,
+// with its own pointer and size, in the same order relative to the other
+// collective calls of the communicator. The ranks exchange what their
+// buffers are (CUDA IPC handles, cuMem file descriptors, host region
+// names) and each maps every peer's buffer once, so that operations on
+// registered sub-buffers read and write peers' memory directly. A cuMem
+// descriptor reaches a rank of another process of the same host over a
+// Unix domain socket (fdpass.go). Each call makes a new registration
+// (Registration.Seq numbers them the same on every rank). When a rank's
+// buffer cannot be registered, or a rank fails to map a peer's, every rank
+// gets an error; when the buffers cannot be mapped at all (ranks on
+// different hosts, or a cuMem descriptor that no peer process could
+// fetch), the registration is kept but Peers is nil on every rank, and
+// operations stage through the communication buffers.
 //
-// Register calls RegisterOn with the communicator's bootstrap network when
-// it has one (*comm.Comm does).
-func RegisterOn(c Comm, net Net, ptr uintptr, size int) (*Handle, error) {
-	defer progress.Enter(true)()
-	if err := checkComm(c); err != nil {
-		return nil, err
-	}
-	if net == nil {
-		return nil, gccl.Errorf(gccl.InvalidArgument, "net", "nil bootstrap network")
-	}
-	return register(onNet(c, net), net, ptr, size, false)
-}
-
-// register is RegisterOn, and RegisterGraph's registration when graph is
-// set: then GCCL_LOCAL_REGISTER does not apply and the call is counted as
-// a graph registration.
-func register(g *registry, net Net, ptr uintptr, size int, graph bool) (*Handle, error) {
+// With graph set it is RegisterGraph's registration: GCCL_LOCAL_REGISTER
+// does not apply and the call is counted as a graph registration.
+func (g *Cache) register(ptr uintptr, size int, graph bool) (*Handle, error) {
 	seq := g.nextSeq(graph)
 	var r *Registration
 	var err error
@@ -72,16 +56,17 @@ func register(g *registry, net Net, ptr uintptr, size int, graph bool) (*Handle,
 			r.handles = 1 // its own until inserted, so shareDesc's hold does not release it
 		}
 	}
-	h, err := registerOn(g, net, r, seq, err)
+	h, err := registerOn(g, r, seq, err)
 	if err != nil && r != nil {
 		_ = r.release()
 	}
 	return h, err
 }
 
-// registerOn is RegisterOn after resolving: r is this rank's registration
+// registerOn is register after resolving: r is this rank's registration
 // (nil when it failed with failed, or when registration is disabled).
-func registerOn(c *registry, net Net, r *Registration, seq uint64, failed error) (*Handle, error) {
+func registerOn(c *Cache, r *Registration, seq uint64, failed error) (*Handle, error) {
+	net := c.net
 	ctx, cancel := context.WithTimeout(context.Background(), env.Get().Timeout)
 	defer cancel()
 	mine, exp, srv := describe(ctx, c, r, seq, failed)
@@ -115,7 +100,7 @@ func registerOn(c *registry, net Net, r *Registration, seq uint64, failed error)
 }
 
 // nextSeq counts a collective registration (graph: by RegisterGraph).
-func (g *registry) nextSeq(graph bool) uint64 {
+func (g *Cache) nextSeq(graph bool) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.seq++
@@ -126,7 +111,7 @@ func (g *registry) nextSeq(graph bool) uint64 {
 }
 
 // exchange all-gathers the ranks' entries and decodes them.
-func exchange(ctx context.Context, net Net, mine entry, c Comm) ([]entry, error) {
+func exchange(ctx context.Context, net Net, mine entry, c *Cache) ([]entry, error) {
 	raw, err := net.AllGather(ctx, mine.marshal())
 	if err != nil {
 		return nil, gccl.Errorf(gccl.Code(err), "comm", "exchanging buffer registrations: %w", err)
@@ -150,7 +135,7 @@ func exchange(ctx context.Context, net Net, mine entry, c Comm) ([]entry, error)
 // describe makes this rank's entry; exp holds a cuMem file descriptor the
 // entry names until the peers have mapped it, and srv serves it to the
 // peers of other processes (both nil for other kinds).
-func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed error) (e entry, _ *shareDesc, _ *fdServer) {
+func describe(ctx context.Context, c *Cache, r *Registration, seq uint64, failed error) (e entry, _ *shareDesc, _ *fdServer) {
 	e = entry{Seq: seq, PID: int64(os.Getpid()), Host: topo.HostHash()}
 	defer func() {
 		if testEntryHook != nil {
@@ -179,7 +164,7 @@ func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed e
 	}
 	e.Registered, e.Kind, e.Base, e.Size, e.Offset, e.Len = true, x.Kind, r.Base, x.Size, x.Offset, x.Len
 	e.IPC, e.Region, e.FD = x.IPC, x.Region, int32(x.FD)
-	if g, ok := asGPU(r.owner.dev); ok {
+	if g, ok := memalloc.AsGPU(r.owner.dev); ok {
 		e.Ordinal = int32(g.Ordinal())
 	}
 	return e, &x, srv
@@ -187,13 +172,13 @@ func describe(ctx context.Context, c Comm, r *Registration, seq uint64, failed e
 
 // testEntryHook, when a test sets it, edits each rank's entry before the
 // exchange (to make goroutine ranks look like separate processes).
-var testEntryHook func(c Comm, e *entry)
+var testEntryHook func(c *Cache, e *entry)
 
 // fetchers counts the peers that will fetch this rank's cuMem descriptor
 // over its socket: those of another process, when the registration maps.
-func fetchers(c Comm, all []entry) int {
+func fetchers(c *Cache, all []entry) int {
 	me := c.Rank()
-	if _, ok := asGPU(c.Device()); !ok || !mappable(all) || firstFailed(all) >= 0 || firstDisabled(all) >= 0 {
+	if _, ok := memalloc.AsGPU(c.Device()); !ok || !mappable(all) || firstFailed(all) >= 0 || firstDisabled(all) >= 0 {
 		return 0
 	}
 	n := 0
@@ -229,9 +214,9 @@ func firstDisabled(all []entry) int {
 // socket unreachable, as between network namespaces) makes every rank
 // stage (Peers nil, no error); any other failure to map fails the call on
 // every rank.
-func mapPeers(ctx context.Context, net Net, c Comm, r *Registration, all []entry) error {
+func mapPeers(ctx context.Context, net Net, c *Cache, r *Registration, all []entry) error {
 	me := c.Rank()
-	g, isGPU := asGPU(c.Device())
+	g, isGPU := memalloc.AsGPU(c.Device())
 	if !isGPU || !mappable(all) {
 		return nil // host memory (the host engine maps it itself) or no way to map: stage
 	}
@@ -274,7 +259,7 @@ func mapPeers(ctx context.Context, net Net, c Comm, r *Registration, all []entry
 
 // mapAll maps every peer's buffer on g, stopping at the first failure;
 // unreached says that failure was fetching a peer's descriptor.
-func (r *Registration) mapAll(ctx context.Context, g gpu, me int, all []entry) (peers []Peer, unreached bool, err error) {
+func (r *Registration) mapAll(ctx context.Context, g memalloc.GPU, me int, all []entry) (peers []Peer, unreached bool, err error) {
 	peers = make([]Peer, len(all))
 	for p, e := range all {
 		if p == me {
@@ -310,7 +295,7 @@ func mappable(all []entry) bool {
 // peer in this process whose CUDA IPC handle cannot be opened here (the
 // driver refuses a process its own handles) is addressed by its pointer,
 // which the engine's peer access makes valid on this device.
-func mapPeer(ctx context.Context, g gpu, me int, all []entry, p int) (m *mappedPeer, unreached bool, err error) {
+func mapPeer(ctx context.Context, g memalloc.GPU, me int, all []entry, p int) (m *mappedPeer, unreached bool, err error) {
 	e := all[p]
 	x := shareDesc{Kind: e.Kind, Size: e.Size, Offset: e.Offset, Len: e.Len, IPC: e.IPC, Region: e.Region, FD: int(e.FD)}
 	if e.Kind == VMM && e.PID != all[me].PID {
@@ -343,47 +328,14 @@ func firstErr(a, b error) error {
 	return b
 }
 
-// byNet returns the registry of the communicator on net, or nil.
-func byNet(net Net) *registry {
-	index.Lock()
-	defer index.Unlock()
-	return index.byNet[net]
-}
-
-// LookupNet is Lookup for the communicator whose collective registrations
-// were made through net (the engine knows its communicator by its
-// bootstrap network).
-func LookupNet(net Net, ptr uintptr, n int) (*Registration, int, bool) {
-	g := byNet(net)
-	if g == nil || ptr == 0 || n < 0 || ptr+uintptr(n) < ptr {
-		return nil, 0, false
-	}
-	return g.lookup(ptr, n)
-}
-
-// Collective reports how many collective Register calls were made through
-// net (graph registrations not counted): the same number on every rank
-// between two operations, since Register is collective.
-func Collective(net Net) uint64 {
-	g := byNet(net)
+// Collective reports how many collective Register calls were made (graph
+// registrations not counted): the same number on every rank between two
+// operations, since Register is collective. A nil Cache has made none.
+func (g *Cache) Collective() uint64 {
 	if g == nil {
 		return 0
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.seq - g.graphs
-}
-
-// DeregisterNet releases every registration of the communicator that
-// registers through net (DeregisterAll) and forgets net; the engine calls
-// it when the communicator is destroyed.
-func DeregisterNet(net Net) error {
-	index.Lock()
-	g := index.byNet[net]
-	delete(index.byNet, net)
-	index.Unlock()
-	if g == nil {
-		return nil
-	}
-	return g.releaseAll()
 }

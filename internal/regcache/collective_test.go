@@ -1,8 +1,9 @@
-package bufreg
+package regcache
 
 import (
 	"bytes"
 	"context"
+	"github.com/gccl/gccl/internal/memalloc"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -64,15 +65,16 @@ func (r *rankNet) AllGather(ctx context.Context, b []byte) ([][]byte, error) {
 	}
 }
 
-// fakeRanks makes n communicators, each on GPU 0 of its own fake machine
-// (so peers' pointers are not addressable without mapping).
-func fakeRanks(t *testing.T, n int) []*testComm {
-	cs := make([]*testComm, n)
+// fakeRanks makes the caches of n communicator ranks, each on GPU 0 of
+// its own fake machine (so peers' pointers are not addressable without
+// mapping; the machines' address ranges are disjoint, as one process's
+// are), registering collectively through nets.
+func fakeRanks(t *testing.T, n int) (cs []*Cache, nets []*rankNet) {
+	cs, nets = make([]*Cache, n), newGatherNet(n)
 	for r := range cs {
-		cs[r] = gpuComm(t, cudafake.New(cudafake.Config{MemBytes: 256 << 20}), 0)
-		cs[r].rank, cs[r].count = r, n
+		cs[r] = gpuRank(t, cudafake.New(cudafake.Config{MemBytes: 256 << 20, VABase: 1<<60 + uintptr(r)<<48}), 0, Owner{Rank: r, NRanks: n, Net: nets[r]})
 	}
-	return cs
+	return cs, nets
 }
 
 // onRanks runs fn on every rank concurrently and returns their results.
@@ -91,29 +93,28 @@ func onRanks[T any](n int, fn func(r int) (T, error)) ([]T, []error) {
 // reads and writes every peer's buffer through Peers, with no copy.
 func TestRegisterOnMapsPeers(t *testing.T) {
 	const n = 3
-	cs, nets := fakeRanks(t, n), newGatherNet(n)
+	cs, _ := fakeRanks(t, n)
 	rng := rand.New(rand.NewPCG(41, 42))
 	for round, vmm := range []bool{false, true, false} {
 		ptrs, lens := make([]uintptr, n), make([]int, n)
 		for r, c := range cs {
-			var base uintptr
-			var err error
+			alloc, free := c.dev.Alloc, c.dev.Free
 			if vmm {
-				base, err = MemAlloc(c.dev, 1<<20)
-			} else {
-				base, err = c.dev.Alloc(1 << 20)
+				alloc, free = func(n int) (uintptr, error) { return memalloc.Alloc(c.dev, n) }, memalloc.Free
 			}
+			base, err := alloc(1 << 20)
 			require.NoError(t, err)
+			defer func() { assert.NoError(t, free(base)) }()
 			ptrs[r], lens[r] = base+uintptr(16*rng.IntN(1000)), 1000+rng.IntN(50000)
 		}
-		hs, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], ptrs[r], lens[r]) })
+		hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
 		for r := range n {
 			require.NoError(t, errs[r], "rank %d", r)
 			reg := hs[r].Registration()
 			assert.Equal(t, uint64(round+1), reg.Seq)
 			require.Len(t, reg.Peers, n)
-			assert.Equal(t, uint64(round+1), Collective(nets[r]))
-			got, off, ok := LookupNet(nets[r], ptrs[r]+8, 8)
+			assert.Equal(t, uint64(round+1), cs[r].Collective())
+			got, off, ok := cs[r].Lookup(ptrs[r]+8, 8)
 			require.True(t, ok)
 			assert.Equal(t, reg, got)
 			assert.Equal(t, 8, off)
@@ -139,17 +140,13 @@ func TestRegisterOnMapsPeers(t *testing.T) {
 			assert.Empty(t, hs[r].Registration().mapped, "peers unmapped")
 		}
 	}
-	for r := range n {
-		require.NoError(t, DeregisterNet(nets[r]))
-		assert.Zero(t, Collective(nets[r]))
-	}
 }
 
 // TestRegisterOnFailsTogether: one rank's bad buffer fails the call on
 // every rank (none hangs), and the next call still lines up.
 func TestRegisterOnFailsTogether(t *testing.T) {
 	const n = 3
-	cs, nets := fakeRanks(t, n), newGatherNet(n)
+	cs, _ := fakeRanks(t, n)
 	ptrs := make([]uintptr, n)
 	for r, c := range cs {
 		p, err := c.dev.Alloc(4096)
@@ -157,23 +154,23 @@ func TestRegisterOnFailsTogether(t *testing.T) {
 		ptrs[r] = p
 	}
 	bad := []uintptr{ptrs[0], 0, ptrs[2]}
-	_, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], bad[r], 4096) })
+	_, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(bad[r], 4096) })
 	requireCode(t, errs[1], gccl.InvalidArgument)
 	requireCode(t, errs[0], gccl.InvalidUsage)
 	requireCode(t, errs[2], gccl.InvalidUsage)
 	assert.Contains(t, errs[0].Error(), "rank 1")
 
 	past := []int{4096, 4096, 8192} // rank 2 runs past its allocation
-	_, errs = onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], ptrs[r], past[r]) })
+	_, errs = onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], past[r]) })
 	for r := range n {
 		require.Error(t, errs[r], "rank %d", r)
 	}
-	hs, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], ptrs[r], 4096) })
+	hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], 4096) })
 	for r := range n {
 		require.NoError(t, errs[r])
 		assert.Equal(t, uint64(3), hs[r].Registration().Seq, "failed calls count too")
 		require.NoError(t, Deregister(hs[r]))
-		require.NoError(t, DeregisterNet(nets[r]))
+		require.NoError(t, cs[r].Close())
 	}
 }
 

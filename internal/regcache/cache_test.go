@@ -1,6 +1,7 @@
-package bufreg
+package regcache
 
 import (
+	"github.com/gccl/gccl/internal/memalloc"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -15,10 +16,10 @@ func TestRegisterLookupOffsets(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	c := hostComm(t)
 	const chunk = 1 << 20
-	p, err := MemAlloc(c.dev, chunk)
+	p, err := memalloc.Alloc(c.dev, chunk)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, MemFree(p)) }()
-	h, err := Register(c, p, chunk)
+	defer func() { require.NoError(t, memalloc.Free(p)) }()
+	h, err := c.Register(p, chunk)
 	require.NoError(t, err)
 	reg := h.Registration()
 	require.NotNil(t, reg)
@@ -29,36 +30,36 @@ func TestRegisterLookupOffsets(t *testing.T) {
 	for range 200 {
 		off, n := r.IntN(chunk), 0
 		n = r.IntN(chunk - off + 1)
-		got, o, ok := Lookup(c, p+uintptr(off), n)
+		got, o, ok := c.Lookup(p+uintptr(off), n)
 		require.True(t, ok, "sub-buffer [%d, +%d) of the chunk", off, n)
 		assert.Same(t, reg, got)
 		assert.Equal(t, off, o)
 		// A range that runs past the chunk is not registered.
-		_, _, ok = Lookup(c, p+uintptr(off), chunk-off+1+r.IntN(100))
+		_, _, ok = c.Lookup(p+uintptr(off), chunk-off+1+r.IntN(100))
 		assert.False(t, ok)
 	}
-	_, _, ok := Lookup(c, p-1, 1)
+	_, _, ok := c.Lookup(p-1, 1)
 	assert.False(t, ok, "before the chunk")
-	_, _, ok = Lookup(hostComm(t), p, 1)
+	_, _, ok = hostComm(t).Lookup(p, 1)
 	assert.False(t, ok, "registrations are per communicator")
 
 	// An inner registration is preferred for buffers inside it.
-	h2, err := Register(c, p+4096, 8192)
+	h2, err := c.Register(p+4096, 8192)
 	require.NoError(t, err)
-	got, o, ok := Lookup(c, p+4096+100, 50)
+	got, o, ok := c.Lookup(p+4096+100, 50)
 	require.True(t, ok)
 	assert.Same(t, h2.Registration(), got)
 	assert.Equal(t, 100, o)
-	got, o, ok = Lookup(c, p+4096+100, 9000)
+	got, o, ok = c.Lookup(p+4096+100, 9000)
 	require.True(t, ok)
 	assert.Same(t, reg, got, "too long for the inner one")
 	assert.Equal(t, 4096+100, o)
 
 	require.NoError(t, Deregister(h2))
 	require.NoError(t, Deregister(h))
-	_, _, ok = Lookup(c, p, 1)
+	_, _, ok = c.Lookup(p, 1)
 	assert.False(t, ok, "nothing after deregistration")
-	g := registryOf(c, false)
+	g := c
 	g.mu.Lock()
 	assert.Empty(t, g.regs, "the communicator's registry is empty")
 	g.mu.Unlock()
@@ -66,12 +67,12 @@ func TestRegisterLookupOffsets(t *testing.T) {
 
 func TestRegisterSharesAndRefcounts(t *testing.T) {
 	c := hostComm(t)
-	p, err := MemAlloc(c.dev, 8192)
+	p, err := memalloc.Alloc(c.dev, 8192)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, MemFree(p)) }()
-	a, err := Register(c, p, 8192)
+	defer func() { require.NoError(t, memalloc.Free(p)) }()
+	a, err := c.Register(p, 8192)
 	require.NoError(t, err)
-	b, err := Register(c, p, 8192)
+	b, err := c.Register(p, 8192)
 	require.NoError(t, err)
 	require.Same(t, a.Registration(), b.Registration(), "same range, same registration")
 
@@ -81,7 +82,7 @@ func TestRegisterSharesAndRefcounts(t *testing.T) {
 	require.NoError(t, Deregister(a), "another handle keeps it alive")
 	requireCode(t, Deregister(a), gccl.InvalidUsage)
 	requireCode(t, Deregister(b), gccl.InvalidUsage) // last handle, in use
-	_, _, ok := Lookup(c, p, 8192)
+	_, _, ok := c.Lookup(p, 8192)
 	assert.True(t, ok, "a refused deregistration leaves it registered")
 	release()
 	release() // twice is harmless
@@ -94,19 +95,19 @@ func TestRegisterSharesAndRefcounts(t *testing.T) {
 
 func TestRegisterMisuse(t *testing.T) {
 	c := hostComm(t)
-	p, err := MemAlloc(c.dev, 4096)
+	p, err := memalloc.Alloc(c.dev, 4096)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, MemFree(p)) }()
+	defer func() { require.NoError(t, memalloc.Free(p)) }()
 	for name, call := range map[string]func() (*Handle, error){
-		"nil comm":       func() (*Handle, error) { return Register(nil, p, 1) },
-		"nil device":     func() (*Handle, error) { return Register(&testComm{}, p, 1) },
-		"nil ptr":        func() (*Handle, error) { return Register(c, 0, 1) },
-		"zero size":      func() (*Handle, error) { return Register(c, p, 0) },
-		"negative size":  func() (*Handle, error) { return Register(c, p, -5) },
-		"overflow":       func() (*Handle, error) { return Register(c, ^uintptr(0)-10, 100) },
-		"past the end":   func() (*Handle, error) { return Register(c, p+100, 4096) },
-		"go memory":      func() (*Handle, error) { b := make([]byte, 64); return Register(c, uintptr(len(b))<<20, 64) },
-		"host on no gpu": func() (*Handle, error) { return Register(c, p-4096*1024, 16) },
+		"nil comm":       func() (*Handle, error) { return (*Cache)(nil).Register(p, 1) },
+		"nil device":     func() (*Handle, error) { return New(Owner{}).Register(p, 1) },
+		"nil ptr":        func() (*Handle, error) { return c.Register(0, 1) },
+		"zero size":      func() (*Handle, error) { return c.Register(p, 0) },
+		"negative size":  func() (*Handle, error) { return c.Register(p, -5) },
+		"overflow":       func() (*Handle, error) { return c.Register(^uintptr(0)-10, 100) },
+		"past the end":   func() (*Handle, error) { return c.Register(p+100, 4096) },
+		"go memory":      func() (*Handle, error) { b := make([]byte, 64); return c.Register(uintptr(len(b))<<20, 64) },
+		"host on no gpu": func() (*Handle, error) { return c.Register(p-4096*1024, 16) },
 	} {
 		h, err := call()
 		assert.Nil(t, h, name)
@@ -120,79 +121,80 @@ func TestRegisterMisuse(t *testing.T) {
 func TestRegisterDisabled(t *testing.T) {
 	setEnv(t, "NCCL_LOCAL_REGISTER", "0")
 	c := hostComm(t)
-	p, err := MemAlloc(c.dev, 4096)
+	p, err := memalloc.Alloc(c.dev, 4096)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, MemFree(p)) }()
-	h, err := Register(c, p, 4096)
+	defer func() { require.NoError(t, memalloc.Free(p)) }()
+	h, err := c.Register(p, 4096)
 	require.NoError(t, err)
 	assert.Nil(t, h.Registration())
-	_, _, ok := Lookup(c, p, 1)
+	_, _, ok := c.Lookup(p, 1)
 	assert.False(t, ok)
-	_, err = Register(c, 0, 4096)
+	_, err = c.Register(0, 4096)
 	requireCode(t, err, gccl.InvalidArgument) // arguments are still checked
 	require.NoError(t, Deregister(h))
 	requireCode(t, Deregister(h), gccl.InvalidUsage)
 }
 
-func TestDeregisterAll(t *testing.T) {
+func TestCloseReleasesAll(t *testing.T) {
 	c, _ := fakeComm(t)
-	p, err := MemAlloc(c.dev, 1000)
+	p, err := memalloc.Alloc(c.dev, 1000)
 	require.NoError(t, err)
 	var hs []*Handle
 	for i := range 5 {
-		h, err := Register(c, p+uintptr(100*i), 50)
+		h, err := c.Register(p+uintptr(100*i), 50)
 		require.NoError(t, err)
 		hs = append(hs, h)
 	}
 	_, err = hs[0].Registration().Acquire()
 	require.NoError(t, err)
-	require.NoError(t, DeregisterAll(c))
+	require.NoError(t, c.Close())
 	for _, h := range hs {
 		requireCode(t, Deregister(h), gccl.InvalidUsage)
 	}
-	_, _, ok := Lookup(c, p, 1)
+	_, _, ok := c.Lookup(p, 1)
 	assert.False(t, ok)
-	require.NoError(t, MemFree(p))
-	require.NoError(t, DeregisterAll(c), "nothing left")
+	require.NoError(t, memalloc.Free(p))
+	require.NoError(t, c.Close(), "nothing left")
 }
 
 func TestRegisterGPUKinds(t *testing.T) {
 	c, f := fakeComm(t)
-	g, _ := asGPU(c.dev)
-	p, err := MemAlloc(c.dev, 3<<20)
+	g, _ := memalloc.AsGPU(c.dev)
+	p, err := memalloc.Alloc(c.dev, 3<<20)
 	require.NoError(t, err)
-	h, err := Register(c, p+1000, 5000)
+	h, err := c.Register(p+1000, 5000)
 	require.NoError(t, err)
 	reg := h.Registration()
 	assert.Equal(t, VMM, reg.Kind)
 	assert.Equal(t, p, reg.AllocBase)
 	assert.Equal(t, 1000, reg.Offset())
-	n, _ := AllocSize(p)
+	n, _ := memalloc.Size(p)
 	assert.Equal(t, n, reg.AllocSize)
 
 	q, err := c.dev.Alloc(10000) // cuMemAlloc memory
 	require.NoError(t, err)
-	hq, err := Register(c, q+16, 9000)
+	hq, err := c.Register(q+16, 9000)
 	require.NoError(t, err)
 	assert.Equal(t, Legacy, hq.Registration().Kind)
 	assert.Equal(t, 16, hq.Registration().Offset())
-	_, err = Register(c, q+16, 10000)
+	_, err = c.Register(q+16, 10000)
 	requireCode(t, err, gccl.InvalidArgument) // past the allocation
 
 	// Memory of another GPU, and host memory, are refused.
 	other := gpuComm(t, f, 1)
 	o, err := other.dev.Alloc(100)
 	require.NoError(t, err)
-	_, err = Register(c, o, 100)
+	_, err = c.Register(o, 100)
 	requireCode(t, err, gccl.InvalidArgument)
 	var hostp uintptr
 	require.NoError(t, g.Do(func() (err error) { hostp, err = f.MemHostAlloc(4096, 0); return err }))
-	_, err = Register(c, hostp, 100)
+	_, err = c.Register(hostp, 100)
 	requireCode(t, err, gccl.InvalidArgument)
+	require.NoError(t, g.Do(func() error { return f.MemFreeHost(hostp) }))
 
 	require.NoError(t, Deregister(h))
 	require.NoError(t, Deregister(hq))
-	require.NoError(t, MemFree(p))
+	require.NoError(t, memalloc.Free(p))
 	require.NoError(t, c.dev.Free(q))
 	require.NoError(t, other.dev.Free(o))
 	_ = device.Host
@@ -200,7 +202,7 @@ func TestRegisterGPUKinds(t *testing.T) {
 
 func TestRegistryConcurrent(t *testing.T) {
 	c := hostComm(t)
-	p, err := MemAlloc(c.dev, 1<<16)
+	p, err := memalloc.Alloc(c.dev, 1<<16)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -210,11 +212,11 @@ func TestRegistryConcurrent(t *testing.T) {
 				// Each worker uses its own quarter, so only it holds its
 				// registrations and its Deregister never meets a use.
 				off := uintptr(w<<14 + r.IntN(1<<13))
-				h, err := Register(c, p+off, 1+r.IntN(1<<13))
+				h, err := c.Register(p+off, 1+r.IntN(1<<13))
 				if !assert.NoError(t, err) {
 					return
 				}
-				reg, o, ok := Lookup(c, p+off, 1)
+				reg, o, ok := c.Lookup(p+off, 1)
 				if assert.True(t, ok) && assert.Equal(t, p+off, reg.Base+uintptr(o)) {
 					if release, err := reg.Acquire(); err == nil {
 						release()
@@ -225,7 +227,7 @@ func TestRegistryConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	_, _, ok := Lookup(c, p, 1)
+	_, _, ok := c.Lookup(p, 1)
 	assert.False(t, ok)
-	require.NoError(t, MemFree(p))
+	require.NoError(t, memalloc.Free(p))
 }

@@ -1,4 +1,4 @@
-package bufreg
+package regcache
 
 import (
 	"context"

@@ -1,7 +1,8 @@
-package bufreg
+package regcache
 
 import (
 	"bytes"
+	"github.com/gccl/gccl/internal/memalloc"
 	"math/rand/v2"
 	"testing"
 
@@ -14,8 +15,8 @@ import (
 // roundTrip registers [p+off, p+off+n) on owner, exports it, maps it on
 // peer and checks that bytes written by the owner are read by the peer
 // and the other way round, with no copy in between.
-func roundTrip(t *testing.T, r *rand.Rand, owner, peer *testComm, p uintptr, off, n int, want Kind) {
-	h, err := Register(owner, p+uintptr(off), n)
+func roundTrip(t *testing.T, r *rand.Rand, owner, peer *Cache, p uintptr, off, n int, want Kind) {
+	h, err := owner.Register(p+uintptr(off), n)
 	require.NoError(t, err)
 	e, err := h.Registration().share()
 	require.NoError(t, err)
@@ -45,18 +46,18 @@ func TestExportImport(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	t.Run("host", func(t *testing.T) {
 		a, b := hostComm(t), hostComm(t)
-		p, err := MemAlloc(a.dev, 1<<16)
+		p, err := memalloc.Alloc(a.dev, 1<<16)
 		require.NoError(t, err)
 		roundTrip(t, r, a, b, p, r.IntN(1<<15), 1+r.IntN(1<<15), Host)
-		require.NoError(t, MemFree(p))
+		require.NoError(t, memalloc.Free(p))
 	})
 	t.Run("vmm", func(t *testing.T) {
 		a, f := fakeComm(t)
 		b := gpuComm(t, f, 1)
-		p, err := MemAlloc(a.dev, 1<<20)
+		p, err := memalloc.Alloc(a.dev, 1<<20)
 		require.NoError(t, err)
 		roundTrip(t, r, a, b, p, r.IntN(1<<19), 1+r.IntN(1<<19), VMM)
-		require.NoError(t, MemFree(p))
+		require.NoError(t, memalloc.Free(p))
 	})
 	t.Run("legacy", func(t *testing.T) {
 		a, f := fakeComm(t)

@@ -1,4 +1,4 @@
-package bufreg
+package memalloc
 
 import (
 	"errors"
@@ -12,28 +12,20 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/devlink"
-	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/leakcheck"
 	"github.com/stretchr/testify/require"
 )
 
-// testComm is a communicator as registration sees it.
-type testComm struct {
-	dev         device.Device
-	rank, count int
-}
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-func (c *testComm) Device() device.Device { return c.dev }
-func (c *testComm) Rank() int             { return c.rank }
-func (c *testComm) Count() int            { return c.count }
-
-func hostComm(t *testing.T) *testComm {
+func hostDev(t *testing.T) device.Device {
 	d, err := device.NewHost(0, time.Second)
 	require.NoError(t, err)
-	return &testComm{dev: d, count: 1}
+	return d
 }
 
 // spyDriver wraps the fake to shape granularities and attributes and to
-// record the VMM calls bufreg makes.
+// record the VMM calls Alloc makes.
 type spyDriver struct {
 	*cudafake.Fake
 	rec, min  int  // granularities reported (0: the fake's)
@@ -86,17 +78,12 @@ func (s *spyDriver) MemSetAccess(p uintptr, size int, dev cuda.Device, a cuda.Ac
 	return s.Fake.MemSetAccess(p, size, dev, a)
 }
 
-// gpuComm opens GPU ordinal of drv as a communicator's device.
-func gpuComm(t *testing.T, drv cuda.Driver, ordinal int) *testComm {
-	d, err := openGPU(drv, ordinal, 5*time.Second)
+// gpuDev opens GPU ordinal of drv (a cudafake).
+func gpuDev(t *testing.T, drv cuda.Driver, ordinal int) *device.CUDADevice {
+	d, err := devlink.OpenGPU(drv, ordinal, 5*time.Second)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
-	return &testComm{dev: d, count: 1}
-}
-
-func fakeComm(t *testing.T) (*testComm, *cudafake.Fake) {
-	f := cudafake.New(cudafake.Config{Devices: 2, MemBytes: 256 << 20})
-	return gpuComm(t, f, 0), f
+	t.Cleanup(func() { _ = d.(*device.CUDADevice).Close() })
+	return d.(*device.CUDADevice)
 }
 
 // requireCode fails unless err is a *gccl.Error with the given code.
@@ -108,13 +95,6 @@ func requireCode(t *testing.T, err error, code gccl.Result) {
 	require.Equal(t, code, ge.Code, "%v", err)
 }
 
-// setEnv sets a variable for one test and reloads the settings.
-func setEnv(t *testing.T, k, v string) {
-	t.Cleanup(func() { env.Reload() }) // runs after Setenv restores k
-	t.Setenv(k, v)
-	env.Reload()
-}
-
 // randBytes returns n random bytes seeded from r.
 func randBytes(r *rand.Rand, n int) []byte {
 	var seed [32]byte
@@ -124,25 +104,4 @@ func randBytes(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.NewChaCha8(seed).Read(b)
 	return b
-}
-
-// eventually polls cond until it holds or a deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// openGPU opens GPU ordinal through drv (a cudafake, or the real driver).
-func openGPU(drv cuda.Driver, ordinal int, timeout time.Duration) (*device.CUDADevice, error) {
-	d, err := devlink.OpenGPU(drv, ordinal, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return d.(*device.CUDADevice), nil
 }

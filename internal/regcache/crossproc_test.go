@@ -1,7 +1,8 @@
-package bufreg
+package regcache
 
 import (
 	"bytes"
+	"github.com/gccl/gccl/internal/memalloc"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -14,8 +15,8 @@ import (
 // asProcesses makes the goroutine ranks look like separate processes
 // (distinct PIDs, and a descriptor number that means nothing here) for the
 // length of the test; edit, when set, edits every rank's entry after.
-func asProcesses(t *testing.T, edit func(c Comm, e *entry)) {
-	testEntryHook = func(c Comm, e *entry) {
+func asProcesses(t *testing.T, edit func(c *Cache, e *entry)) {
+	testEntryHook = func(c *Cache, e *entry) {
 		e.PID = 1<<40 + int64(c.Rank())
 		if e.Kind == VMM {
 			e.FD = 1 << 30 // a peer that used it instead of the socket fails
@@ -34,14 +35,18 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// vmmRanks allocates a MemAlloc buffer on each of n fake ranks and returns
-// a random sub-buffer of each.
-func vmmRanks(t *testing.T, rng *rand.Rand, cs []*testComm) (ptrs []uintptr, lens []int) {
+// vmmRanks allocates a memalloc buffer on each of n fake ranks and returns
+// a random sub-buffer of each; the ranks' caches are closed, then the
+// buffers freed, after the test.
+func vmmRanks(t *testing.T, rng *rand.Rand, cs []*Cache) (ptrs []uintptr, lens []int) {
 	ptrs, lens = make([]uintptr, len(cs)), make([]int, len(cs))
 	for r, c := range cs {
-		base, err := MemAlloc(c.dev, 1<<20)
+		base, err := memalloc.Alloc(c.dev, 1<<20)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = MemFree(base) })
+		t.Cleanup(func() {
+			assert.NoError(t, c.Close())
+			assert.NoError(t, memalloc.Free(base))
+		})
 		ptrs[r], lens[r] = base+uintptr(64*rng.IntN(1000)), 1000+rng.IntN(60000)
 	}
 	return ptrs, lens
@@ -53,11 +58,11 @@ func vmmRanks(t *testing.T, rng *rand.Rand, cs []*testComm) (ptrs []uintptr, len
 func TestRegisterOnAcrossProcesses(t *testing.T) {
 	const n = 3
 	asProcesses(t, nil)
-	cs, nets := fakeRanks(t, n), newGatherNet(n)
+	cs, _ := fakeRanks(t, n)
 	rng := rand.New(rand.NewPCG(51, 52))
 	ptrs, lens := vmmRanks(t, rng, cs)
 	before := openFDs(t)
-	hs, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], ptrs[r], lens[r]) })
+	hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
 	for r := range n {
 		require.NoError(t, errs[r], "rank %d", r)
 		require.Len(t, hs[r].Registration().Peers, n, "rank %d mapped its peers", r)
@@ -82,7 +87,7 @@ func TestRegisterOnAcrossProcesses(t *testing.T) {
 	}
 	for r := range n {
 		require.NoError(t, Deregister(hs[r]))
-		require.NoError(t, DeregisterNet(nets[r]))
+		require.NoError(t, cs[r].Close())
 	}
 	assert.Equal(t, before, openFDs(t), "no descriptor leaks: received ones are closed, mappings released")
 }
@@ -91,8 +96,8 @@ func TestRegisterOnAcrossProcesses(t *testing.T) {
 // registrations without peer mappings, for cuMem and cudaMalloc memory.
 func TestRegisterOnAcrossHostsStages(t *testing.T) {
 	const n = 3
-	asProcesses(t, func(c Comm, e *entry) { e.Host = uint64(1 + c.Rank()%2) })
-	cs, nets := fakeRanks(t, n), newGatherNet(n)
+	asProcesses(t, func(c *Cache, e *entry) { e.Host = uint64(1 + c.Rank()%2) })
+	cs, _ := fakeRanks(t, n)
 	rng := rand.New(rand.NewPCG(53, 54))
 	ptrs, lens := vmmRanks(t, rng, cs)
 	legacy := make([]uintptr, n)
@@ -102,7 +107,7 @@ func TestRegisterOnAcrossHostsStages(t *testing.T) {
 		legacy[r] = p
 	}
 	for _, bufs := range [][]uintptr{ptrs, legacy} {
-		hs, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], bufs[r], min(lens[r], 1<<16)) })
+		hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(bufs[r], min(lens[r], 1<<16)) })
 		for r := range n {
 			require.NoError(t, errs[r])
 			reg := hs[r].Registration()
@@ -119,7 +124,7 @@ func TestRegisterOnAcrossHostsStages(t *testing.T) {
 // and none keeps a mapping; the next registration maps again.
 func TestRegisterOnUnreachableSocketStages(t *testing.T) {
 	const n = 3
-	cs, nets := fakeRanks(t, n), newGatherNet(n)
+	cs, _ := fakeRanks(t, n)
 	rng := rand.New(rand.NewPCG(55, 56))
 	ptrs, lens := vmmRanks(t, rng, cs)
 	for _, spoil := range []func(e *entry){
@@ -127,12 +132,12 @@ func TestRegisterOnUnreachableSocketStages(t *testing.T) {
 		func(e *entry) { e.Sock += "-gone" },
 		func(e *entry) { e.Sock = "" }, // the rank could not listen
 	} {
-		asProcesses(t, func(c Comm, e *entry) {
+		asProcesses(t, func(c *Cache, e *entry) {
 			if c.Rank() == 1 {
 				spoil(e)
 			}
 		})
-		hs, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], ptrs[r], lens[r]) })
+		hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
 		for r := range n {
 			require.NoError(t, errs[r], "rank %d", r)
 			assert.Nil(t, hs[r].Registration().Peers, "rank %d stages", r)
@@ -141,12 +146,12 @@ func TestRegisterOnUnreachableSocketStages(t *testing.T) {
 		}
 	}
 	asProcesses(t, nil)
-	hs, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], ptrs[r], lens[r]) })
+	hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
 	for r := range n {
 		require.NoError(t, errs[r])
 		assert.Len(t, hs[r].Registration().Peers, n)
 		require.NoError(t, Deregister(hs[r]))
-		require.NoError(t, DeregisterNet(nets[r]))
+		require.NoError(t, cs[r].Close())
 	}
 }
 
@@ -154,15 +159,15 @@ func TestRegisterOnUnreachableSocketStages(t *testing.T) {
 // cannot be imported fails the call on every rank with a typed error.
 func TestRegisterOnImportFailureFailsTogether(t *testing.T) {
 	const n = 2
-	cs, nets := fakeRanks(t, n), newGatherNet(n)
+	cs, _ := fakeRanks(t, n)
 	rng := rand.New(rand.NewPCG(57, 58))
 	ptrs, lens := vmmRanks(t, rng, cs)
-	asProcesses(t, func(c Comm, e *entry) {
+	asProcesses(t, func(c *Cache, e *entry) {
 		if c.Rank() == 0 {
 			e.Size += 1 << 20 // larger than the memory behind the descriptor
 		}
 	})
-	_, errs := onRanks(n, func(r int) (*Handle, error) { return RegisterOn(cs[r], nets[r], ptrs[r], lens[r]) })
+	_, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
 	for r := range n {
 		require.Error(t, errs[r], "rank %d", r)
 		var ge *gccl.Error

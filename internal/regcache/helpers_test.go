@@ -1,0 +1,103 @@
+package regcache
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/internal/devlink"
+	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/leakcheck"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// hostComm is the registration cache of a one-rank communicator on a host
+// device (no network: registrations are local), closed after the test.
+func hostComm(t *testing.T) *Cache {
+	d, err := device.NewHost(0, time.Second)
+	require.NoError(t, err)
+	return newCache(t, Owner{Device: d, NRanks: 1})
+}
+
+// newCache is New(o), closed after the test.
+func newCache(t *testing.T, o Owner) *Cache {
+	c := New(o)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	return c
+}
+
+// gpuComm is the cache of a one-rank communicator on GPU ordinal of drv.
+func gpuComm(t *testing.T, drv cuda.Driver, ordinal int) *Cache {
+	return gpuRank(t, drv, ordinal, Owner{NRanks: 1})
+}
+
+// gpuRank is the cache of rank o on GPU ordinal of drv, opened for the
+// test (the cache is closed before the device).
+func gpuRank(t *testing.T, drv cuda.Driver, ordinal int, o Owner) *Cache {
+	d, err := openGPU(drv, ordinal, 5*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	o.Device = d
+	return newCache(t, o)
+}
+
+func fakeComm(t *testing.T) (*Cache, *cudafake.Fake) {
+	f := cudafake.New(cudafake.Config{Devices: 2, MemBytes: 256 << 20})
+	return gpuComm(t, f, 0), f
+}
+
+// requireCode fails unless err is a *gccl.Error with the given code.
+func requireCode(t *testing.T, err error, code gccl.Result) {
+	t.Helper()
+	require.Error(t, err)
+	var ge *gccl.Error
+	require.True(t, errors.As(err, &ge), "%T is not a *gccl.Error: %v", err, err)
+	require.Equal(t, code, ge.Code, "%v", err)
+}
+
+// setEnv sets a variable for one test and reloads the settings.
+func setEnv(t *testing.T, k, v string) {
+	t.Cleanup(func() { env.Reload() }) // runs after Setenv restores k
+	t.Setenv(k, v)
+	env.Reload()
+}
+
+// randBytes returns n random bytes seeded from r.
+func randBytes(r *rand.Rand, n int) []byte {
+	var seed [32]byte
+	for i := range seed {
+		seed[i] = byte(r.Uint32())
+	}
+	b := make([]byte, n)
+	_, _ = rand.NewChaCha8(seed).Read(b)
+	return b
+}
+
+// eventually polls cond until it holds or a deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// openGPU opens GPU ordinal through drv (a cudafake, or the real driver).
+func openGPU(drv cuda.Driver, ordinal int, timeout time.Duration) (*device.CUDADevice, error) {
+	d, err := devlink.OpenGPU(drv, ordinal, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return d.(*device.CUDADevice), nil
+}
