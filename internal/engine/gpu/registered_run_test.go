@@ -201,10 +201,19 @@ func (x *regRank) gate(t *testing.T, ss ...gccl.Stream) (open func()) {
 		w, err = x.f.MemHostAlloc(64, cuda.HostAllocDeviceMap)
 		return err
 	}))
+	open = func() { atomic.StoreUint32((*uint32)(unsafe.Pointer(unsafe.SliceData(device.HostBytes(w, 4)))), 1) }
+	t.Cleanup(func() {
+		// Opened (again: it is idempotent) and drained before the word goes.
+		open()
+		for _, s := range ss {
+			_ = x.d.Synchronize(s) // a test may have destroyed it, or broken it on purpose
+		}
+		assert.NoError(t, x.f.MemFreeHost(w))
+	})
 	for _, s := range ss {
 		require.NoError(t, x.f.StreamWaitValue32(cuda.Stream(s), w, 1, cuda.WaitValueGEQ))
 	}
-	return func() { atomic.StoreUint32((*uint32)(unsafe.Pointer(unsafe.SliceData(device.HostBytes(w, 4)))), 1) }
+	return open
 }
 
 // gather launches a 16-element all-gather on x's registered chunk at
