@@ -1,7 +1,7 @@
 // Package capture tells whether a stream is being captured into a CUDA
 // graph (cuStreamGetCaptureInfo) and ties a resource's release to the
-// lifetime of the graph being captured (a CUDA user object). The engine and
-// package bufreg use it; package graph documents the behaviour users see.
+// lifetime of the graph being captured (a CUDA user object). The GPU
+// backend uses it; package graph documents the behaviour users see.
 package capture
 
 import (
