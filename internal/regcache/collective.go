@@ -3,6 +3,7 @@ package regcache
 import (
 	"context"
 	"fmt"
+	"github.com/gccl/gccl/internal/fdpass"
 	"os"
 
 	"github.com/gccl/gccl"
@@ -31,7 +32,7 @@ type Peer struct {
 // names) and each maps every peer's buffer once, so that operations on
 // registered sub-buffers read and write peers' memory directly. A cuMem
 // descriptor reaches a rank of another process of the same host over a
-// Unix domain socket (fdpass.go). Each call makes a new registration
+// Unix domain socket (internal/fdpass). Each call makes a new registration
 // (Registration.Seq numbers them the same on every rank). When a rank's
 // buffer cannot be registered, or a rank fails to map a peer's, every rank
 // gets an error; when the buffers cannot be mapped at all (ranks on
@@ -76,7 +77,7 @@ func registerOn(c *Cache, r *Registration, seq uint64, failed error) (*Handle, e
 	if err != nil {
 		return nil, err
 	}
-	srv.expect(fetchers(c, all))
+	srv.Expect(fetchers(c, all))
 	if failed != nil {
 		return nil, failed
 	}
@@ -135,7 +136,7 @@ func exchange(ctx context.Context, net Net, mine entry, c *Cache) ([]entry, erro
 // describe makes this rank's entry; exp holds a cuMem file descriptor the
 // entry names until the peers have mapped it, and srv serves it to the
 // peers of other processes (both nil for other kinds).
-func describe(ctx context.Context, c *Cache, r *Registration, seq uint64, failed error) (e entry, _ *shareDesc, _ *fdServer) {
+func describe(ctx context.Context, c *Cache, r *Registration, seq uint64, failed error) (e entry, _ *shareDesc, _ *fdpass.Server) {
 	e = entry{Seq: seq, PID: int64(os.Getpid()), Host: topo.HostHash()}
 	defer func() {
 		if testEntryHook != nil {
@@ -154,11 +155,11 @@ func describe(ctx context.Context, c *Cache, r *Registration, seq uint64, failed
 		e.Msg = err.Error()
 		return e, nil, nil
 	}
-	var srv *fdServer
+	var srv *fdpass.Server
 	if x.Kind == VMM && c.Count() > 1 {
 		// Without a socket (err) peers of other processes cannot fetch the
 		// descriptor and every rank stages; those of this one still map.
-		if srv, err = serveFD(ctx, x.FD, c.Count()-1); err == nil {
+		if srv, err = fdpass.Serve(ctx, x.FD, c.Count()-1); err == nil {
 			e.Sock, e.Token = srv.Name, srv.Token
 		}
 	}
@@ -299,7 +300,7 @@ func mapPeer(ctx context.Context, g memalloc.GPU, me int, all []entry, p int) (m
 	e := all[p]
 	x := shareDesc{Kind: e.Kind, Size: e.Size, Offset: e.Offset, Len: e.Len, IPC: e.IPC, Region: e.Region, FD: int(e.FD)}
 	if e.Kind == VMM && e.PID != all[me].PID {
-		if x.FD, err = fetchFD(ctx, e.Sock, e.Token); err != nil {
+		if x.FD, err = fdpass.Fetch(ctx, e.Sock, e.Token); err != nil {
 			return nil, ctx.Err() == nil, err
 		}
 		defer x.Close() // the import holds the memory

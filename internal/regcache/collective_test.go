@@ -3,6 +3,7 @@ package regcache
 import (
 	"bytes"
 	"context"
+	"github.com/gccl/gccl/internal/fdpass"
 	"github.com/gccl/gccl/internal/memalloc"
 	"math/rand/v2"
 	"sync"
@@ -180,9 +181,9 @@ func TestEntryRoundTripAndBounds(t *testing.T) {
 		e := entry{Seq: rng.Uint64(), PID: int64(rng.Uint32()), Registered: true, Kind: Kind(1 + rng.IntN(3)),
 			Ordinal: int32(rng.IntN(8)), Base: uintptr(rng.Uint64()), Size: 1 << 20, Offset: rng.IntN(1 << 19), Len: 1 + rng.IntN(1<<19),
 			FD: int32(rng.IntN(100)), Region: string(randBytes(rng, rng.IntN(40))), Msg: string(randBytes(rng, rng.IntN(40))),
-			Unreached: rng.IntN(2) == 1, Host: rng.Uint64(), Sock: "@" + string(randBytes(rng, rng.IntN(maxSockName)))}
+			Unreached: rng.IntN(2) == 1, Host: rng.Uint64(), Sock: "@" + string(randBytes(rng, rng.IntN(fdpass.MaxName)))}
 		copy(e.IPC[:], randBytes(rng, 64))
-		copy(e.Token[:], randBytes(rng, tokenLen))
+		copy(e.Token[:], randBytes(rng, fdpass.TokenLen))
 		var d entry
 		require.NoError(t, d.unmarshal(e.marshal()))
 		assert.Equal(t, e, d)

@@ -2,6 +2,7 @@ package regcache
 
 import (
 	"encoding/binary"
+	"github.com/gccl/gccl/internal/fdpass"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/cuda"
@@ -31,25 +32,25 @@ type entry struct {
 	Host uint64
 	// Sock and Token, for VMM: the abstract unix socket on which the owner
 	// serves its descriptor to peer processes during the exchange, and the
-	// secret a peer presents there (fdpass.go).
+	// secret a peer presents there (internal/fdpass).
 	Sock  string
-	Token [tokenLen]byte
+	Token [fdpass.TokenLen]byte
 }
 
 const (
 	entryMagic   = 0x47455242 // "BREG"
 	entryVersion = 2
-	entryFixed   = 4 + 2 + 8 + 8 + 1 + 1 + 4 + 8*4 + 64 + 4 + 8 + tokenLen + 2 + 2 + 2
+	entryFixed   = 4 + 2 + 8 + 8 + 1 + 1 + 4 + 8*4 + 64 + 4 + 8 + fdpass.TokenLen + 2 + 2 + 2
 	maxEntryStr  = 1024
 )
 
 // marshal encodes e; strings longer than maxEntryStr are cut, and a
-// socket name longer than maxSockName is dropped (a peer then cannot fetch
+// socket name longer than fdpass.MaxName is dropped (a peer then cannot fetch
 // the descriptor and every rank fails the registration together).
 func (e entry) marshal() []byte {
 	le := binary.LittleEndian
 	region, msg, sock := cut(e.Region), cut(e.Msg), e.Sock
-	if len(sock) > maxSockName {
+	if len(sock) > fdpass.MaxName {
 		sock = ""
 	}
 	b := make([]byte, 0, entryFixed+len(region)+len(msg)+len(sock))
@@ -105,9 +106,9 @@ func (e *entry) unmarshal(b []byte) error {
 	copy(e.IPC[:], b[60:124])
 	e.FD = int32(le.Uint32(b[124:]))
 	e.Host = le.Uint64(b[128:])
-	copy(e.Token[:], b[136:136+tokenLen])
+	copy(e.Token[:], b[136:136+fdpass.TokenLen])
 	nr, nm, ns := int(le.Uint16(b[152:])), int(le.Uint16(b[154:])), int(le.Uint16(b[156:]))
-	if nr > maxEntryStr || nm > maxEntryStr || ns > maxSockName || len(b) != entryFixed+nr+nm+ns {
+	if nr > maxEntryStr || nm > maxEntryStr || ns > fdpass.MaxName || len(b) != entryFixed+nr+nm+ns {
 		return gccl.Errorf(gccl.RemoteError, "entry", "registration entry of %d bytes cannot hold strings of %d, %d and %d bytes", len(b), nr, nm, ns)
 	}
 	str := b[entryFixed:]

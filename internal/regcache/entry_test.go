@@ -1,6 +1,7 @@
 package regcache
 
 import (
+	"github.com/gccl/gccl/internal/fdpass"
 	"strings"
 	"testing"
 
@@ -12,13 +13,13 @@ import (
 // TestEntryBoundsSocket: socket names past the abstract namespace's limit
 // are not sent, and an entry claiming one is refused.
 func TestEntryBoundsSocket(t *testing.T) {
-	long := entry{Registered: true, Kind: VMM, Size: 100, Len: 100, Sock: "@" + strings.Repeat("s", maxSockName)}
+	long := entry{Registered: true, Kind: VMM, Size: 100, Len: 100, Sock: "@" + strings.Repeat("s", fdpass.MaxName)}
 	var d entry
 	require.NoError(t, d.unmarshal(long.marshal()))
 	assert.Empty(t, d.Sock, "an over-long name is dropped, so peers stage")
 	b := entry{Registered: true, Kind: VMM, Size: 100, Len: 100, Sock: "@x"}.marshal()
-	b[156] = maxSockName + 1 // claim a longer name than allowed
-	b = append(b, make([]byte, maxSockName-1)...)
+	b[156] = fdpass.MaxName + 1 // claim a longer name than allowed
+	b = append(b, make([]byte, fdpass.MaxName-1)...)
 	requireCode(t, d.unmarshal(b), gccl.RemoteError)
 	b = entry{Registered: true, Kind: VMM, Size: 100, Len: 100}.marshal()
 	b[22] = 4 // an unknown flag

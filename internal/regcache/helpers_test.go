@@ -81,18 +81,6 @@ func randBytes(r *rand.Rand, n int) []byte {
 	return b
 }
 
-// eventually polls cond until it holds or a deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // openGPU opens GPU ordinal through drv (a cudafake, or the real driver).
 func openGPU(drv cuda.Driver, ordinal int, timeout time.Duration) (*device.CUDADevice, error) {
 	d, err := devlink.OpenGPU(drv, ordinal, timeout)

@@ -1,4 +1,4 @@
-package regcache
+package fdpass
 
 import (
 	"context"
@@ -17,27 +17,19 @@ import (
 	"github.com/gccl/gccl"
 )
 
-// A cuMem allocation is shared as a POSIX file descriptor, which means
-// something only in the process that holds it. As NCCL does, gccl passes
-// the descriptor to a peer process over a Unix domain socket (SCM_RIGHTS):
-// the exporting rank serves it on an abstract socket (Linux's abstract
-// namespace: nothing touches the file system) for the duration of the
-// registration exchange, and hands it only to a peer that presents the
-// random token the exporter sent with its entry.
+// TokenLen is the size of the secret a peer presents to fetch a descriptor.
+const TokenLen = 16
 
-// tokenLen is the size of the secret a peer presents to fetch a descriptor.
-const tokenLen = 16
-
-// maxSockName bounds an abstract socket name (sun_path holds 108 bytes,
+// MaxName bounds an abstract socket name (sun_path holds 108 bytes,
 // the leading NUL that "@" stands for included).
-const maxSockName = 107
+const MaxName = 107
 
-// fdServer serves one file descriptor on an abstract Unix socket to the
+// Server serves one file descriptor on an abstract Unix socket to the
 // peers that present its token, until want of them have fetched it, its
 // context ends, or Close.
-type fdServer struct {
+type Server struct {
 	Name  string         // the socket's name, "@" for the abstract namespace
-	Token [tokenLen]byte // what a peer must send first
+	Token [TokenLen]byte // what a peer must send first
 	fd    int            // served, not owned
 	ln    *net.UnixListener
 	stop  context.CancelFunc
@@ -48,14 +40,14 @@ type fdServer struct {
 	done  bool
 }
 
-// serveFD starts serving fd to up to want peers; ctx's deadline bounds
+// Serve starts serving fd to up to want peers; ctx's deadline bounds
 // every accept, read and write, and its end closes the server. The caller
 // keeps fd open until Close returns.
-func serveFD(ctx context.Context, fd, want int) (*fdServer, error) {
+func Serve(ctx context.Context, fd, want int) (*Server, error) {
 	if fd < 0 || want < 0 {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "fd", "cannot serve descriptor %d to %d peers", fd, want)
 	}
-	s := &fdServer{fd: fd, want: want}
+	s := &Server{fd: fd, want: want}
 	var nonce [8]byte
 	if _, err := rand.Read(s.Token[:]); err != nil {
 		return nil, gccl.Errorf(gccl.SystemError, "token", "reading random bytes for a descriptor token: %w", err)
@@ -85,7 +77,7 @@ func serveFD(ctx context.Context, fd, want int) (*fdServer, error) {
 }
 
 // accept serves connections until the listener closes.
-func (s *fdServer) accept(ctx context.Context) {
+func (s *Server) accept(ctx context.Context) {
 	for {
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
@@ -98,14 +90,14 @@ func (s *fdServer) accept(ctx context.Context) {
 }
 
 // serve hands the descriptor to c if c presents the token, and closes c.
-func (s *fdServer) serve(ctx context.Context, c *net.UnixConn) {
+func (s *Server) serve(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
 	if d, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(d)
 	}
 	stopWatch := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	defer stopWatch()
-	var tok [tokenLen]byte
+	var tok [TokenLen]byte
 	if _, err := io.ReadFull(c, tok[:]); err != nil || subtle.ConstantTimeCompare(tok[:], s.Token[:]) != 1 {
 		return // wrong token or none: close without sending
 	}
@@ -129,9 +121,9 @@ func (s *fdServer) serve(ctx context.Context, c *net.UnixConn) {
 	}
 }
 
-// expect sets how many peers will fetch the descriptor (once the exchange
+// Expect sets how many peers will fetch the descriptor (once the exchange
 // tells who needs it); the server closes when that many have.
-func (s *fdServer) expect(want int) {
+func (s *Server) Expect(want int) {
 	if s == nil {
 		return
 	}
@@ -144,8 +136,8 @@ func (s *fdServer) expect(want int) {
 	}
 }
 
-// fetches reports how many peers fetched the descriptor.
-func (s *fdServer) fetches() int {
+// Fetches reports how many peers fetched the descriptor.
+func (s *Server) Fetches() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.got
@@ -153,7 +145,7 @@ func (s *fdServer) fetches() int {
 
 // Close stops the server and waits until no connection uses the
 // descriptor; it is safe on nil and twice.
-func (s *fdServer) Close() {
+func (s *Server) Close() {
 	if s == nil {
 		return
 	}
@@ -161,11 +153,11 @@ func (s *fdServer) Close() {
 	s.wg.Wait()
 }
 
-// fetchFD connects to the abstract socket name, presents token and returns
+// Fetch connects to the abstract socket name, presents token and returns
 // the file descriptor the server sends, which the caller must close. ctx's
 // deadline bounds the connection.
-func fetchFD(ctx context.Context, name string, token [tokenLen]byte) (int, error) {
-	if len(name) < 2 || len(name) > maxSockName || name[0] != '@' {
+func Fetch(ctx context.Context, name string, token [TokenLen]byte) (int, error) {
+	if len(name) < 2 || len(name) > MaxName || name[0] != '@' {
 		return -1, gccl.Errorf(gccl.RemoteError, "socket", "%q is not an abstract unix socket name; are all ranks running the same gccl?", name)
 	}
 	var d net.Dialer

@@ -1,4 +1,4 @@
-package regcache
+package fdpass
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func TestFDPassServesWantedPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	const want = 3
-	s, err := serveFD(ctx, int(f.Fd()), want)
+	s, err := Serve(ctx, int(f.Fd()), want)
 	require.NoError(t, err)
 	defer s.Close()
 	require.Equal(t, byte('@'), s.Name[0], "abstract namespace")
@@ -72,7 +72,7 @@ func TestFDPassServesWantedPeers(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, want)
 	for i := range want {
-		wg.Go(func() { fds[i], errs[i] = fetchFD(ctx, s.Name, s.Token) })
+		wg.Go(func() { fds[i], errs[i] = Fetch(ctx, s.Name, s.Token) })
 	}
 	wg.Wait()
 	for i := range want {
@@ -81,7 +81,7 @@ func TestFDPassServesWantedPeers(t *testing.T) {
 		sameFile(t, rng, f, fds[i], 1<<16)
 		require.NoError(t, syscall.Close(fds[i]))
 	}
-	assert.Equal(t, want, s.fetches())
+	assert.Equal(t, want, s.Fetches())
 	eventually(t, "the server to close after its fetches", func() bool {
 		c, err := net.Dial("unix", s.Name)
 		if err == nil {
@@ -89,9 +89,9 @@ func TestFDPassServesWantedPeers(t *testing.T) {
 		}
 		return err != nil
 	})
-	_, err = fetchFD(ctx, s.Name, s.Token)
+	_, err = Fetch(ctx, s.Name, s.Token)
 	requireCode(t, err, gccl.RemoteError)
-	assert.Equal(t, want, s.fetches())
+	assert.Equal(t, want, s.Fetches())
 }
 
 func TestFDPassRefusesWrongToken(t *testing.T) {
@@ -99,13 +99,13 @@ func TestFDPassRefusesWrongToken(t *testing.T) {
 	f, _ := servedFile(t, rng, 4096)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := serveFD(ctx, int(f.Fd()), 1)
+	s, err := Serve(ctx, int(f.Fd()), 1)
 	require.NoError(t, err)
 	defer s.Close()
 	for range 5 {
 		bad := s.Token
-		bad[rng.IntN(tokenLen)] ^= byte(1 + rng.IntN(255))
-		fd, err := fetchFD(ctx, s.Name, bad)
+		bad[rng.IntN(TokenLen)] ^= byte(1 + rng.IntN(255))
+		fd, err := Fetch(ctx, s.Name, bad)
 		requireCode(t, err, gccl.RemoteError)
 		assert.Equal(t, -1, fd)
 	}
@@ -113,16 +113,16 @@ func TestFDPassRefusesWrongToken(t *testing.T) {
 	idle, err := net.Dial("unix", s.Name)
 	require.NoError(t, err)
 	defer idle.Close()
-	assert.Zero(t, s.fetches(), "refused fetches do not count")
-	fd, err := fetchFD(ctx, s.Name, s.Token)
+	assert.Zero(t, s.Fetches(), "refused fetches do not count")
+	fd, err := Fetch(ctx, s.Name, s.Token)
 	require.NoError(t, err)
 	sameFile(t, rng, f, fd, 4096)
 	require.NoError(t, syscall.Close(fd))
-	assert.Equal(t, 1, s.fetches())
+	assert.Equal(t, 1, s.Fetches())
 
-	_, err = fetchFD(ctx, "relative/path", s.Token)
+	_, err = Fetch(ctx, "relative/path", s.Token)
 	requireCode(t, err, gccl.RemoteError)
-	_, err = fetchFD(ctx, "@", s.Token)
+	_, err = Fetch(ctx, "@", s.Token)
 	requireCode(t, err, gccl.RemoteError)
 }
 
@@ -131,7 +131,7 @@ func TestFDPassHonoursDeadlines(t *testing.T) {
 	f, _ := servedFile(t, rng, 4096)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	s, err := serveFD(ctx, int(f.Fd()), 2)
+	s, err := Serve(ctx, int(f.Fd()), 2)
 	require.NoError(t, err)
 	idle, err := net.Dial("unix", s.Name) // holds a connection open past the deadline
 	require.NoError(t, err)
@@ -158,27 +158,27 @@ func TestFDPassHonoursDeadlines(t *testing.T) {
 	short, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()
 	start = time.Now()
-	_, err = fetchFD(short, mute.Addr().String(), s.Token)
+	_, err = Fetch(short, mute.Addr().String(), s.Token)
 	requireCode(t, err, gccl.TimeoutError)
 	assert.Less(t, time.Since(start), 2*time.Second)
 
 	done, cancel3 := context.WithCancel(context.Background())
 	cancel3()
-	s, err = serveFD(done, int(f.Fd()), 1)
+	s, err = Serve(done, int(f.Fd()), 1)
 	require.NoError(t, err, "an ended context serves nothing but is no error")
 	s.Close()
 }
 
 func TestFDPassBadArguments(t *testing.T) {
-	_, err := serveFD(context.Background(), -1, 1)
+	_, err := Serve(context.Background(), -1, 1)
 	requireCode(t, err, gccl.InvalidArgument)
-	var s *fdServer
+	var s *Server
 	s.Close()
-	s.expect(3)
+	s.Expect(3)
 }
 
 // childEnv names the socket, token and data for TestFDPassChild.
-const childEnv = "GCCL_BUFREG_FDPASS_CHILD"
+const childEnv = "GCCL_FDPASS_CHILD"
 
 // TestFDPassToAnotherProcess hands a descriptor to a real child process
 // (this test binary, running TestFDPassChild), which writes through it.
@@ -187,7 +187,7 @@ func TestFDPassToAnotherProcess(t *testing.T) {
 	f, _ := servedFile(t, rng, 4096)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := serveFD(ctx, int(f.Fd()), 1)
+	s, err := Serve(ctx, int(f.Fd()), 1)
 	require.NoError(t, err)
 	defer s.Close()
 	data := randBytes(rng, 64)
@@ -200,7 +200,7 @@ func TestFDPassToAnotherProcess(t *testing.T) {
 	_, err = f.ReadAt(got, 128)
 	require.NoError(t, err)
 	require.Equal(t, data, got, "the child wrote through the descriptor it received")
-	assert.Equal(t, 1, s.fetches())
+	assert.Equal(t, 1, s.Fetches())
 }
 
 // TestFDPassChild is the child of TestFDPassToAnotherProcess; alone it
@@ -218,7 +218,7 @@ func TestFDPassChild(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	fd, err := fetchFD(ctx, parts[0], [tokenLen]byte(tok))
+	fd, err := Fetch(ctx, parts[0], [TokenLen]byte(tok))
 	require.NoError(t, err)
 	defer syscall.Close(fd)
 	_, err = syscall.Pwrite(fd, data, 128)
@@ -234,10 +234,10 @@ func TestFDPassServesNoMoreThanWanted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, c := range []struct{ want, lowered, fetchers int }{{1, 1, 4}, {5, 2, 6}, {3, 0, 2}} {
-		s, err := serveFD(ctx, int(f.Fd()), c.want)
+		s, err := Serve(ctx, int(f.Fd()), c.want)
 		require.NoError(t, err)
-		s.expect(c.lowered)
-		fds, errs := onRanks(c.fetchers, func(int) (int, error) { return fetchFD(ctx, s.Name, s.Token) })
+		s.Expect(c.lowered)
+		fds, errs := onRanks(c.fetchers, func(int) (int, error) { return Fetch(ctx, s.Name, s.Token) })
 		ok := 0
 		for i := range c.fetchers {
 			if errs[i] == nil {
@@ -249,7 +249,7 @@ func TestFDPassServesNoMoreThanWanted(t *testing.T) {
 			}
 		}
 		assert.Equal(t, c.lowered, ok, "%+v", c)
-		assert.Equal(t, c.lowered, s.fetches())
+		assert.Equal(t, c.lowered, s.Fetches())
 		s.Close()
 	}
 }
