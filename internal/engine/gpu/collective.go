@@ -5,6 +5,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/graph"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/kernels"
@@ -35,15 +36,15 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	}
 	g.countStaged(o)
 	switch o.Kind {
-	case engine.AllReduce:
+	case algo.AllReduce:
 		return g.allReduce(o, s, ll)
-	case engine.ReduceScatter:
+	case algo.ReduceScatter:
 		return g.reduction(o, s, ll, pick(ll, kernels.ReduceScatterOneShot, kernels.ReduceScatterStaged))
-	case engine.Reduce:
+	case algo.Reduce:
 		return g.reduction(o, s, ll, pick(ll, kernels.ReduceOneShot, kernels.ReduceStaged))
-	case engine.AllGather:
+	case algo.AllGather:
 		return g.moving(o, s, ll, pick(ll, kernels.AllGatherOneShot, kernels.AllGatherStaged))
-	case engine.Broadcast:
+	case algo.Broadcast:
 		return g.moving(o, s, ll, pick(ll, kernels.BroadcastOneShot, kernels.BroadcastStaged))
 	}
 	return gccl.Errorf(gccl.InternalError, "kind", "%v is not a collective", o.Kind)

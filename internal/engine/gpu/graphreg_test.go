@@ -9,6 +9,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/bufreg"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/stretchr/testify/assert"
@@ -119,7 +120,7 @@ func captureAllReduce(t *testing.T, rs []*regRank, count int, prepare func(r int
 			if errs[r] = x.f.StreamBeginCapture(cuda.Stream(x.s), cuda.CaptureModeGlobal); errs[r] != nil {
 				return
 			}
-			errs[r] = x.e.Launch([]engine.Op{{Kind: engine.AllReduce, Count: count, Type: gccl.Int32, Op: gccl.Sum, Send: sends[r], Recv: recvs[r], Stream: x.s}})
+			errs[r] = x.e.Launch([]engine.Op{{Kind: algo.AllReduce, Count: count, Type: gccl.Int32, Op: gccl.Sum, Send: sends[r], Recv: recvs[r], Stream: x.s}})
 			var err error
 			graphs[r], err = x.f.StreamEndCapture(cuda.Stream(x.s))
 			if errs[r] == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
@@ -165,7 +166,7 @@ func (lr *launchRank) launchOps(tb testing.TB, k, count int) []engine.Op {
 	require.NoError(tb, err)
 	for i := range ops {
 		buf := p + uintptr(4*count*i)
-		ops[i] = engine.Op{Kind: engine.AllReduce, Send: buf, Recv: buf, Count: count, Type: gccl.Float32, Op: gccl.Sum, Stream: lr.s}
+		ops[i] = engine.Op{Kind: algo.AllReduce, Send: buf, Recv: buf, Count: count, Type: gccl.Float32, Op: gccl.Sum, Stream: lr.s}
 	}
 	lr.want.send.Store(uint64(p)) // every op of the benchmark uses the first buffer
 	lr.want.recv.Store(uint64(p))

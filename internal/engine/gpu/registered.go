@@ -3,6 +3,7 @@ package gpu
 import (
 	"sync/atomic"
 
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
@@ -51,13 +52,13 @@ func (g *Backend) zeroCopy(o *engine.Op, s cuda.Stream) (bool, error) {
 	c := g.base
 	c.RegKey = regs.Key(o.Kind, bufs)
 	switch o.Kind {
-	case engine.AllReduce:
+	case algo.AllReduce:
 		err = g.zcAllReduce(o, bufs, &c, s)
-	case engine.AllGather:
+	case algo.AllGather:
 		err = g.zcAllGather(o, bufs[0], &c, s)
-	case engine.Broadcast:
+	case algo.Broadcast:
 		err = g.zcBroadcast(o, bufs[0], &c, s)
-	case engine.ReduceScatter:
+	case algo.ReduceScatter:
 		err = g.zcReduceScatter(o, bufs[0], &c, s)
 	}
 	if err == nil {
@@ -138,18 +139,18 @@ func (g *Backend) countStaged(o *engine.Op) {
 func stagedBytes(o *engine.Op, me, n int) int {
 	b := o.Count * o.Type.Size()
 	switch o.Kind {
-	case engine.AllReduce:
+	case algo.AllReduce:
 		return 2 * b
-	case engine.ReduceScatter:
+	case algo.ReduceScatter:
 		return n * b
-	case engine.AllGather:
+	case algo.AllGather:
 		return n * b
-	case engine.Broadcast:
+	case algo.Broadcast:
 		if me == o.Root {
 			return 2 * b
 		}
 		return b
-	case engine.Reduce:
+	case algo.Reduce:
 		if me == o.Root {
 			return 2 * b
 		}

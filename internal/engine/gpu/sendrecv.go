@@ -3,6 +3,7 @@ package gpu
 import (
 	"encoding/binary"
 
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/kernels"
@@ -60,7 +61,7 @@ func (g *Backend) sendRecv(ops []engine.Op, s cuda.Stream) error {
 		if b == 0 {
 			continue
 		}
-		if o.Kind == engine.Send {
+		if o.Kind == algo.P2PSend {
 			sends[o.Peer] = append(sends[o.Peer], p2pPiece{o.Send, b})
 		} else {
 			recvs[o.Peer] = append(recvs[o.Peer], p2pPiece{o.Recv, b})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
@@ -197,9 +198,9 @@ func p2pOps(rng *rand.Rand, msgs []*p2pMsg, r int, s gccl.Stream) []engine.Op {
 		var o engine.Op
 		switch {
 		case m.src == r:
-			k, o = lane{m.dst, 0}, engine.Op{Kind: engine.Send, Send: m.send, Count: count, Type: m.typ, Peer: m.dst, Stream: s}
+			k, o = lane{m.dst, 0}, engine.Op{Kind: algo.P2PSend, Send: m.send, Count: count, Type: m.typ, Peer: m.dst, Stream: s}
 		case m.dst == r:
-			k, o = lane{m.src, 1}, engine.Op{Kind: engine.Recv, Recv: m.recv, Count: count, Type: m.typ, Peer: m.src, Stream: s}
+			k, o = lane{m.src, 1}, engine.Op{Kind: algo.P2PRecv, Recv: m.recv, Count: count, Type: m.typ, Peer: m.src, Stream: s}
 		default:
 			continue
 		}
@@ -207,7 +208,7 @@ func p2pOps(rng *rand.Rand, msgs []*p2pMsg, r int, s gccl.Stream) []engine.Op {
 			if _, ok := lanes[lane{r, 1}]; !ok {
 				keys = append(keys, lane{r, 1})
 			}
-			lanes[lane{r, 1}] = append(lanes[lane{r, 1}], engine.Op{Kind: engine.Recv, Recv: m.recv, Count: count, Type: m.typ, Peer: r, Stream: s})
+			lanes[lane{r, 1}] = append(lanes[lane{r, 1}], engine.Op{Kind: algo.P2PRecv, Recv: m.recv, Count: count, Type: m.typ, Peer: r, Stream: s})
 		}
 		if _, ok := lanes[k]; !ok {
 			keys = append(keys, k)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/host"
@@ -183,10 +184,10 @@ func (g *Backend) plan(ops []engine.Op) ([]hostOp, int) {
 	}
 	for i, o := range ops {
 		send, recv := o.Sizes(g.nranks)
-		if o.Kind == engine.Broadcast && g.rank != o.Root {
+		if o.Kind == algo.Broadcast && g.rank != o.Root {
 			send, o.Send = 0, 0 // NCCL ignores it
 		}
-		if o.Kind == engine.Reduce && g.rank != o.Root {
+		if o.Kind == algo.Reduce && g.rank != o.Root {
 			recv, o.Recv = 0, 0
 		}
 		out[i] = hostOp{dev: o, host: o, sendLen: send, recvLen: recv}

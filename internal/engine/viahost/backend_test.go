@@ -10,6 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
@@ -93,10 +94,10 @@ func viaHostRound(t *testing.T, engines []*engine.Engine, devs []*device.CUDADev
 		ar[r], bc[r], rv[r] = devBuf(t, devs[r], poison), devBuf(t, devs[r], poison), devBuf(t, devs[r], poison)
 		s := streams[r]
 		ops := []engine.Op{
-			{Kind: engine.AllReduce, Send: send, Recv: ar[r], Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: s},
-			{Kind: engine.Broadcast, Send: send, Recv: bc[r], Count: count, Type: gccl.Int32, Root: root, Stream: s},
-			{Kind: engine.Send, Send: send, Count: count, Type: gccl.Int32, Peer: (r + 1) % n, Stream: s},
-			{Kind: engine.Recv, Recv: rv[r], Count: count, Type: gccl.Int32, Peer: (r + n - 1) % n, Stream: s},
+			{Kind: algo.AllReduce, Send: send, Recv: ar[r], Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: s},
+			{Kind: algo.Broadcast, Send: send, Recv: bc[r], Count: count, Type: gccl.Int32, Root: root, Stream: s},
+			{Kind: algo.P2PSend, Send: send, Count: count, Type: gccl.Int32, Peer: (r + 1) % n, Stream: s},
+			{Kind: algo.P2PRecv, Recv: rv[r], Count: count, Type: gccl.Int32, Peer: (r + n - 1) % n, Stream: s},
 		}
 		require.NoError(t, e.Launch(ops))
 	}
