@@ -83,7 +83,7 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 			if err := g.allocate([]byte("stand-in kernels")); err != nil {
 				return err
 			}
-			offers[r], err = peermem.NewOffer(g.drv, d.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
+			offers[r], err = peermem.NewOffer(g.drv, d.Ordinal(), topo.HostHash(), g.buf, g.set.BufBytes())
 			return err
 		}))
 		gs[r], lr.g = g, g
@@ -130,7 +130,7 @@ func registerCheckingKernel(f *cudafake.Fake, lr *launchRank, n, me int) cudafak
 			ok = ok && c.Scratch[r] != 0 && c.Flags[r] != 0
 		}
 		ok = ok && c.Counters != 0 && c.AbortFlag != 0 && c.Status != 0 && c.TimeoutNs == uint64(10*time.Second) &&
-			c.ScratchBytes == gpuDirectBytes
+			c.ScratchBytes == algo.GPUDirectBytes
 		if !ok {
 			return fmt.Errorf("one-shot stand-in on rank %d: unexpected launch %+v count %d scalar %#x at %#x grid %v", me, c, count, bits, ptr, grid)
 		}

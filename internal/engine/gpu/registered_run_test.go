@@ -41,7 +41,7 @@ func chunks(t *testing.T, rs []*regRank) ([]uintptr, []*bufreg.Handle) {
 func zeroCopyWorld(t *testing.T, n int) []*regRank {
 	rs := regWorld(t, n)
 	for _, x := range rs {
-		x.g.llAllowed = false
+		x.g.set.Protos &^= 1 << algo.LL
 	}
 	return rs
 }
@@ -420,7 +420,7 @@ func TestRegisteredSmallOpsOneShot(t *testing.T) {
 		assert.Zero(t, x.e.Stats().ZeroCopyOps, "rank %d", r)
 	}
 	assert.Equal(t, map[string]int{"gccl_" + kernels.AllReduceOneShot + "_i32_sum": n}, ran())
-	big := gpuLLMax/4 + 3 // registered on both ranks: zero-copy
+	big := algo.GPULLMax/4 + 3 // registered on both ranks: zero-copy
 	for r, x := range rs {
 		in[r], _ = randInt32s(rng, big)
 		x.put(t, base[r], in[r])
