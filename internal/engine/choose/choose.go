@@ -13,7 +13,6 @@ import (
 	"github.com/gccl/gccl/internal/engine/host"
 	"github.com/gccl/gccl/internal/engine/viahost"
 	"github.com/gccl/gccl/internal/env"
-	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport"
 	"github.com/gccl/gccl/transport/topo"
 )
@@ -56,7 +55,7 @@ func Backend(cfg Config) engine.NewBackend {
 		if err != nil {
 			return nil, err
 		}
-		if viaHost(env.Get().P2PDisable, s.Rank, hashes) {
+		if !algo.GPUPeersMapped(s.NRanks, env.Get().P2PDisable, oneHost(s.Rank, hashes)) {
 			return orNil(viahost.Open(ctx, s, hc))
 		}
 		return orNil(gpu.Open(ctx, s, gpu.Config{Comm: cfg.Comm}))
@@ -90,17 +89,12 @@ func hostHashes(ctx context.Context, s engine.Setup) ([]uint64, error) {
 	return hashes, nil
 }
 
-// viaHost reports whether a GPU communicator must run through host memory:
-// p2p disabled (GCCL_P2P_DISABLE), more ranks than the kernels address, or
-// a peer on another host than rank me.
-func viaHost(p2pDisabled bool, me int, hashes []uint64) bool {
-	if p2pDisabled || len(hashes) > kernels.MaxRanks {
-		return true
-	}
+// oneHost reports whether every rank's host hash is rank me's host.
+func oneHost(me int, hashes []uint64) bool {
 	for _, h := range hashes {
 		if !topo.SameHost(h, hashes[me]) {
-			return true
+			return false
 		}
 	}
-	return false
+	return true
 }

@@ -91,7 +91,7 @@ func (g *Backend) Submit(l *engine.Launch) error {
 	var flags uintptr
 	err := g.dev.Do(func() error {
 		if st, err := g.drv.StreamIsCapturing(s); err != nil || st != cuda.CaptureNone {
-			return errs.First(err, gccl.Errorf(gccl.InvalidUsage, "stream", "operations through host memory (GCCL_P2P_DISABLE or peers on other hosts) cannot be captured in a CUDA graph"))
+			return errs.First(err, gccl.Errorf(gccl.InvalidUsage, "stream", "%w", algo.ErrViaHostCapture))
 		}
 		var err error
 		if block, err = g.get(size); err != nil {
