@@ -18,13 +18,15 @@ import (
 )
 
 // Config is what the backends need beyond the engine's Setup; the zero
-// value is the defaults.
+// value is the defaults but for Algos.
 type Config struct {
 	// Comm is the communicator whose buffer registrations (package bufreg)
 	// the GPU backend uses; nil = none.
 	Comm bufreg.Comm
-	// Algo restricts the host algorithms (GCCL_ALGO syntax); "" = all.
-	Algo string
+	// Algos are the algorithms the host backend may run (GCCL_ALGO as
+	// env.Settings.Algos parses it; the GPU backend reads the same set
+	// from env with its other settings); see host.Config.
+	Algos algo.Allowed
 	// ChunkBytes is the host pipeline piece size (GCCL_CHUNKSIZE); 0 = the default.
 	ChunkBytes int
 	// Transport configures the host backend's endpoint.
@@ -44,10 +46,7 @@ type Config struct {
 // GPU communicator, so that they decide alike).
 func Backend(cfg Config) engine.NewBackend {
 	return func(ctx context.Context, s engine.Setup) (engine.Backend, error) {
-		if _, err := algo.ParseAllowed(cfg.Algo); err != nil {
-			return nil, gccl.Errorf(gccl.InvalidArgument, "GCCL_ALGO", "%v", err)
-		}
-		hc := host.Config{Transport: cfg.Transport, Algo: cfg.Algo, ChunkBytes: cfg.ChunkBytes, Reducer: cfg.Reducer}
+		hc := host.Config{Transport: cfg.Transport, Algos: cfg.Algos, ChunkBytes: cfg.ChunkBytes, Reducer: cfg.Reducer}
 		if _, ok := s.Device.(*device.CUDADevice); !ok || s.Device.Kind() != device.CUDA {
 			return orNil(host.Open(ctx, s, hc))
 		}

@@ -34,7 +34,7 @@ func fakeGPUWorld(t *testing.T, n int) ([]*engine.Engine, []*device.CUDADevice, 
 		streams[r], err = d.NewStream()
 		require.NoError(t, err)
 		wg.Go(func() {
-			engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, Timeout: 10 * time.Second, Backend: New(host.Config{})})
+			engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, Timeout: 10 * time.Second, Backend: New(host.Config{Algos: algo.AllAlgorithms})})
 		})
 	}
 	wg.Wait()
