@@ -25,10 +25,10 @@ func TestMain(m *testing.M) {
 	leakcheck.Main(m)
 }
 
-// TestRegisterOnComm: Register given a *comm.Comm is collective through
+// TestRegisterIsCollective: Register given a *comm.Comm is collective through
 // the communicator's bootstrap: the ranks number their registrations
 // alike (Seq 1, 2, ... on every rank; a local registration has Seq 0).
-func TestRegisterOnComm(t *testing.T) {
+func TestRegisterIsCollective(t *testing.T) {
 	const nranks = 3
 	id, err := comm.NewUniqueID()
 	require.NoError(t, err)

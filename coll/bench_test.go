@@ -22,7 +22,7 @@ func BenchmarkAllReduce(b *testing.B) {
 			b.Run(fmt.Sprintf("algo=%s/bytes=%d", algo, size), func(b *testing.B) {
 				b.Cleanup(func() { env.Reload() })
 				b.Setenv("GCCL_ALGO", algo)
-				require.Equal(b, algo, env.Reload().Algo)
+				require.Equal(b, algo, env.Reload().Algos.String())
 				benchAllReduce(b, 4, size)
 			})
 		}

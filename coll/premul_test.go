@@ -25,7 +25,7 @@ func TestPreMulSumPerRank(t *testing.T) {
 		t.Run(algo, func(t *testing.T) {
 			t.Cleanup(func() { env.Reload() })
 			t.Setenv("GCCL_ALGO", algo)
-			require.Equal(t, algo, env.Reload().Algo)
+			require.Equal(t, algo, env.Reload().Algos.String())
 			w := colltest.New(t, 4, nil)
 			rng := rand.New(rand.NewPCG(4, 40))
 			for _, kind := range []string{"allreduce", "reducescatter", "reduce"} {

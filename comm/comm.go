@@ -152,7 +152,7 @@ func (c *Comm) build(ctx context.Context, roots []wire.RootID) error {
 	c.regs = regcache.New(regcache.Owner{Device: c.dev, Rank: c.rank, NRanks: c.nranks, Net: boot})
 	s := env.Get()
 	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Device: c.dev,
-		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Backend: choose.Backend(choose.Config{Regs: c.regs, Algo: s.Algo, ChunkBytes: s.ChunkSize})})
+		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Backend: choose.Backend(choose.Config{Regs: c.regs, Algos: s.Algos, ChunkBytes: s.ChunkSize})})
 	return err
 }
 

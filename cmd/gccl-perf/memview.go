@@ -8,7 +8,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
-	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine/gpu"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/gccl/gccl/transport/topo"
@@ -120,9 +120,9 @@ func (m *memView) copyTime(size int64) (time.Duration, error) {
 }
 
 // opKinds are the engine operations one call of op makes on a rank.
-var opKinds = map[perf.Op][]engine.Kind{
-	perf.AllReduce: {engine.AllReduce}, perf.AllGather: {engine.AllGather}, perf.ReduceScatter: {engine.ReduceScatter},
-	perf.Broadcast: {engine.Broadcast}, perf.Reduce: {engine.Reduce}, perf.SendRecv: {engine.Send, engine.Recv},
+var opKinds = map[perf.Op][]algo.Kind{
+	perf.AllReduce: {algo.AllReduce}, perf.AllGather: {algo.AllGather}, perf.ReduceScatter: {algo.ReduceScatter},
+	perf.Broadcast: {algo.Broadcast}, perf.Reduce: {algo.Reduce}, perf.SendRecv: {algo.P2PSend, algo.P2PRecv},
 }
 
 // traffic is this rank's traffic for c run with path; ok is false where

@@ -67,9 +67,8 @@ type GPUSettings struct {
 	Protos      Protocols // GCCL_PROTO
 }
 
-// NewGPUSettings resolves the environment's values, 0 meaning the default
-// (replaces engine gpu.go maxChannels, bulkBytes and orDefault): the grid
-// cap within 1..GPUGridMax, the bulk area within GPUBulkMin..GPUBulkMax
+// NewGPUSettings resolves the environment's values, 0 meaning the
+// default: the grid cap within 1..GPUGridMax, the bulk area within GPUBulkMin..GPUBulkMax
 // rounded down to 64 KiB.
 func NewGPUSettings(maxNChannels, bulkBytes, llMax, pushMax int, algos Allowed, protos Protocols) GPUSettings {
 	s := GPUSettings{MaxChannels: GPUMaxChannels, BulkBytes: GPUBulkBytes, LLMax: GPULLMax, PushMax: GPUPushMax,
@@ -99,14 +98,13 @@ func DefaultGPUSettings() GPUSettings {
 func (s GPUSettings) BufBytes() int { return GPUFlagsBytes + GPUDirectBytes + s.BulkBytes }
 
 // Channels is the grid of a kernel moving bytes: one block per
-// GPUChannelBytes, at least one, at most the grid cap (engine gpu.go
-// channels).
+// GPUChannelBytes, at least one, at most the grid cap.
 func (s GPUSettings) Channels(bytes int) int {
 	return min(max(1, (bytes+GPUChannelBytes-1)/GPUChannelBytes), s.MaxChannels)
 }
 
 // LLGrid is the grid of a one-shot kernel: a thread per 8 bytes, within
-// the grid cap (engine gpu_coll.go llGrid).
+// the grid cap.
 func (s GPUSettings) LLGrid(bytes int) int {
 	return min(max(1, ((bytes+7)/8+GPUThreads-1)/GPUThreads), s.MaxChannels)
 }
@@ -114,23 +112,25 @@ func (s GPUSettings) LLGrid(bytes int) int {
 // P2PChannels is one peer pair's channel count in the point-to-point
 // kernel for nbytes (the larger direction): one per GPUChannelBytes, at
 // most 2*MaxChannels/(nranks-1) (and GPUGridMax in all), so a rank talking
-// to every peer stays within twice the collectives' grid cap (engine
-// gpu_p2p.go p2pChannels). Both ranks of the pair compute the same.
+// to every peer stays within twice the collectives' grid cap. A
+// point-to-point channel is bound by its SM (on 4xH200, 10 channels a pair
+// moved 185 GB/s at 1 GiB, ~18.5 GB/s each), so pairs get more than a
+// collective's share. Both ranks of the pair compute the same.
 func (s GPUSettings) P2PChannels(nranks, nbytes int) int {
 	limit := max(1, min(2*s.MaxChannels, GPUGridMax)/max(1, nranks-1))
 	return min(max(1, (nbytes+GPUChannelBytes-1)/GPUChannelBytes), limit)
 }
 
 // P2PRegionBytes is the part of each rank's bulk area that carries what it
-// sends to one peer (engine gpu_p2p.go p2pRegionBytes, less its test hook).
+// sends to one peer.
 func (s GPUSettings) P2PRegionBytes(nranks int) int {
 	return s.BulkBytes / max(1, nranks-1) / 16 * 16
 }
 
 // GPUPeersMapped reports whether the ranks of a GPU communicator can map
 // each other's memory, so that kernels run the operations; otherwise every
-// operation goes via the host (engine gpu_staged.go useStaged, less its
-// test hook): point-to-point is not disabled (GCCL_P2P_DISABLE), every
+// operation goes via the host (package engine/choose picks the via-host
+// backend): point-to-point is not disabled (GCCL_P2P_DISABLE), every
 // rank is on this host, and the kernels address that many ranks.
 func GPUPeersMapped(nranks int, p2pDisable, allOnThisHost bool) bool {
 	return !p2pDisable && allOnThisHost && nranks <= GPUMaxRanks

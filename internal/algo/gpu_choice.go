@@ -130,10 +130,10 @@ const (
 	// NoLookup: registration does not matter for this operation.
 	NoLookup RegLookup = iota
 	// EagerLookup: are the buffers the peers address in collective
-	// registrations (Register) with mapped peers? (engine gpu_reg.go lookupRegs)
+	// registrations (Register) with mapped peers? (engine regs.View.Find)
 	EagerLookup
 	// GraphLookup: can the ranks agree on, or make, registrations held for
-	// the graph's lifetime? (engine gpu_graphreg.go capturedRegs)
+	// the graph's lifetime? (engine regs.View.Agree)
 	GraphLookup
 	numRegLookups
 )
@@ -165,7 +165,10 @@ type GPUInput struct {
 	// otherwise the operation goes via the host.
 	PeersMapped bool
 	// Capturing: the stream is being captured into a CUDA graph. Only
-	// read where CaptureMatters says so.
+	// read where CaptureMatters says so. For a zero-copy candidate (more
+	// than one rank) it means captured with graph registration on, as the
+	// engine asks (regs.View.Capturing): a capture without it looks up
+	// the eager registrations, as eager operations do.
 	Capturing bool
 	// CommRegistered: the communicator has collective registrations, so
 	// every collective takes a kernel that checks the registration key.

@@ -5,10 +5,11 @@ import (
 	"math"
 )
 
-// ChooseGPU decides how the GPU backend runs one operation. It is the
-// engine's former if-ladder (engine gpu_coll.go collective, single,
-// allReduce, oneShot, run; gpu_reg.go zeroCopy, keyed; gpu_p2p.go p2p;
-// gpu.go useGPU) as a pure function, in that order:
+// ChooseGPU decides how the GPU backend runs one operation; the backend
+// (internal/engine/gpu, collective.go) acts on its answer for collectives.
+// Its point-to-point and via-host answers are what the engine derives from
+// the same functions (GPUSettings.P2PChannels for a launch's pairs,
+// GPUPeersMapped when it picks the backend). The steps, in order:
 //
 //  1. Peers that cannot map each other: via the host; refused while
 //     capturing (ErrViaHostCapture).
@@ -40,30 +41,29 @@ func ChooseGPU(in GPUInput) (GPUChoice, error) {
 	}
 	s, bytes := in.Set, in.Bytes()
 	switch {
-	case !in.PeersMapped && in.Capturing: // gpu_staged.go Submit
+	case !in.PeersMapped && in.Capturing: // the via-host backend refuses it
 		return GPUChoice{}, ErrViaHostCapture
-	case !in.PeersMapped: // gpu.go useGPU: the gpuStaged backend
+	case !in.PeersMapped: // the via-host backend
 		return GPUChoice{Kernel: KernelViaHost, Area: HostArea}, nil
-	case in.Count == 0: // gpu_coll.go collective; gpu_p2p.go p2p skips empty pieces
+	case in.Count == 0: // point-to-point: the kernel skips empty pieces
 		return GPUChoice{Kernel: KernelNone}, nil
-	case in.Kind.IsP2P() && in.Peer == in.Rank: // gpu_p2p.go selfCopy
+	case in.Kind.IsP2P() && in.Peer == in.Rank: // a copy engine transfer
 		return GPUChoice{Kernel: KernelCopy}, nil
-	case in.Kind.IsP2P(): // gpu_p2p.go p2pPairs, p2pLaunch: this op as the pair's only piece
+	case in.Kind.IsP2P(): // this op as its pair's only piece
 		return GPUChoice{Kernel: KernelP2P, Grid: s.P2PChannels(in.NRanks, bytes), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
 	}
-	if k, done := in.single(); done { // gpu_coll.go single
+	if k, done := in.single(); done {
 		return GPUChoice{Kernel: k}, nil
 	}
-	if in.oneShot() { // gpu_coll.go oneShot, llGrid; allReduce/run with ll
+	if in.oneShot() {
 		return GPUChoice{Kernel: KernelOneShot, Grid: s.LLGrid(bytes), Area: DirectArea, AreaBytes: GPUDirectBytes}, nil
 	}
-	if in.RegLookup() != NoLookup && in.Registered { // gpu_reg.go zeroCopy, zc*: grid channels(count*size)
+	if in.RegLookup() != NoLookup && in.Registered {
 		return GPUChoice{Kernel: KernelZeroCopy, Grid: s.Channels(bytes), Area: UserArea}, nil
 	}
-	if in.push() { // gpu_coll.go allReduce, the push case
+	if in.push() {
 		return GPUChoice{Kernel: KernelPush, Grid: s.Channels(bytes), Area: DirectArea, AreaBytes: GPUDirectBytes}, nil
 	}
-	// gpu_coll.go allReduce (default), reduction and moving through run
 	return GPUChoice{Kernel: KernelPipelined, Grid: s.Channels(bytes), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
 }
 
@@ -94,15 +94,13 @@ func (in GPUInput) push() bool {
 		bytes <= s.PushMax && PushScratchBytes(bytes, in.NRanks) <= GPUDirectBytes
 }
 
-// zeroCopyForm reports whether kind has a zero-copy kernel (engine
-// gpu_reg.go wanted).
+// zeroCopyForm reports whether kind has a zero-copy kernel.
 func zeroCopyForm(k Kind) bool {
 	return k == AllReduce || k == AllGather || k == Broadcast || k == ReduceScatter
 }
 
 // RegLookup is the registration lookup whose outcome (Registered) step 5
-// of ChooseGPU reads, NoLookup where it reads none (engine gpu_reg.go
-// zeroCopy): while capturing, past the push limit, the graph registration
+// of ChooseGPU reads, NoLookup where it reads none: while capturing, past the push limit, the graph registration
 // agreement (the one-shot and push kernels beat zero-copy up to there and
 // need no registration); else, when the communicator has registrations,
 // the eager lookup.

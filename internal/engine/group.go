@@ -208,7 +208,7 @@ func (e *Engine) prepare(ops []Op) (*Launch, error) {
 			p2p = append(p2p, o)
 			continue
 		}
-		if !o.Kind.Collective().Reduces() {
+		if !o.Kind.Reduces() {
 			o.Op = gccl.Sum // unused by this kind
 		} else if o.Op < 0 || o.Op >= gccl.NumBuiltinOps {
 			var err error

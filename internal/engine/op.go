@@ -8,42 +8,12 @@ import (
 	"github.com/gccl/gccl/internal/algo"
 )
 
-// Kind is what an Op does.
-type Kind int
-
-// The operations.
-const (
-	AllReduce Kind = iota
-	Broadcast
-	Reduce
-	AllGather
-	ReduceScatter
-	Send
-	Recv
-	numKinds
-)
-
-var kindNames = [numKinds]string{"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "Send", "Recv"}
-
-func (k Kind) String() string {
-	if k >= 0 && k < numKinds {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
-
-// IsP2P reports whether k is a point-to-point operation.
-func (k Kind) IsP2P() bool { return k == Send || k == Recv }
-
-// Collective is k in package algo's terms (the same order by construction).
-func (k Kind) Collective() algo.Kind { return algo.Kind(k) }
-
 // Op is one operation of one communicator. Count is in elements: per rank for
 // AllGather (what each rank sends) and ReduceScatter (what each rank
 // receives), the whole buffer otherwise. Send ops use Send as the buffer and
 // Recv ops use Recv; Peer is their partner. Root is for Broadcast and Reduce.
 type Op struct {
-	Kind       Kind
+	Kind       algo.Kind
 	Send, Recv uintptr
 	Count      int
 	Type       gccl.DataType
@@ -65,13 +35,13 @@ func (o *Op) String() string {
 func (o *Op) Sizes(nranks int) (send, recv int) {
 	b := o.Count * o.Type.Size()
 	switch o.Kind {
-	case AllGather:
+	case algo.AllGather:
 		return b, nranks * b
-	case ReduceScatter:
+	case algo.ReduceScatter:
 		return nranks * b, b
-	case Send:
+	case algo.P2PSend:
 		return b, 0
-	case Recv:
+	case algo.P2PRecv:
 		return 0, b
 	}
 	return b, b
@@ -85,21 +55,21 @@ func (o *Op) Validate(rank, nranks int, validOp func(gccl.RedOp) bool) error {
 		return gccl.Errorf(gccl.InvalidArgument, arg, "%v: "+format, append([]any{o.Kind}, a...)...)
 	}
 	switch {
-	case o.Kind < 0 || o.Kind >= numKinds:
+	case !o.Kind.Valid():
 		return gccl.Errorf(gccl.InvalidArgument, "kind", "unknown operation %d", int(o.Kind))
 	case !o.Type.Valid():
 		return bad("datatype", "unknown data type %d; use one of gccl.DataTypes()", int(o.Type))
 	case o.Count < 0:
 		return bad("count", "count %d is negative", o.Count)
-	case o.Kind.Collective().Reduces() && !(o.Op >= 0 && o.Op < gccl.NumBuiltinOps || validOp != nil && validOp(o.Op)):
+	case o.Kind.Reduces() && !(o.Op >= 0 && o.Op < gccl.NumBuiltinOps || validOp != nil && validOp(o.Op)):
 		return bad("op", "unknown reduction operator %d; use a built-in or one made by CreatePreMulSum on this communicator", int(o.Op))
-	case o.Kind.Collective().Rooted() && !o.Kind.IsP2P() && (o.Root < 0 || o.Root >= nranks):
+	case o.Kind.Rooted() && (o.Root < 0 || o.Root >= nranks):
 		return bad("root", "root %d is not a rank of this %d-rank communicator", o.Root, nranks)
 	case o.Kind.IsP2P() && (o.Peer < 0 || o.Peer >= nranks):
 		return bad("peer", "peer %d is not a rank of this %d-rank communicator", o.Peer, nranks)
 	}
 	per := nranks
-	if o.Kind != AllGather && o.Kind != ReduceScatter {
+	if o.Kind != algo.AllGather && o.Kind != algo.ReduceScatter {
 		per = 1
 	}
 	if o.Count > math.MaxInt/o.Type.Size()/per {
@@ -112,8 +82,8 @@ func (o *Op) Validate(rank, nranks int, validOp func(gccl.RedOp) bool) error {
 // send and receive buffers overlap only in NCCL's in-place layouts.
 func (o *Op) validateBuffers(rank, nranks int) error {
 	sendSz, recvSz := o.Sizes(nranks)
-	needSend := sendSz > 0 && !(o.Kind == Broadcast && rank != o.Root)
-	needRecv := recvSz > 0 && !(o.Kind == Reduce && rank != o.Root)
+	needSend := sendSz > 0 && !(o.Kind == algo.Broadcast && rank != o.Root)
+	needRecv := recvSz > 0 && !(o.Kind == algo.Reduce && rank != o.Root)
 	if needSend && o.Send == 0 {
 		return gccl.Errorf(gccl.InvalidArgument, "sendbuff", "%v: sendbuff is nil with count %d; pass a buffer of %d bytes", o.Kind, o.Count, sendSz)
 	}
@@ -139,9 +109,9 @@ func (o *Op) validateBuffers(rank, nranks int) error {
 func (o *Op) inPlace(rank int) bool {
 	off := uintptr(rank * o.Count * o.Type.Size())
 	switch o.Kind {
-	case AllGather:
+	case algo.AllGather:
 		return o.Send == o.Recv+off
-	case ReduceScatter:
+	case algo.ReduceScatter:
 		return o.Recv == o.Send+off
 	}
 	return o.Send == o.Recv
@@ -149,9 +119,9 @@ func (o *Op) inPlace(rank int) bool {
 
 func (o *Op) inPlaceRule() string {
 	switch o.Kind {
-	case AllGather:
+	case algo.AllGather:
 		return "sendbuff == recvbuff + rank*count*size"
-	case ReduceScatter:
+	case algo.ReduceScatter:
 		return "recvbuff == sendbuff + rank*recvcount*size"
 	}
 	return "sendbuff == recvbuff"

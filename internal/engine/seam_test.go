@@ -10,6 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/stretchr/testify/assert"
@@ -90,7 +91,7 @@ func seamEngine(t *testing.T, f engine.Backend, timeout time.Duration) (*engine.
 
 // op is an in-place all-reduce of count int32 at buf (count tells ops apart).
 func op(buf uintptr, count int) engine.Op {
-	return engine.Op{Kind: engine.AllReduce, Send: buf, Recv: buf, Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: 1}
+	return engine.Op{Kind: algo.AllReduce, Send: buf, Recv: buf, Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: 1}
 }
 
 // TestSeamIssueOrder: launches whose backend asks for their turns in a
@@ -131,7 +132,7 @@ func TestSeamErrors(t *testing.T) {
 	require.NoError(t, e.Drain(context.Background()), "the refused launch's turn was given back")
 
 	bad := op(buf, 3)
-	bad.Root, bad.Kind = 5, engine.Broadcast
+	bad.Root, bad.Kind = 5, algo.Broadcast
 	err := e.Launch([]engine.Op{op(buf, 4), bad})
 	var ge *gccl.Error
 	require.True(t, errors.As(err, &ge), "%v", err)

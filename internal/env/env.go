@@ -22,12 +22,9 @@ type Settings struct {
 	BuffSize       int // bytes of each host shared-memory ring
 	// Algos and Protos are GCCL_ALGO and GCCL_PROTO parsed (every
 	// algorithm / protocol when unset or not parsable), the one meaning
-	// both backends give them (package algo). Algo and Proto are the same
-	// lists as text, "" when unset or not parsable.
+	// both backends give them (package algo).
 	Algos           algo.Allowed
 	Protos          algo.Protocols
-	Algo            string
-	Proto           string
 	NVLSEnable      bool // true only when explicitly 1
 	LocalRegister   bool
 	GraphRegister   bool
@@ -114,8 +111,8 @@ func load(lookup func(string) (string, bool)) *Settings {
 		FatbinDir:       l.str("GCCL_FATBIN_DIR", ""),
 		Device:          l.choice("GCCL_DEVICE", "auto", "auto", "host", "cuda"),
 	}
-	s.Algos, s.Algo = l.algos("GCCL_ALGO")
-	s.Protos, s.Proto = l.protos("GCCL_PROTO")
+	s.Algos = l.algos("GCCL_ALGO")
+	s.Protos = l.protos("GCCL_PROTO")
 	s.Debug, s.DebugVersion = l.level()
 	s.DebugSubsys, s.DebugSubsysNot = parseSubsys(l.str("GCCL_DEBUG_SUBSYS", ""))
 	s.Warnings = l.warns

@@ -113,32 +113,32 @@ func (l *loader) nvls(name string) bool {
 // algos reads an algorithm list (algo.ParseAllowed: ring, tree, direct,
 // zerocopy, pipelined, NCCL's other names ignored, a leading ^ excludes);
 // an unknown name warns and allows every algorithm.
-func (l *loader) algos(name string) (algo.Allowed, string) {
+func (l *loader) algos(name string) algo.Allowed {
 	v, from, ok := l.raw(name)
 	if !ok {
-		return algo.AllAlgorithms, ""
+		return algo.AllAlgorithms
 	}
 	set, err := algo.ParseAllowed(v)
 	if err != nil {
 		l.warn(from, v, "a list of ring, tree, direct, zerocopy and pipelined (a leading ^ excludes them)", "every algorithm")
-		return algo.AllAlgorithms, ""
+		return algo.AllAlgorithms
 	}
-	return set, v
+	return set
 }
 
 // protos reads a protocol list (algo.ParseProtocols: LL, LL128, Simple,
 // a leading ^ excludes); an unknown name warns and keeps every protocol.
-func (l *loader) protos(name string) (algo.Protocols, string) {
+func (l *loader) protos(name string) algo.Protocols {
 	v, from, ok := l.raw(name)
 	if !ok {
-		return algo.AllProtocols, ""
+		return algo.AllProtocols
 	}
 	set, err := algo.ParseProtocols(v)
 	if err != nil {
 		l.warn(from, v, "a list of LL, LL128 and Simple (a leading ^ excludes them)", "every protocol")
-		return algo.AllProtocols, ""
+		return algo.AllProtocols
 	}
-	return set, v
+	return set
 }
 
 func (l *loader) integer(name string, def int) int {

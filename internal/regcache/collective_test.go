@@ -89,10 +89,10 @@ func onRanks[T any](n int, fn func(r int) (T, error)) ([]T, []error) {
 	return out, errs
 }
 
-// TestRegisterOnMapsPeers registers cudaMalloc and MemAlloc buffers of
+// TestRegisterCollectiveMapsPeers registers cudaMalloc and MemAlloc buffers of
 // different sizes and offsets on three ranks and checks that every rank
 // reads and writes every peer's buffer through Peers, with no copy.
-func TestRegisterOnMapsPeers(t *testing.T) {
+func TestRegisterCollectiveMapsPeers(t *testing.T) {
 	const n = 3
 	cs, _ := fakeRanks(t, n)
 	rng := rand.New(rand.NewPCG(41, 42))
@@ -143,9 +143,9 @@ func TestRegisterOnMapsPeers(t *testing.T) {
 	}
 }
 
-// TestRegisterOnFailsTogether: one rank's bad buffer fails the call on
+// TestRegisterCollectiveFailsTogether: one rank's bad buffer fails the call on
 // every rank (none hangs), and the next call still lines up.
-func TestRegisterOnFailsTogether(t *testing.T) {
+func TestRegisterCollectiveFailsTogether(t *testing.T) {
 	const n = 3
 	cs, _ := fakeRanks(t, n)
 	ptrs := make([]uintptr, n)

@@ -52,10 +52,10 @@ func vmmRanks(t *testing.T, rng *rand.Rand, cs []*Cache) (ptrs []uintptr, lens [
 	return ptrs, lens
 }
 
-// TestRegisterOnAcrossProcesses: cuMem buffers of ranks in "different
+// TestRegisterCollectiveAcrossProcesses: cuMem buffers of ranks in "different
 // processes" are mapped through descriptors passed over the ranks'
 // sockets, and every rank reads and writes every peer's memory.
-func TestRegisterOnAcrossProcesses(t *testing.T) {
+func TestRegisterCollectiveAcrossProcesses(t *testing.T) {
 	const n = 3
 	asProcesses(t, nil)
 	cs, _ := fakeRanks(t, n)
@@ -92,9 +92,9 @@ func TestRegisterOnAcrossProcesses(t *testing.T) {
 	assert.Equal(t, before, openFDs(t), "no descriptor leaks: received ones are closed, mappings released")
 }
 
-// TestRegisterOnAcrossHostsStages: ranks on different hosts keep their
+// TestRegisterCollectiveAcrossHostsStages: ranks on different hosts keep their
 // registrations without peer mappings, for cuMem and cudaMalloc memory.
-func TestRegisterOnAcrossHostsStages(t *testing.T) {
+func TestRegisterCollectiveAcrossHostsStages(t *testing.T) {
 	const n = 3
 	asProcesses(t, func(c *Cache, e *entry) { e.Host = uint64(1 + c.Rank()%2) })
 	cs, _ := fakeRanks(t, n)
@@ -119,10 +119,10 @@ func TestRegisterOnAcrossHostsStages(t *testing.T) {
 	}
 }
 
-// TestRegisterOnUnreachableSocketStages: when a rank's descriptor cannot
+// TestRegisterCollectiveUnreachableSocketStages: when a rank's descriptor cannot
 // be fetched (wrong token, no such socket), every rank stages together,
 // and none keeps a mapping; the next registration maps again.
-func TestRegisterOnUnreachableSocketStages(t *testing.T) {
+func TestRegisterCollectiveUnreachableSocketStages(t *testing.T) {
 	const n = 3
 	cs, _ := fakeRanks(t, n)
 	rng := rand.New(rand.NewPCG(55, 56))
@@ -155,9 +155,9 @@ func TestRegisterOnUnreachableSocketStages(t *testing.T) {
 	}
 }
 
-// TestRegisterOnImportFailureFailsTogether: a descriptor that arrives but
+// TestRegisterCollectiveImportFailureFailsTogether: a descriptor that arrives but
 // cannot be imported fails the call on every rank with a typed error.
-func TestRegisterOnImportFailureFailsTogether(t *testing.T) {
+func TestRegisterCollectiveImportFailureFailsTogether(t *testing.T) {
 	const n = 2
 	cs, _ := fakeRanks(t, n)
 	rng := rand.New(rand.NewPCG(57, 58))

@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/reduce"
@@ -49,8 +50,8 @@ func regSetup(t *testing.T, cm *comm.Comm, alloc func(int) (uintptr, error), fre
 // processes yet), so there the ops must be correct and staged. With one
 // rank only the results are checked (and that in place runs nothing).
 func TestRegisteredCollectives(t *testing.T) {
-	if set := env.Get(); set.GPULLMax != 0 || set.Proto != "" {
-		t.Skip("TestRegisteredCollectives expects the default one-shot limit (GCCL_GPU_LL_MAX and GCCL_PROTO unset)")
+	if set := env.Get(); set.GPULLMax != 0 || set.Algos != algo.AllAlgorithms || set.Protos != algo.AllProtocols {
+		t.Skip("TestRegisteredCollectives expects the default kernel choice (GCCL_GPU_LL_MAX, GCCL_ALGO and GCCL_PROTO unset)")
 	}
 	for _, mem := range []string{"cudamalloc", "memalloc"} {
 		t.Run(mem, func(t *testing.T) {

@@ -66,29 +66,40 @@ func open(m meeting, cfg *comm.Config, seq sequence) (*rank, error) {
 	return r, err
 }
 
-// close finalises the communicators (abort when failed) and frees the rest.
+// close finalises the communicators and frees the streams and the arena
+// before closing them (a communicator closes the device it opened, and with
+// it what was allocated there); when failed it aborts them instead, which
+// frees everything.
 func (r *rank) close(failed bool) error {
 	var errs []error
+	if failed {
+		for _, c := range r.comms {
+			if c != nil {
+				errs = append(errs, c.Abort())
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, c := range r.comms {
+		if c != nil {
+			errs = append(errs, c.Finalize())
+		}
+	}
 	for i, c := range r.comms {
 		if c == nil {
 			continue
 		}
-		if !failed {
-			errs = append(errs, c.Finalize())
-		}
-		if d := c.Device(); d != nil { // nil once the communicator was aborted
-			for _, s := range r.streams[i] {
-				errs = append(errs, d.DestroyStream(s))
-			}
-		}
-		if failed {
-			errs = append(errs, c.Abort())
-		} else {
-			errs = append(errs, c.Close())
+		for _, s := range r.streams[i] {
+			errs = append(errs, c.Device().DestroyStream(s))
 		}
 	}
 	if r.arena != 0 {
 		errs = append(errs, r.dev.Free(r.arena))
+	}
+	for _, c := range r.comms {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -13,19 +13,20 @@ import (
 	"github.com/gccl/gccl/internal/engine/viahost"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/regcache"
-	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport"
 	"github.com/gccl/gccl/transport/topo"
 )
 
 // Config is what the backends need beyond the engine's Setup; the zero
-// value is the defaults.
+// value is the defaults but for Algos.
 type Config struct {
 	// Regs is the communicator's buffer registrations (package bufreg),
 	// which the GPU backend uses; nil = none.
 	Regs *regcache.Cache
-	// Algo restricts the host algorithms (GCCL_ALGO syntax); "" = all.
-	Algo string
+	// Algos are the algorithms the host backend may run (GCCL_ALGO as
+	// env.Settings.Algos parses it; the GPU backend reads the same set
+	// from env with its other settings); see host.Config.
+	Algos algo.Allowed
 	// ChunkBytes is the host pipeline piece size (GCCL_CHUNKSIZE); 0 = the default.
 	ChunkBytes int
 	// Transport configures the host backend's endpoint.
@@ -45,10 +46,7 @@ type Config struct {
 // GPU communicator, so that they decide alike).
 func Backend(cfg Config) engine.NewBackend {
 	return func(ctx context.Context, s engine.Setup) (engine.Backend, error) {
-		if _, err := algo.ParseAllowed(cfg.Algo); err != nil {
-			return nil, gccl.Errorf(gccl.InvalidArgument, "GCCL_ALGO", "%v", err)
-		}
-		hc := host.Config{Transport: cfg.Transport, Algo: cfg.Algo, ChunkBytes: cfg.ChunkBytes, Reducer: cfg.Reducer}
+		hc := host.Config{Transport: cfg.Transport, Algos: cfg.Algos, ChunkBytes: cfg.ChunkBytes, Reducer: cfg.Reducer}
 		if _, ok := s.Device.(*device.CUDADevice); !ok || s.Device.Kind() != device.CUDA {
 			return orNil(host.Open(ctx, s, hc))
 		}
@@ -56,7 +54,7 @@ func Backend(cfg Config) engine.NewBackend {
 		if err != nil {
 			return nil, err
 		}
-		if viaHost(env.Get().P2PDisable, s.Rank, hashes) {
+		if !algo.GPUPeersMapped(s.NRanks, env.Get().P2PDisable, oneHost(s.Rank, hashes)) {
 			return orNil(viahost.Open(ctx, s, hc))
 		}
 		return orNil(gpu.Open(ctx, s, gpu.Config{Regs: cfg.Regs}))
@@ -90,17 +88,12 @@ func hostHashes(ctx context.Context, s engine.Setup) ([]uint64, error) {
 	return hashes, nil
 }
 
-// viaHost reports whether a GPU communicator must run through host memory:
-// p2p disabled (GCCL_P2P_DISABLE), more ranks than the kernels address, or
-// a peer on another host than rank me.
-func viaHost(p2pDisabled bool, me int, hashes []uint64) bool {
-	if p2pDisabled || len(hashes) > kernels.MaxRanks {
-		return true
-	}
+// oneHost reports whether every rank's host hash is rank me's host.
+func oneHost(me int, hashes []uint64) bool {
 	for _, h := range hashes {
 		if !topo.SameHost(h, hashes[me]) {
-			return true
+			return false
 		}
 	}
-	return false
+	return true
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/gccl/gccl/internal/engine/host"
@@ -19,6 +19,9 @@ import (
 // disabled, when it has more ranks than the kernels address, or when any
 // peer is on another host; otherwise it takes the GPU backend.
 func TestViaHost(t *testing.T) {
+	viaHost := func(p2pDisabled bool, me int, hashes []uint64) bool {
+		return !algo.GPUPeersMapped(len(hashes), p2pDisabled, oneHost(me, hashes))
+	}
 	same := []uint64{7, 7, 7}
 	assert.False(t, viaHost(false, 1, same))
 	assert.True(t, viaHost(true, 1, same), "GCCL_P2P_DISABLE")
@@ -33,21 +36,14 @@ func TestViaHost(t *testing.T) {
 	assert.True(t, viaHost(false, 0, []uint64{0, 0}), "an unknown host (hash 0) is another host")
 }
 
-// TestHostDevice: a host device gets the host backend, and a bad GCCL_ALGO
-// is an error naming it (on every device, before anything is set up).
+// TestHostDevice: a host device gets the host backend.
 func TestHostDevice(t *testing.T) {
 	d, err := device.Open(device.Host, 0)
 	require.NoError(t, err)
 	s := engine.Setup{Rank: 0, NRanks: 1, Boot: enginetest.NewNet(1).Rank(0), Device: d, Timeout: 10 * time.Second}
-	b, err := Backend(Config{})(context.Background(), s)
+	b, err := Backend(Config{Algos: algo.AllAlgorithms})(context.Background(), s)
 	require.NoError(t, err)
 	_, isHost := b.(*host.Backend)
 	assert.True(t, isHost, "%T", b)
 	require.NoError(t, b.Close(false))
-
-	b, err = Backend(Config{Algo: "nosuchalgo"})(context.Background(), s)
-	assert.Nil(t, b, "no typed nil on an error")
-	var ge *gccl.Error
-	require.ErrorAs(t, err, &ge)
-	assert.Equal(t, "GCCL_ALGO", ge.Arg)
 }

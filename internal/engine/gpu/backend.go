@@ -11,6 +11,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
@@ -20,47 +21,19 @@ import (
 	"github.com/gccl/gccl/transport/peermem"
 )
 
-// The GPU backend's communication buffer, one per rank, mapped by every peer:
-// the flag array, the direct area of the one-shot (LL) and push all-reduces
-// and the bulk area that every other kernel stages through (gpuBulkBytes, or
-// GCCL_GPU_BUFFSIZE within gpuBulkMin..gpuBulkMax). 80 MiB per rank in all
-// by default, a quarter of NCCL's default buffers.
-const (
-	gpuFlagsBytes  = 64 << 10
-	gpuDirectBytes = 16 << 20
-	gpuBulkBytes   = 64 << 20
-	gpuBulkMin     = 1 << 20
-	gpuBulkMax     = 1 << 30
-
-	// gpuLLMax is the largest all-reduce (bytes) that takes the one-shot
-	// LL kernel by default (GCCL_GPU_LL_MAX), gpuPushMax the largest that
-	// takes the push kernel (GCCL_GPU_PUSH_MAX); larger ones take the
-	// pipelined two-shot. Either needs its copies to fit the direct area.
-	gpuLLMax   = 128 << 10
-	gpuPushMax = 1 << 20
-	// gpuChannelBytes is how many bytes one channel (block) should move
-	// before another channel is worth starting.
-	gpuChannelBytes = 32 << 10
-	// gpuSingleCopyMin is the smallest eager one-rank collective that is a
-	// device-to-device copy rather than a kernel (issue 18: the staged
-	// kernel moved 336 GB/s at 16 MiB on an H100, NCCL's copy 1130).
-	gpuSingleCopyMin = 1 << 20
-	// gpuMaxChannels is the default grid cap; GCCL_MAX_NCHANNELS sets
-	// another, up to kernels.MaxChannels. Every kernel's blocks must be
-	// co-resident (one block per SM at most is assumed).
-	gpuMaxChannels = 32
-	// gpuSharedKernels is how many kernels of ranks sharing a GPU in one
-	// process may run side by side and still all fit: the most hardware
-	// queues a context has (CUDA_DEVICE_MAX_CONNECTIONS, at most 32, which
-	// internal/cuda raises to 32 when the process did not set it). Such a
-	// communicator's grid cap is the GPU's SM count over it (4 on an H100).
-	gpuSharedKernels = 32
-)
+// gpuSharedKernels is how many kernels of ranks sharing a GPU in one
+// process may run side by side and still all fit: the most hardware queues
+// a context has (CUDA_DEVICE_MAX_CONNECTIONS, at most 32, which
+// internal/cuda raises to 32 when the process did not set it). Such a
+// communicator's grid cap is the GPU's SM count over it (4 on an H100).
+const gpuSharedKernels = 32
 
 // Backend runs operations as kernels on the caller's CUstream. Nothing on
 // the host waits for the GPU: the kernels synchronise among themselves
 // through flags and counters in device memory that they advance, so a
-// captured CUDA graph can be replayed any number of times.
+// captured CUDA graph can be replayed any number of times. Its buffer
+// layout, limits and grids are package algo's (the GPU* constants,
+// GPUSettings), and algo.ChooseGPU decides how each operation runs.
 type Backend struct {
 	rank, nranks int
 	timeout      time.Duration // the kernels' waits (TimeoutNs)
@@ -70,7 +43,7 @@ type Backend struct {
 	drv cuda.Driver
 	mod cuda.Module
 
-	buf  uintptr // this rank's communication buffer (gpuBufBytes)
+	buf  uintptr // this rank's communication buffer (set.BufBytes)
 	ctrs uintptr // this rank's counters (local)
 	// ctlHost is host-mapped pinned memory the kernels see at ctlDev: word
 	// 0 the abort flag the host sets, word 1 the status word the kernels
@@ -91,13 +64,11 @@ type Backend struct {
 	// time (under its ticket) and the driver copies the values at launch.
 	args cuda.Args
 
-	maxCh     int // the grid cap: gpuMaxChannels or GCCL_MAX_NCHANNELS (lower when ranks share the GPU in one process)
-	sharedCh  int // the grid cap when ranks share this GPU in one process
-	bulkBytes int // the bulk area's size: gpuBulkBytes or GCCL_GPU_BUFFSIZE
-	llMax     int // gpuLLMax or GCCL_GPU_LL_MAX
-	pushMax   int // gpuPushMax or GCCL_GPU_PUSH_MAX
-
-	llAllowed, llForced bool // GCCL_PROTO for the one-shot path (llPolicy)
+	// set is what the kernels, grids and areas are chosen from (the
+	// environment's, the same on every rank); its grid cap is lowered to
+	// sharedCh when ranks share this GPU in one process.
+	set      algo.GPUSettings
+	sharedCh int // the grid cap when ranks share this GPU in one process
 	// testRegion, when nonzero, replaces the per-peer region size of the
 	// P2P kernel (tests shrink it to cross many segment boundaries with
 	// little data); set before launching, the same on every rank.
@@ -113,8 +84,10 @@ type Backend struct {
 
 // flags, direct and bulk are rank r's areas as mapped here.
 func (g *Backend) flags(r int) uintptr  { return g.peers.Ptrs[r] }
-func (g *Backend) direct(r int) uintptr { return g.peers.Ptrs[r] + gpuFlagsBytes }
-func (g *Backend) bulk(r int) uintptr   { return g.peers.Ptrs[r] + gpuFlagsBytes + gpuDirectBytes }
+func (g *Backend) direct(r int) uintptr { return g.peers.Ptrs[r] + algo.GPUFlagsBytes }
+func (g *Backend) bulk(r int) uintptr {
+	return g.peers.Ptrs[r] + algo.GPUFlagsBytes + algo.GPUDirectBytes
+}
 
 // Submit enqueues the launch's kernels and copies on its stream, in its
 // turn, and ends the launch before it returns (nothing on the host waits
@@ -262,16 +235,6 @@ func (g *Backend) launch(name string, grid int, s cuda.Stream, c *kernels.Comm, 
 	}
 	return g.drv.LaunchKernel(lf.f, cuda.Dim3{X: uint32(grid), Y: 1, Z: 1}, cuda.Dim3{X: kernels.Threads, Y: 1, Z: 1}, 0, s, a)
 }
-
-// channels is the grid for moving bytes: one block per gpuChannelBytes, at
-// least one, at most the grid cap g.maxCh. Every rank computes the same
-// value (the ranks check at init that their caps agree).
-func (g *Backend) channels(bytes int) int {
-	return min(max(1, (bytes+gpuChannelBytes-1)/gpuChannelBytes), g.maxCh)
-}
-
-// bufBytes is the size of the communication buffer: flags, direct and bulk.
-func (g *Backend) bufBytes() int { return gpuFlagsBytes + gpuDirectBytes + g.bulkBytes }
 
 // copyAsync is a stream-ordered device copy, skipped when empty or in place.
 func (g *Backend) copyAsync(dst, src uintptr, n int, s cuda.Stream) error {

@@ -4,72 +4,70 @@ import (
 	"encoding/binary"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/kernels"
 )
 
-// collective enqueues one collective on s. Registered buffers are used in
-// place (registered.go); otherwise user buffers are not mapped by the peers,
-// so data goes through the mapped direct area (small operations: one-shot
-// LL kernels, and the push all-reduce) or the bulk area, one kernel per
-// operation that moves the data through it segment by segment
-// (kernels/staged.cuh).
+// collective enqueues one collective on s, as algo.ChooseGPU decides:
+// nothing, a copy, a kernel on registered buffers used in place
+// (registered.go), or a kernel whose data goes through the mapped direct
+// area (the one-shot LL kernels and the push all-reduce) or the bulk area,
+// segment by segment (kernels/staged.cuh). It asks the driver whether s is
+// capturing, and looks up registrations, only where the choice depends on
+// it.
 func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	if o.Count == 0 {
 		return nil
 	}
-	if g.nranks == 1 && o.Op < gccl.NumBuiltinOps {
-		if done, err := g.single(o, s); done || err != nil {
+	in := algo.GPUInput{Kind: o.Kind, Count: o.Count, ElemSize: o.Type.Size(), NRanks: g.nranks, Rank: g.rank, Root: o.Root,
+		InPlace: o.Send == o.Recv, PreMulSum: o.Op >= gccl.NumBuiltinOps, PeersMapped: true, CommRegistered: g.regs.Keyed(), Set: g.set}
+	if in.CaptureMatters() {
+		var err error
+		if in.Capturing, err = g.capturing(in, s); err != nil {
 			return err
 		}
 	}
-	// Up to the one-shot limit the size alone decides (the same on every
-	// rank, whatever each registered), and the one-shot beats zero-copy.
-	ll := g.oneShot(o.Count * o.Type.Size())
-	if !ll && o.Op < gccl.NumBuiltinOps { // PreMulSum: no zero-copy (kernels read peers' raw inputs)
-		if done, err := g.zeroCopy(o, s); done || err != nil { // registration hook
-			return err
-		}
+	bufs, err := g.lookup(o, in.RegLookup())
+	if err != nil {
+		return err
 	}
-	g.countStaged(o)
-	switch o.Kind {
-	case engine.AllReduce:
-		return g.allReduce(o, s, ll)
-	case engine.ReduceScatter:
-		return g.reduction(o, s, ll, pick(ll, kernels.ReduceScatterOneShot, kernels.ReduceScatterStaged))
-	case engine.Reduce:
-		return g.reduction(o, s, ll, pick(ll, kernels.ReduceOneShot, kernels.ReduceStaged))
-	case engine.AllGather:
-		return g.moving(o, s, ll, pick(ll, kernels.AllGatherOneShot, kernels.AllGatherStaged))
-	case engine.Broadcast:
-		return g.moving(o, s, ll, pick(ll, kernels.BroadcastOneShot, kernels.BroadcastStaged))
+	in.Registered = bufs != nil
+	ch, err := algo.ChooseGPU(in)
+	if err != nil {
+		return gccl.Errorf(gccl.InternalError, "kind", "%v", err)
 	}
-	return gccl.Errorf(gccl.InternalError, "kind", "%v is not a collective", o.Kind)
+	switch ch.Kernel {
+	case algo.KernelNone: // an in-place one-rank collective
+		g.last.Store(pathNone)
+		return nil
+	case algo.KernelCopy: // a one-rank collective (avg divides by one)
+		g.last.Store(pathCopy)
+		return g.copyAsync(o.Recv, o.Send, in.Bytes(), s)
+	case algo.KernelZeroCopy:
+		return g.zeroCopy(o, bufs, ch.Grid, s)
+	case algo.KernelOneShot, algo.KernelPush, algo.KernelPipelined:
+		g.countStaged(o)
+		return g.run(o, ch, s)
+	}
+	return gccl.Errorf(gccl.InternalError, "kind", "%v has no GPU path %v", o.Kind, ch.Kernel)
 }
 
-// single handles o on a one-rank communicator, where every collective with
-// a built-in operator copies its input (avg divides by one): nothing in
-// place, a copy node when s is being captured (1.0 µs a replay on an H100,
-// against 2.4 µs for the one-shot kernel), and an eager copy (a copy engine
-// transfer, as NCCL does) from gpuSingleCopyMin bytes. done is false for a
-// smaller eager copy, which the kernel makes faster (a kernel launch costs
-// the host less than a copy: 0.85x NCCL's eager copy there).
-func (g *Backend) single(o *engine.Op, s cuda.Stream) (done bool, err error) {
-	if o.Send == o.Recv {
-		g.last.Store(pathNone)
-		return true, nil
-	}
-	bytes := o.Count * o.Type.Size()
-	if bytes < gpuSingleCopyMin {
+// capturing reports whether s is being captured, for an input in whose
+// choice depends on it (CaptureMatters). A one-rank copy is a copy node in
+// any capture (1.0 µs a replay on an H100, against 2.4 µs for the one-shot
+// kernel); an eager one below algo.GPUSingleCopyMin is a kernel, whose
+// launch costs the host less than a copy (0.85x NCCL's eager copy there).
+// A zero-copy candidate asks whether graph registration applies to s
+// (regs.View.Capturing), and otherwise takes the eager registrations.
+func (g *Backend) capturing(in algo.GPUInput, s cuda.Stream) (bool, error) {
+	if in.NRanks == 1 {
 		captured, _, err := capture.Capturing(g.drv, gccl.Stream(s))
-		if err != nil || !captured {
-			return false, err
-		}
+		return captured, err
 	}
-	g.last.Store(pathCopy)
-	return true, g.copyAsync(o.Recv, o.Send, bytes, s)
+	return g.regs.Capturing(s), nil
 }
 
 // redArgs are a reduction kernel's arguments after the Comm: the count
@@ -112,76 +110,28 @@ func (g *Backend) comm(n int, area func(int) uintptr, bytes int) kernels.Comm {
 	return c
 }
 
-// allReduce launches o's all-reduce kernel: the one-shot when ll, else the
-// push kernel up to its limit, else the staged pipeline.
-func (g *Backend) allReduce(o *engine.Op, s cuda.Stream, ll bool) error {
-	n, me, es := g.nranks, g.rank, o.Type.Size()
-	bytes := o.Count * es
-	kernel, c, grid := kernels.AllReducePipelined, g.comm(n, g.bulk, g.bulkBytes), g.channels(bytes)
-	switch {
-	case ll:
-		kernel, c, grid = kernels.AllReduceOneShot, g.comm(n, g.direct, gpuDirectBytes), g.llGrid(bytes)
-	case !g.regs.Keyed() && !g.llForced && bytes <= g.pushMax && kernels.PushScratchBytes(bytes, n) <= gpuDirectBytes:
-		kernel, c = kernels.AllReducePush, g.comm(n, g.direct, gpuDirectBytes)
-	}
-	name, args, err := g.redKernel(kernel, o)
-	if err != nil {
-		return err
-	}
-	c.In[me], c.Out[me] = o.Send, o.Recv
-	return g.launch(name, grid, s, &c, args.put)
-}
-
-// oneShot reports whether a collective of bytes per rank (per block for
-// reduce-scatter) takes a one-shot (LL) kernel through the direct areas,
-// registered buffers or not: LL allowed and bytes within GCCL_GPU_LL_MAX
-// (any size that fits when GCCL_PROTO allows LL alone). It depends on the
-// size and the settings only, which every rank shares, so ranks cannot
-// disagree on it (larger operations check the registration key instead).
-func (g *Backend) oneShot(bytes int) bool {
-	return g.llAllowed && (g.llForced || bytes <= g.llMax) &&
-		kernels.OneShotScratchBytes(bytes, g.nranks) <= gpuDirectBytes
-}
-
-// llGrid is the grid of a one-shot kernel: a thread per 8 bytes, within
-// the grid cap.
-func (g *Backend) llGrid(bytes int) int {
-	return min(max(1, ((bytes+7)/8+kernels.Threads-1)/kernels.Threads), g.maxCh)
-}
-
-// run launches kernel name with this rank's buffers and the root: a
-// one-shot through the direct areas, else a staged kernel through the bulk
-// areas (one per operation, staged.cuh); bytes sizes the grid.
-func (g *Backend) run(o *engine.Op, s cuda.Stream, name string, oneShot bool, bytes int, args func(*cuda.Args)) error {
-	c, grid := g.comm(g.nranks, g.bulk, g.bulkBytes), g.channels(bytes)
-	if oneShot {
-		c, grid = g.comm(g.nranks, g.direct, gpuDirectBytes), g.llGrid(bytes)
+// run launches the kernel family ch.Kernel has for o's kind (the
+// reduction kernel of o's type and operator for reductions) with ch's grid
+// and area, this rank's buffers and the root: the one-shot and push
+// kernels through the direct areas, the pipelined ones through the bulk
+// areas.
+func (g *Backend) run(o *engine.Op, ch algo.GPUChoice, s cuda.Stream) error {
+	c := g.base
+	switch ch.Area {
+	case algo.DirectArea:
+		c = g.comm(g.nranks, g.direct, ch.AreaBytes)
+	case algo.BulkArea:
+		c = g.comm(g.nranks, g.bulk, ch.AreaBytes)
 	}
 	c.In[g.rank], c.Out[g.rank], c.Root = o.Send, o.Recv, int32(o.Root)
-	return g.launch(name, grid, s, &c, args)
-}
-
-// reduction launches reduction kernel over o's count elements (per block
-// for reduce-scatter), a one-shot when ll.
-func (g *Backend) reduction(o *engine.Op, s cuda.Stream, ll bool, kernel string) error {
-	name, args, err := g.redKernel(kernel, o)
+	family := ch.Kernel.Family(o.Kind)
+	if !o.Kind.Reduces() {
+		n := o.Count * o.Type.Size()
+		return g.launch(family, ch.Grid, s, &c, func(a *cuda.Args) { a.U64(uint64(n)) })
+	}
+	name, args, err := g.redKernel(family, o)
 	if err != nil {
 		return err
 	}
-	return g.run(o, s, name, ll, o.Count*o.Type.Size(), args.put)
-}
-
-// moving launches data-type independent kernel name over o's bytes (per
-// rank for all-gather), a one-shot when ll.
-func (g *Backend) moving(o *engine.Op, s cuda.Stream, ll bool, name string) error {
-	n := o.Count * o.Type.Size()
-	return g.run(o, s, name, ll, n, func(a *cuda.Args) { a.U64(uint64(n)) })
-}
-
-// pick is the one-shot kernel when ll, else the staged one.
-func pick(ll bool, oneShot, staged string) string {
-	if ll {
-		return oneShot
-	}
-	return staged
+	return g.launch(name, ch.Grid, s, &c, args.put)
 }

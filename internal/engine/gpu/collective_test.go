@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
@@ -135,9 +136,9 @@ func stagedStandIns(rs []*regRank) (ran func() map[string]int) {
 		kernels.BroadcastStaged: broadcast, kernels.BroadcastOneShot: broadcast,
 	}
 	for _, x := range rs {
-		bulk := uint64(x.g.bulkBytes)
+		bulk := uint64(x.g.set.BulkBytes)
 		for name, k := range standIns {
-			scratch := uint64(gpuDirectBytes) // one-shot and push kernels use the direct area
+			scratch := uint64(algo.GPUDirectBytes) // one-shot and push kernels use the direct area
 			if strings.Contains(name, "staged") || strings.Contains(name, "pipelined") {
 				scratch = bulk
 			}
@@ -161,8 +162,8 @@ func stagedStandIns(rs []*regRank) (ran func() map[string]int) {
 }
 
 // TestStagedCollectives runs every collective on buffers that are not
-// registered (one-shot up to gpuLLMax, the push all-reduce up to
-// gpuPushMax, staged above) through the engine on fake GPUs, in and out of
+// registered (one-shot up to algo.GPULLMax, the push all-reduce up to
+// algo.GPUPushMax, staged above) through the engine on fake GPUs, in and out of
 // place, with random inputs, roots and poisoned outputs, and checks every
 // element on every rank: the engine passes each rank's buffers, root and
 // counts as the kernels expect them.
@@ -174,7 +175,7 @@ func TestStagedCollectives(t *testing.T) {
 	counts := []int{1, 1001, 100_000, 1_100_000} // int32: 4 B and 4 KB one-shot, 400 KB push or staged, 4.4 MB staged
 	for _, count := range counts {
 		for _, inPlace := range []bool{false, true} {
-			for _, k := range []engine.Kind{engine.AllReduce, engine.ReduceScatter, engine.Reduce, engine.AllGather, engine.Broadcast} {
+			for _, k := range []algo.Kind{algo.AllReduce, algo.ReduceScatter, algo.Reduce, algo.AllGather, algo.Broadcast} {
 				t.Run(fmt.Sprintf("%v/count=%d/inplace=%v", k, count, inPlace), func(t *testing.T) {
 					runStaged(t, rs, rng, k, count, inPlace)
 				})
@@ -197,7 +198,7 @@ func TestStagedCollectives(t *testing.T) {
 }
 
 // runStaged launches one op of kind k on every rank and checks the outputs.
-func runStaged(t *testing.T, rs []*regRank, rng *rand.Rand, k engine.Kind, count int, inPlace bool) {
+func runStaged(t *testing.T, rs []*regRank, rng *rand.Rand, k algo.Kind, count int, inPlace bool) {
 	n, root := len(rs), rng.IntN(len(rs))
 	o := engine.Op{Kind: k, Count: count, Type: gccl.Int32, Op: gccl.Sum, Root: root}
 	sendLen, recvLen := o.Sizes(n)
@@ -213,9 +214,9 @@ func runStaged(t *testing.T, rs []*regRank, rng *rand.Rand, k engine.Kind, count
 		if inPlace { // where NCCL puts sendbuff inside recvbuff
 			recvs[r] = buf
 			switch k {
-			case engine.AllGather:
+			case algo.AllGather:
 				sends[r] = buf + uintptr(r*sendLen)
-			case engine.ReduceScatter:
+			case algo.ReduceScatter:
 				recvs[r] = buf + uintptr(r*recvLen)
 			}
 		}
@@ -229,18 +230,18 @@ func runStaged(t *testing.T, rs []*regRank, rng *rand.Rand, k engine.Kind, count
 	for r, x := range rs {
 		var want []byte
 		switch k {
-		case engine.AllReduce:
+		case algo.AllReduce:
 			want = sumInt32(in, 0, count)
-		case engine.ReduceScatter:
+		case algo.ReduceScatter:
 			want = sumInt32(in, r*count, count)
-		case engine.Reduce:
+		case algo.Reduce:
 			if r != root {
 				continue
 			}
 			want = sumInt32(in, 0, count)
-		case engine.AllGather:
+		case algo.AllGather:
 			want = bytes.Join(in, nil)
-		case engine.Broadcast:
+		case algo.Broadcast:
 			want = in[root]
 		}
 		require.Equal(t, want, x.get(t, recvs[r], len(want)), "rank %d", r)
@@ -250,17 +251,17 @@ func runStaged(t *testing.T, rs []*regRank, rng *rand.Rand, k engine.Kind, count
 // TestSingleRankCopies: on a one-rank communicator a collective with a
 // built-in operator does nothing in place, is one copy node when captured
 // (no kernel), launches the one-shot kernel eagerly below
-// gpuSingleCopyMin and is one copy (no kernel) eagerly from there; every
+// algo.GPUSingleCopyMin and is one copy (no kernel) eagerly from there; every
 // element of the poisoned output is checked, and LastGPUPath names the path.
 func TestSingleRankCopies(t *testing.T) {
 	rs := regWorld(t, 1)
 	stagedStandIns(rs) // int32 sums
 	x := rs[0]
 	rng := rand.New(rand.NewPCG(31, 32))
-	run := func(k engine.Kind, op gccl.RedOp, mode string) {
+	run := func(k algo.Kind, op gccl.RedOp, mode string) {
 		count := 1 + rng.IntN(5000)
 		if mode == "eager large" {
-			count += gpuSingleCopyMin / 4
+			count += algo.GPUSingleCopyMin / 4
 		}
 		in, _ := randInt32s(rng, count)
 		send, err := x.d.Alloc(8 * count)
@@ -292,14 +293,14 @@ func TestSingleRankCopies(t *testing.T) {
 		want, path := int64(0), map[string]string{"in place": PathNone, "captured": PathCopy, "eager large": PathCopy}[mode]
 		if mode == "eager" {
 			want = 1
-			path = map[engine.Kind]string{engine.AllReduce: kernels.AllReduceOneShot, engine.ReduceScatter: kernels.ReduceScatterOneShot,
-				engine.Reduce: kernels.ReduceOneShot, engine.AllGather: kernels.AllGatherOneShot, engine.Broadcast: kernels.BroadcastOneShot}[k]
+			path = map[algo.Kind]string{algo.AllReduce: kernels.AllReduceOneShot, algo.ReduceScatter: kernels.ReduceScatterOneShot,
+				algo.Reduce: kernels.ReduceOneShot, algo.AllGather: kernels.AllGatherOneShot, algo.Broadcast: kernels.BroadcastOneShot}[k]
 		}
 		require.Equal(t, want, x.drv.launches.Load()-before, "%v %v %s: kernel launches", k, op, mode)
 		require.Equal(t, path, x.e.LastGPUPath(), "%v %v %s", k, op, mode)
 		require.Equal(t, in, x.get(t, recv, 4*count), "%v %v %s", k, op, mode)
 	}
-	for _, k := range []engine.Kind{engine.AllReduce, engine.ReduceScatter, engine.Reduce, engine.AllGather, engine.Broadcast} {
+	for _, k := range []algo.Kind{algo.AllReduce, algo.ReduceScatter, algo.Reduce, algo.AllGather, algo.Broadcast} {
 		for _, op := range []gccl.RedOp{gccl.Sum, gccl.Prod, gccl.Max, gccl.Min, gccl.Avg} {
 			run(k, op, "in place")
 			run(k, op, "captured")

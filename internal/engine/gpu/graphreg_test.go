@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/stretchr/testify/assert"
@@ -23,7 +24,7 @@ import (
 // destroying the graph and its executable releases the registrations.
 func TestGraphRegistration(t *testing.T) {
 	const n = 2
-	count := gpuPushMax/4 + 5 // int32, past the push kernel
+	count := algo.GPUPushMax/4 + 5 // int32, past the push kernel
 	rs := regWorld(t, n)
 	rng := rand.New(rand.NewPCG(21, 22))
 	sends, recvs, graphs := captureAllReduce(t, rs, count, func(int, uintptr, uintptr) {})
@@ -79,7 +80,7 @@ func TestGraphRegistration(t *testing.T) {
 // instead of living until the communicator is destroyed.
 func TestGraphRegistrationFailureReleases(t *testing.T) {
 	const n = 2
-	count := gpuPushMax/4 + 5 // int32, past the push kernel
+	count := algo.GPUPushMax/4 + 5 // int32, past the push kernel
 	rs := regWorld(t, n)
 	stagedStandIns(rs)
 	sends, recvs, graphs := captureAllReduce(t, rs, count, func(r int, _, recv uintptr) { rs[r].drv.failIPC.Store(recv) })
@@ -118,7 +119,7 @@ func captureAllReduce(t *testing.T, rs []*regRank, count int, prepare func(r int
 			if errs[r] = x.f.StreamBeginCapture(cuda.Stream(x.s), cuda.CaptureModeGlobal); errs[r] != nil {
 				return
 			}
-			errs[r] = x.e.Launch([]engine.Op{{Kind: engine.AllReduce, Count: count, Type: gccl.Int32, Op: gccl.Sum, Send: sends[r], Recv: recvs[r], Stream: x.s}})
+			errs[r] = x.e.Launch([]engine.Op{{Kind: algo.AllReduce, Count: count, Type: gccl.Int32, Op: gccl.Sum, Send: sends[r], Recv: recvs[r], Stream: x.s}})
 			var err error
 			graphs[r], err = x.f.StreamEndCapture(cuda.Stream(x.s))
 			if errs[r] == nil {

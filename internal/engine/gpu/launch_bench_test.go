@@ -12,6 +12,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
@@ -82,7 +83,7 @@ func launchWorld(tb testing.TB, n int, direct bool) []*launchRank {
 			if err := g.allocate([]byte("stand-in kernels")); err != nil {
 				return err
 			}
-			offers[r], err = peermem.NewOffer(g.drv, d.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
+			offers[r], err = peermem.NewOffer(g.drv, d.Ordinal(), topo.HostHash(), g.buf, g.set.BufBytes())
 			return err
 		}))
 		gs[r], lr.g = g, g
@@ -129,7 +130,7 @@ func registerCheckingKernel(f *cudafake.Fake, lr *launchRank, n, me int) cudafak
 			ok = ok && c.Scratch[r] != 0 && c.Flags[r] != 0
 		}
 		ok = ok && c.Counters != 0 && c.AbortFlag != 0 && c.Status != 0 && c.TimeoutNs == uint64(10*time.Second) &&
-			c.ScratchBytes == gpuDirectBytes
+			c.ScratchBytes == algo.GPUDirectBytes
 		if !ok {
 			return fmt.Errorf("one-shot stand-in on rank %d: unexpected launch %+v count %d scalar %#x at %#x grid %v", me, c, count, bits, ptr, grid)
 		}
@@ -165,7 +166,7 @@ func (lr *launchRank) launchOps(tb testing.TB, k, count int) []engine.Op {
 	require.NoError(tb, err)
 	for i := range ops {
 		buf := p + uintptr(4*count*i)
-		ops[i] = engine.Op{Kind: engine.AllReduce, Send: buf, Recv: buf, Count: count, Type: gccl.Float32, Op: gccl.Sum, Stream: lr.s}
+		ops[i] = engine.Op{Kind: algo.AllReduce, Send: buf, Recv: buf, Count: count, Type: gccl.Float32, Op: gccl.Sum, Stream: lr.s}
 	}
 	lr.want.send.Store(uint64(p)) // every op of the benchmark uses the first buffer
 	lr.want.recv.Store(uint64(p))

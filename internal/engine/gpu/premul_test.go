@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
@@ -133,9 +134,9 @@ func TestGPUPreMulSumPerRank(t *testing.T) {
 	rs := regWorld(t, 3)
 	premulStandIns(rs)
 	for _, count := range []int{1001, 100_000, 1_100_000} {
-		for _, k := range []engine.Kind{engine.AllReduce, engine.ReduceScatter, engine.Reduce} {
+		for _, k := range []algo.Kind{algo.AllReduce, algo.ReduceScatter, algo.Reduce} {
 			n := count
-			if k == engine.ReduceScatter {
+			if k == algo.ReduceScatter {
 				n *= len(rs)
 			}
 			sends, recvs, _, ops := premulBuffers(t, rs, n, count)
@@ -147,7 +148,7 @@ func TestGPUPreMulSumPerRank(t *testing.T) {
 			for r, x := range rs {
 				require.NoError(t, x.d.Synchronize(x.s), "rank %d", r)
 				require.NoError(t, x.e.AsyncError(), "rank %d", r)
-				if k != engine.Reduce || r == 1 {
+				if k != algo.Reduce || r == 1 {
 					checkInt32s(t, x, recvs[r], count, 20, fmt.Sprintf("%v count %d rank %d", k, count, r))
 				}
 			}
@@ -169,7 +170,7 @@ func TestGPUPreMulSumDeviceScalarInGraph(t *testing.T) {
 	for r, x := range rs {
 		cs := cuda.Stream(x.s)
 		require.NoError(t, x.f.StreamBeginCapture(cs, cuda.CaptureModeGlobal))
-		o := engine.Op{Kind: engine.AllReduce, Send: sends[r], Recv: recvs[r], Count: count, Type: gccl.Int32, Op: ops[r], Stream: x.s}
+		o := engine.Op{Kind: algo.AllReduce, Send: sends[r], Recv: recvs[r], Count: count, Type: gccl.Int32, Op: ops[r], Stream: x.s}
 		require.NoError(t, x.e.Launch([]engine.Op{o}), "rank %d", r)
 		g, err := x.f.StreamEndCapture(cs)
 		require.NoError(t, err)

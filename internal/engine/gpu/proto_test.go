@@ -5,42 +5,17 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/transport/peermem"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestLLPolicy: GCCL_PROTO decides whether the all-reduce's LL one-shot
-// path may run and whether it runs past the size threshold.
-func TestLLPolicy(t *testing.T) {
-	for _, tc := range []struct {
-		proto           string
-		allowed, forced bool
-	}{
-		{"", true, false},
-		{"LL", true, true},
-		{" ll ", true, true},
-		{"LL,LL128", true, true},
-		{"Simple", false, false},
-		{"LL128,Simple", false, false},
-		{"LL,Simple", true, false},
-		{"simple, ll", true, false},
-		{"^LL", false, false},
-		{"^Simple", true, true},
-		{"^LL128", true, false},
-		{"^LL,Simple", false, false},
-	} {
-		allowed, forced := llPolicy(tc.proto)
-		assert.Equal(t, tc.allowed, allowed, "GCCL_PROTO=%q allowed", tc.proto)
-		assert.Equal(t, tc.forced, forced, "GCCL_PROTO=%q forced", tc.proto)
-	}
-}
-
 // TestSameSettings: ranks whose GPU settings differ are told which setting
 // to align, with ErrInvalidUsage; a short entry is a remote error.
 func TestSameSettings(t *testing.T) {
-	mine := gpuSettings{32, 4, true, false, 16 << 10, gpuLLMax, gpuPushMax}
+	mine := gpuSettings{32, 4, algo.AllAlgorithms, algo.AllProtocols, 16 << 10, algo.GPULLMax, algo.GPUPushMax}
 	_, err := sameSettings(mine, append(mine.encode(), 9, 9, 9), 1)
 	require.NoError(t, err)
 	smaller := mine
@@ -48,18 +23,20 @@ func TestSameSettings(t *testing.T) {
 	theirs, err := sameSettings(mine, smaller.encode(), 1)
 	require.NoError(t, err)
 	assert.Equal(t, smaller, theirs)
-	other := []gpuSettings{mine, mine, mine, mine, mine, mine}
+	other := []gpuSettings{mine, mine, mine, mine, mine, mine, mine}
 	other[0].MaxCh = 16
-	other[1].LLAllowed = false
-	other[2].LLForce = true
+	other[1].Protos = 1<<algo.Simple | 1<<algo.LL128 // ^LL
+	other[2].Protos = 1 << algo.LL                   // LL forced
 	other[3].BulkKiB = 64 << 10
 	other[4].LLMax = 64 << 10
-	other[5].PushMax = gpuPushMax + 16
+	other[5].PushMax = algo.GPUPushMax + 16
+	other[6].Algos = algo.AllAlgorithms &^ (1 << algo.ZeroCopy)
 	for _, o := range other {
 		_, err := sameSettings(mine, append(o.encode(), 1, 2), 2)
 		require.ErrorIs(t, err, gccl.ErrInvalidUsage, "%v", o)
 		assert.Contains(t, err.Error(), "rank 2")
-		for _, name := range []string{"GCCL_MAX_NCHANNELS", "GCCL_GPU_BUFFSIZE", "GCCL_GPU_PUSH_MAX", o.String(), mine.String()} {
+		assert.NotEqual(t, mine.String(), o.String(), "the message shows the difference")
+		for _, name := range []string{"GCCL_MAX_NCHANNELS", "GCCL_ALGO", "GCCL_PROTO", "GCCL_GPU_BUFFSIZE", "GCCL_GPU_LL_MAX", "GCCL_GPU_PUSH_MAX", o.String(), mine.String()} {
 			assert.Contains(t, err.Error(), name)
 		}
 	}
@@ -68,16 +45,21 @@ func TestSameSettings(t *testing.T) {
 	assert.Equal(t, len(mine.encode()), gpuSettingsLen)
 }
 
-// TestBulkBytes: GCCL_GPU_BUFFSIZE is clamped and rounded; unset is the default.
-func TestBulkBytes(t *testing.T) {
+// TestSettingsFromEnv: the backend's settings are the environment's, as
+// algo.NewGPUSettings resolves them (GCCL_GPU_BUFFSIZE clamped and
+// rounded, GCCL_ALGO and GCCL_PROTO parsed once by package env).
+func TestSettingsFromEnv(t *testing.T) {
 	t.Cleanup(func() { env.Reload() })
-	for _, c := range []struct{ set, want int }{
-		{0, gpuBulkBytes}, {1, gpuBulkMin}, {64<<20 + 5, 64 << 20}, {3<<20 + 100<<10, 3<<20 + 64<<10}, {4 << 30, gpuBulkMax},
-	} {
-		t.Setenv("GCCL_GPU_BUFFSIZE", strconv.Itoa(c.set))
-		env.Reload()
-		assert.Equal(t, c.want, bulkBytes(), "GCCL_GPU_BUFFSIZE=%d", c.set)
+	for k, v := range map[string]string{"GCCL_MAX_NCHANNELS": "8", "GCCL_GPU_BUFFSIZE": strconv.Itoa(3<<20 + 100<<10),
+		"GCCL_GPU_LL_MAX": "4096", "GCCL_GPU_PUSH_MAX": "65536", "GCCL_ALGO": "^zerocopy", "GCCL_PROTO": "LL"} {
+		t.Setenv(k, v)
 	}
+	env.Reload()
+	g := launchWorld(t, 1, false)[0].g
+	want := algo.GPUSettings{MaxChannels: 8, BulkBytes: 3<<20 + 64<<10, LLMax: 4096, PushMax: 65536,
+		Algos: algo.AllAlgorithms &^ (1 << algo.ZeroCopy), Protos: 1 << algo.LL}
+	assert.Equal(t, want, g.set)
+	assert.Equal(t, algo.GPUFlagsBytes+algo.GPUDirectBytes+want.BulkBytes, g.set.BufBytes())
 }
 
 // TestSharesGPUInProcess: only two ranks on one GPU of one process (same
@@ -96,7 +78,7 @@ func TestSharesGPUInProcess(t *testing.T) {
 func TestSharedGPUGridCap(t *testing.T) {
 	for r, x := range launchWorld(t, 3, false) {
 		g := x.g
-		assert.Equal(t, 132/gpuSharedKernels, g.maxCh, "rank %d", r)
-		assert.Equal(t, g.maxCh, g.channels(1<<30), "rank %d", r)
+		assert.Equal(t, 132/gpuSharedKernels, g.set.MaxChannels, "rank %d", r)
+		assert.Equal(t, g.set.MaxChannels, g.set.Channels(1<<30), "rank %d", r)
 	}
 }

@@ -3,6 +3,7 @@ package gpu
 import (
 	"sync/atomic"
 
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
@@ -19,46 +20,52 @@ func (g *Backend) Stats() engine.Stats {
 	return engine.Stats{StagedBytes: g.stats.staged.Load(), ZeroCopyOps: g.stats.zeroCopy.Load()}
 }
 
-// zeroCopy runs o directly on registered buffers when every buffer the
-// peers touch lies in a collective registration whose peers are mapped.
-// It reports false, having done nothing, when the op must be staged. The
-// kernels compare a key of the registrations and offsets across the ranks
-// at their first barrier, so ranks that disagree (registered on some ranks
-// only, other offsets or registrations) fail with gccl.ErrInvalidUsage
-// before touching a peer's memory.
+// lookup finds o's registered buffers as algo's lookup l asks (nil when it
+// asks none, or they are not all in registrations usable zero-copy):
 //
-// While s is being captured, an op past the push kernel's limit runs on
-// registrations the ranks agree on and hold for the graph's lifetime
-// instead (regs.View.Agree); up to that limit the one-shot
-// and push kernels beat zero-copy and need no registration.
-func (g *Backend) zeroCopy(o *engine.Op, s cuda.Stream) (bool, error) {
+//   - EagerLookup: every buffer the peers touch lies in a collective
+//     registration (Register) whose peers are mapped;
+//   - GraphLookup: s is being captured (an op past the push kernel's
+//     limit; up to it the one-shot and push kernels beat zero-copy and
+//     need no registration), so the ranks agree on registrations held for
+//     the graph's lifetime (regs.View.Agree).
+func (g *Backend) lookup(o *engine.Op, l algo.RegLookup) ([]regs.Buf, error) {
 	var bufs []regs.Buf
 	var ok bool
 	var err error
-	switch {
-	case o.Count*o.Type.Size() > g.pushMax && g.regs.Capturing(s): // size first: capturing asks the driver
+	switch l {
+	case algo.GraphLookup:
 		bufs, ok, err = g.regs.Agree(o)
-	case g.regs.Keyed():
+	case algo.EagerLookup:
 		bufs, ok, err = g.regs.Find(o)
 	}
 	if !ok || err != nil {
-		return false, err
+		return nil, err
 	}
+	return bufs, nil
+}
+
+// zeroCopy runs o directly on its registered buffers bufs with grid
+// blocks. The kernels compare a key of the registrations and offsets
+// across the ranks at their first barrier, so ranks that disagree
+// (registered on some ranks only, other offsets or registrations) fail
+// with gccl.ErrInvalidUsage before touching a peer's memory.
+func (g *Backend) zeroCopy(o *engine.Op, bufs []regs.Buf, grid int, s cuda.Stream) error {
 	release, err := g.regs.Hold(bufs, s)
 	if err != nil {
-		return false, err
+		return err
 	}
 	c := g.base
 	c.RegKey = regs.Key(o.Kind, bufs)
 	switch o.Kind {
-	case engine.AllReduce:
-		err = g.zcAllReduce(o, bufs, &c, s)
-	case engine.AllGather:
-		err = g.zcAllGather(o, bufs[0], &c, s)
-	case engine.Broadcast:
-		err = g.zcBroadcast(o, bufs[0], &c, s)
-	case engine.ReduceScatter:
-		err = g.zcReduceScatter(o, bufs[0], &c, s)
+	case algo.AllReduce:
+		err = g.zcAllReduce(o, bufs, &c, grid, s)
+	case algo.AllGather:
+		err = g.zcAllGather(o, bufs[0], &c, grid, s)
+	case algo.Broadcast:
+		err = g.zcBroadcast(o, bufs[0], &c, grid, s)
+	case algo.ReduceScatter:
+		err = g.zcReduceScatter(o, bufs[0], &c, grid, s)
 	}
 	if err == nil {
 		err = release(true)
@@ -68,13 +75,13 @@ func (g *Backend) zeroCopy(o *engine.Op, s cuda.Stream) (bool, error) {
 	if err == nil {
 		g.stats.zeroCopy.Add(1)
 	}
-	return err == nil, err
+	return err
 }
 
 // zcAllReduce: the two-shot kernel over every rank's registered send and
 // receive buffers: each rank reduces its part from all inputs and stores
 // it into all outputs.
-func (g *Backend) zcAllReduce(o *engine.Op, bufs []regs.Buf, c *kernels.Comm, s cuda.Stream) error {
+func (g *Backend) zcAllReduce(o *engine.Op, bufs []regs.Buf, c *kernels.Comm, grid int, s cuda.Stream) error {
 	name, args, err := g.redKernel(kernels.AllReduceTwoShot, o)
 	if err != nil {
 		return err
@@ -82,24 +89,24 @@ func (g *Backend) zcAllReduce(o *engine.Op, bufs []regs.Buf, c *kernels.Comm, s 
 	for r := range g.nranks {
 		c.In[r], c.Out[r] = bufs[0].At(r), bufs[1].At(r)
 	}
-	return g.launch(name, g.channels(o.Count*o.Type.Size()), s, c, args.put)
+	return g.launch(name, grid, s, c, args.put)
 }
 
 // zcAllGather: each rank stores its input straight into every rank's
 // registered receive buffer.
-func (g *Backend) zcAllGather(o *engine.Op, recv regs.Buf, c *kernels.Comm, s cuda.Stream) error {
+func (g *Backend) zcAllGather(o *engine.Op, recv regs.Buf, c *kernels.Comm, grid int, s cuda.Stream) error {
 	total := o.Count * o.Type.Size()
 	for r := range g.nranks {
 		c.Out[r] = recv.At(r)
 	}
 	c.In[g.rank] = o.Send
-	return g.launch(kernels.AllGather, g.channels(total), s, c, func(a *cuda.Args) { a.U64(uint64(total)) })
+	return g.launch(kernels.AllGather, grid, s, c, func(a *cuda.Args) { a.U64(uint64(total)) })
 }
 
 // zcBroadcast: the root's registered receive buffer is the source (the
 // root first copies its send buffer there unless in place); every rank
 // pulls its part from the root and stores it into every rank's buffer.
-func (g *Backend) zcBroadcast(o *engine.Op, recv regs.Buf, c *kernels.Comm, s cuda.Stream) error {
+func (g *Backend) zcBroadcast(o *engine.Op, recv regs.Buf, c *kernels.Comm, grid int, s cuda.Stream) error {
 	total := o.Count * o.Type.Size()
 	if g.rank == o.Root {
 		if err := g.copyAsync(o.Recv, o.Send, total, s); err != nil {
@@ -110,12 +117,12 @@ func (g *Backend) zcBroadcast(o *engine.Op, recv regs.Buf, c *kernels.Comm, s cu
 		c.Out[r] = recv.At(r)
 	}
 	c.In[o.Root], c.Root = recv.At(o.Root), int32(o.Root)
-	return g.launch(kernels.Broadcast, g.channels(total), s, c, func(a *cuda.Args) { a.U64(uint64(total)) })
+	return g.launch(kernels.Broadcast, grid, s, c, func(a *cuda.Args) { a.U64(uint64(total)) })
 }
 
 // zcReduceScatter: each rank reduces its block from every rank's
 // registered send buffer into its own receive buffer.
-func (g *Backend) zcReduceScatter(o *engine.Op, send regs.Buf, c *kernels.Comm, s cuda.Stream) error {
+func (g *Backend) zcReduceScatter(o *engine.Op, send regs.Buf, c *kernels.Comm, grid int, s cuda.Stream) error {
 	name, args, err := g.redKernel(kernels.ReduceScatter, o)
 	if err != nil {
 		return err
@@ -124,7 +131,7 @@ func (g *Backend) zcReduceScatter(o *engine.Op, send regs.Buf, c *kernels.Comm, 
 		c.In[r] = send.At(r)
 	}
 	c.Out[g.rank] = o.Recv
-	return g.launch(name, g.channels(o.Count*o.Type.Size()), s, c, args.put)
+	return g.launch(name, grid, s, c, args.put)
 }
 
 // countStaged adds the bytes a staged collective copies through this
@@ -138,18 +145,18 @@ func (g *Backend) countStaged(o *engine.Op) {
 func stagedBytes(o *engine.Op, me, n int) int {
 	b := o.Count * o.Type.Size()
 	switch o.Kind {
-	case engine.AllReduce:
+	case algo.AllReduce:
 		return 2 * b
-	case engine.ReduceScatter:
+	case algo.ReduceScatter:
 		return n * b
-	case engine.AllGather:
+	case algo.AllGather:
 		return n * b
-	case engine.Broadcast:
+	case algo.Broadcast:
 		if me == o.Root {
 			return 2 * b
 		}
 		return b
-	case engine.Reduce:
+	case algo.Reduce:
 		if me == o.Root {
 			return 2 * b
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
@@ -40,7 +41,7 @@ func chunks(t *testing.T, rs []*regRank) ([]uintptr, []*regcache.Handle) {
 func zeroCopyWorld(t *testing.T, n int) []*regRank {
 	rs := regWorld(t, n)
 	for _, x := range rs {
-		x.g.llAllowed = false
+		x.g.set.Protos &^= 1 << algo.LL
 	}
 	return rs
 }
@@ -97,20 +98,20 @@ func TestZeroCopyCollectives(t *testing.T) {
 		return b
 	}
 	launchAll(t, rs, func(r int) engine.Op {
-		return engine.Op{Kind: engine.AllReduce, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
+		return engine.Op{Kind: algo.AllReduce, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
 	})
 	for r, x := range rs {
 		assert.Equal(t, wantBytes(0, count), x.get(t, recv(r), 4*count), "all-reduce rank %d", r)
 	}
 	launchAll(t, rs, func(r int) engine.Op {
-		return engine.Op{Kind: engine.ReduceScatter, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
+		return engine.Op{Kind: algo.ReduceScatter, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
 	})
 	for r, x := range rs {
 		assert.Equal(t, wantBytes(r*count, count), x.get(t, recv(r), 4*count), "reduce-scatter rank %d", r)
 		x.put(t, recv(r), poison)
 	}
 	launchAll(t, rs, func(r int) engine.Op {
-		return engine.Op{Kind: engine.AllGather, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32}
+		return engine.Op{Kind: algo.AllGather, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32}
 	})
 	for r, x := range rs {
 		got := x.get(t, recv(r), 4*n*count)
@@ -123,7 +124,7 @@ func TestZeroCopyCollectives(t *testing.T) {
 			x.put(t, recv(r), poison)
 		}
 		launchAll(t, rs, func(r int) engine.Op {
-			return engine.Op{Kind: engine.Broadcast, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32, Root: root}
+			return engine.Op{Kind: algo.Broadcast, Send: send(r), Recv: recv(r), Count: count, Type: gccl.Int32, Root: root}
 		})
 		for r, x := range rs {
 			assert.Equal(t, in[root][:4*count], x.get(t, recv(r), 4*count), "broadcast root %d rank %d", root, r)
@@ -131,7 +132,7 @@ func TestZeroCopyCollectives(t *testing.T) {
 	}
 	// In place: the all-reduce result lands in the send buffers.
 	launchAll(t, rs, func(r int) engine.Op {
-		return engine.Op{Kind: engine.AllReduce, Send: send(r), Recv: send(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
+		return engine.Op{Kind: algo.AllReduce, Send: send(r), Recv: send(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
 	})
 	for r, x := range rs {
 		assert.Equal(t, wantBytes(0, count), x.get(t, send(r), 4*count), "in-place all-reduce rank %d", r)
@@ -150,7 +151,7 @@ func TestZeroCopyKeysAndBounds(t *testing.T) {
 	base, _ := chunks(t, rs)
 	key := func(r int, off uintptr) uint32 {
 		g := rs[r].g
-		o := engine.Op{Kind: engine.AllGather, Send: base[r], Recv: base[r] + off, Count: 100, Type: gccl.Int32}
+		o := engine.Op{Kind: algo.AllGather, Send: base[r], Recv: base[r] + off, Count: 100, Type: gccl.Int32}
 		bufs, ok, err := g.regs.Find(&o)
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -163,14 +164,14 @@ func TestZeroCopyKeysAndBounds(t *testing.T) {
 	g := rs[0].g
 	p, err := rs[0].d.Alloc(4096)
 	require.NoError(t, err)
-	_, ok, err := g.regs.Find(&engine.Op{Kind: engine.AllReduce, Send: p, Recv: p, Count: 10, Type: gccl.Int32})
+	_, ok, err := g.regs.Find(&engine.Op{Kind: algo.AllReduce, Send: p, Recv: p, Count: 10, Type: gccl.Int32})
 	require.NoError(t, err)
 	assert.False(t, ok)
 
 	// A second registration: rank 1's is smaller than rank 0's.
 	small := []uintptr{base[0] + chunkBytes/2, base[1] + chunkBytes/2}
 	hs := registerSizes(t, rs, small, []int{8192, 4096})
-	_, _, err = g.regs.Find(&engine.Op{Kind: engine.AllReduce, Send: small[0], Recv: small[0], Count: 2048, Type: gccl.Int32})
+	_, _, err = g.regs.Find(&engine.Op{Kind: algo.AllReduce, Send: small[0], Recv: small[0], Count: 2048, Type: gccl.Int32})
 	require.Error(t, err)
 	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err))
 	for _, h := range hs {
@@ -220,7 +221,7 @@ func (x *regRank) gate(t *testing.T, ss ...gccl.Stream) (open func()) {
 // block i (its own 4 KiB of input and output) on s.
 func (x *regRank) gather(t *testing.T, base uintptr, i int, s gccl.Stream) {
 	p := base + uintptr(8192*i)
-	require.NoError(t, x.e.Launch([]engine.Op{{Kind: engine.AllGather, Send: p, Recv: p + 4096, Count: 16, Type: gccl.Int32, Stream: s}}))
+	require.NoError(t, x.e.Launch([]engine.Op{{Kind: algo.AllGather, Send: p, Recv: p + 4096, Count: 16, Type: gccl.Int32, Stream: s}}))
 }
 
 // TestZeroCopyHoldsRegistration: deregistering while an op that uses the
@@ -281,7 +282,7 @@ func TestZeroCopyEventPool(t *testing.T) {
 		}
 	}
 	op := func(r int) engine.Op {
-		return engine.Op{Kind: engine.AllReduce, Send: base[r], Recv: recv(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
+		return engine.Op{Kind: algo.AllReduce, Send: base[r], Recv: recv(r), Count: count, Type: gccl.Int32, Op: gccl.Sum}
 	}
 	for it := range iters {
 		round()
@@ -421,20 +422,20 @@ func TestRegisteredSmallOpsOneShot(t *testing.T) {
 		x.put(t, recvs[r], bytes.Repeat([]byte{0xA5}, 4*small))
 	}
 	launchAll(t, rs, func(r int) engine.Op {
-		return engine.Op{Kind: engine.AllReduce, Send: sends[r], Recv: recvs[r], Count: small, Type: gccl.Int32, Op: gccl.Sum}
+		return engine.Op{Kind: algo.AllReduce, Send: sends[r], Recv: recvs[r], Count: small, Type: gccl.Int32, Op: gccl.Sum}
 	})
 	for r, x := range rs {
 		require.Equal(t, sumInt32(in, 0, small), x.get(t, recvs[r], 4*small), "rank %d", r)
 		assert.Zero(t, x.e.Stats().ZeroCopyOps, "rank %d", r)
 	}
 	assert.Equal(t, map[string]int{"gccl_" + kernels.AllReduceOneShot + "_i32_sum": n}, ran())
-	big := gpuLLMax/4 + 3 // registered on both ranks: zero-copy
+	big := algo.GPULLMax/4 + 3 // registered on both ranks: zero-copy
 	for r, x := range rs {
 		in[r], _ = randInt32s(rng, big)
 		x.put(t, base[r], in[r])
 	}
 	launchAll(t, rs, func(r int) engine.Op {
-		return engine.Op{Kind: engine.AllReduce, Send: base[r], Recv: base[r] + 256<<10, Count: big, Type: gccl.Int32, Op: gccl.Sum}
+		return engine.Op{Kind: algo.AllReduce, Send: base[r], Recv: base[r] + 256<<10, Count: big, Type: gccl.Int32, Op: gccl.Sum}
 	})
 	for r, x := range rs {
 		require.Equal(t, sumInt32(in, 0, big), x.get(t, base[r]+256<<10, 4*big), "rank %d", r)

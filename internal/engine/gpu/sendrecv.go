@@ -3,6 +3,7 @@ package gpu
 import (
 	"encoding/binary"
 
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/kernels"
@@ -60,7 +61,7 @@ func (g *Backend) sendRecv(ops []engine.Op, s cuda.Stream) error {
 		if b == 0 {
 			continue
 		}
-		if o.Kind == engine.Send {
+		if o.Kind == algo.P2PSend {
 			sends[o.Peer] = append(sends[o.Peer], p2pPiece{o.Send, b})
 		} else {
 			recvs[o.Peer] = append(recvs[o.Peer], p2pPiece{o.Recv, b})
@@ -71,7 +72,7 @@ func (g *Backend) sendRecv(ops []engine.Op, s cuda.Stream) error {
 	}
 	q := p2pPiecesPerPair(n)
 	for k := 0; ; k++ {
-		pairs := p2pPairs(n, me, sends, recvs, k*q, q, g.maxCh)
+		pairs := p2pPairs(n, me, sends, recvs, k*q, q, g.set)
 		if len(pairs) == 0 {
 			return nil
 		}
@@ -88,8 +89,10 @@ func p2pPiecesPerPair(n int) int {
 }
 
 // p2pPairs are the pairs of one kernel: for every peer but me, its pieces
-// [lo, lo+q) of each direction; peers with none are left out.
-func p2pPairs(n, me int, sends, recvs [][]p2pPiece, lo, q, maxCh int) []p2pPair {
+// [lo, lo+q) of each direction; peers with none are left out. A pair's
+// channel count is set.P2PChannels of its larger direction, which both
+// ranks of the pair compute alike.
+func p2pPairs(n, me int, sends, recvs [][]p2pPiece, lo, q int, set algo.GPUSettings) []p2pPair {
 	var pairs []p2pPair
 	for peer := range n {
 		if peer == me {
@@ -99,7 +102,7 @@ func p2pPairs(n, me int, sends, recvs [][]p2pPiece, lo, q, maxCh int) []p2pPair 
 		if len(sw) == 0 && len(rw) == 0 {
 			continue
 		}
-		pairs = append(pairs, p2pPair{peer: peer, nch: p2pChannels(n, max(total(sw), total(rw)), maxCh), send: sw, recv: rw})
+		pairs = append(pairs, p2pPair{peer: peer, nch: set.P2PChannels(n, max(total(sw), total(rw))), send: sw, recv: rw})
 	}
 	return pairs
 }
@@ -109,25 +112,14 @@ func p2pSub(ps []p2pPiece, lo, q int) []p2pPiece {
 	return ps[min(lo, len(ps)):min(lo+q, len(ps))]
 }
 
-// p2pChannels is a pair's channel count for nbytes (the larger direction):
-// one per gpuChannelBytes, at most 2*maxCh/(n-1) (and kernels.MaxChannels
-// in all) so that a rank talking to every peer stays within twice the
-// collectives' grid cap. A point-to-point channel is bound by its SM (on
-// 4xH200, 10 channels a pair moved 185 GB/s at 1 GiB, ~18.5 GB/s each), so
-// pairs get more than a collective's share. Both ranks of the pair compute
-// it from the same values.
-func p2pChannels(n, nbytes, maxCh int) int {
-	limit := max(1, min(2*maxCh, kernels.MaxChannels)/max(1, n-1))
-	return min(max(1, (nbytes+gpuChannelBytes-1)/gpuChannelBytes), limit)
-}
-
 // p2pRegionBytes is the part of each rank's bulk area that carries what it
-// sends to one peer (every peer has its own, by rank).
+// sends to one peer (every peer has its own, by rank): set.P2PRegionBytes,
+// or testRegion.
 func (g *Backend) p2pRegionBytes(n int) int {
 	if g.testRegion > 0 {
 		return g.testRegion
 	}
-	return g.bulkBytes / max(1, n-1) / 16 * 16
+	return g.set.P2PRegionBytes(n)
 }
 
 // p2pLaunch launches kernels.P2P for pairs, one block per channel.
@@ -136,7 +128,7 @@ func (g *Backend) p2pLaunch(n int, pairs []p2pPair, s cuda.Stream) error {
 	for _, p := range pairs {
 		grid += p.nch
 	}
-	c := g.comm(n, g.bulk, g.bulkBytes)
+	c := g.comm(n, g.bulk, g.set.BulkBytes)
 	region := g.p2pRegionBytes(n)
 	return g.launch(kernels.P2P, grid, s, &c, func(a *cuda.Args) {
 		putP2PDesc(a.Slot(p2pDescBytes, p2pDescAlign), pairs, region)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
@@ -35,13 +36,16 @@ func TestP2PDescLayout(t *testing.T) {
 		assert.LessOrEqual(t, 2*(n-1)*q, p2pMaxPieces, "n=%d", n)
 		assert.Positive(t, q)
 		// A rank talking to every peer with the most channels stays in the grid.
-		assert.LessOrEqual(t, (n-1)*p2pChannels(n, 1<<30, gpuMaxChannels), kernels.MaxChannels, "n=%d", n)
-		// Every channel's halves hold at least 16 bytes.
-		// Every channel's halves hold at least 16 KiB, with the smallest bulk area.
-		g := &Backend{bulkBytes: gpuBulkMin}
-		assert.GreaterOrEqual(t, g.p2pRegionBytes(n)/p2pChannels(n, 1<<30, gpuMaxChannels)/2, 4<<10, "n=%d", n)
-		g.bulkBytes = gpuBulkBytes
-		assert.GreaterOrEqual(t, g.p2pRegionBytes(n)/p2pChannels(n, 1<<30, gpuMaxChannels)/2, 16<<10, "n=%d", n)
+		set := algo.DefaultGPUSettings()
+		maxCh := set.P2PChannels(n, 1<<30)
+		assert.LessOrEqual(t, (n-1)*maxCh, kernels.MaxChannels, "n=%d", n)
+		// Every channel's halves hold at least 4 KiB with the smallest bulk
+		// area, 16 KiB with the default one.
+		g := &Backend{set: set}
+		g.set.BulkBytes = algo.GPUBulkMin
+		assert.GreaterOrEqual(t, g.p2pRegionBytes(n)/maxCh/2, 4<<10, "n=%d", n)
+		g.set.BulkBytes = algo.GPUBulkBytes
+		assert.GreaterOrEqual(t, g.p2pRegionBytes(n)/maxCh/2, 16<<10, "n=%d", n)
 	}
 }
 
@@ -197,9 +201,9 @@ func p2pOps(rng *rand.Rand, msgs []*p2pMsg, r int, s gccl.Stream) []engine.Op {
 		var o engine.Op
 		switch {
 		case m.src == r:
-			k, o = lane{m.dst, 0}, engine.Op{Kind: engine.Send, Send: m.send, Count: count, Type: m.typ, Peer: m.dst, Stream: s}
+			k, o = lane{m.dst, 0}, engine.Op{Kind: algo.P2PSend, Send: m.send, Count: count, Type: m.typ, Peer: m.dst, Stream: s}
 		case m.dst == r:
-			k, o = lane{m.src, 1}, engine.Op{Kind: engine.Recv, Recv: m.recv, Count: count, Type: m.typ, Peer: m.src, Stream: s}
+			k, o = lane{m.src, 1}, engine.Op{Kind: algo.P2PRecv, Recv: m.recv, Count: count, Type: m.typ, Peer: m.src, Stream: s}
 		default:
 			continue
 		}
@@ -207,7 +211,7 @@ func p2pOps(rng *rand.Rand, msgs []*p2pMsg, r int, s gccl.Stream) []engine.Op {
 			if _, ok := lanes[lane{r, 1}]; !ok {
 				keys = append(keys, lane{r, 1})
 			}
-			lanes[lane{r, 1}] = append(lanes[lane{r, 1}], engine.Op{Kind: engine.Recv, Recv: m.recv, Count: count, Type: m.typ, Peer: r, Stream: s})
+			lanes[lane{r, 1}] = append(lanes[lane{r, 1}], engine.Op{Kind: algo.P2PRecv, Recv: m.recv, Count: count, Type: m.typ, Peer: r, Stream: s})
 		}
 		if _, ok := lanes[k]; !ok {
 			keys = append(keys, k)
@@ -308,10 +312,10 @@ func TestP2PChannelsAgree(t *testing.T) {
 		if other != a && other != b {
 			sends[other] = []p2pPiece{{3, rng.IntN(1 << 26)}}
 		}
-		pa := p2pPairs(n, a, sends, recvs, 0, 8, gpuMaxChannels)
+		pa := p2pPairs(n, a, sends, recvs, 0, 8, algo.DefaultGPUSettings())
 		sendsB, recvsB := make([][]p2pPiece, n), make([][]p2pPiece, n)
 		sendsB[a], recvsB[a] = []p2pPiece{{4, ba}}, []p2pPiece{{5, ab}}
-		pb := p2pPairs(n, b, sendsB, recvsB, 0, 8, gpuMaxChannels)
+		pb := p2pPairs(n, b, sendsB, recvsB, 0, 8, algo.DefaultGPUSettings())
 		require.Len(t, pb, 1)
 		for _, p := range pa {
 			if p.peer == b {

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
-	"strings"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
@@ -59,7 +59,7 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 			return err
 		}
 		var err error
-		offer, err = peermem.NewOffer(g.drv, dev.Ordinal(), topo.HostHash(), g.buf, g.bufBytes())
+		offer, err = peermem.NewOffer(g.drv, dev.Ordinal(), topo.HostHash(), g.buf, g.set.BufBytes())
 		return err
 	})
 	if err != nil {
@@ -90,10 +90,9 @@ func newBackendState(dev *device.CUDADevice, s engine.Setup, cfg Config) *Backen
 	set := env.Get()
 	drv, _ := devlink.Driver(dev)
 	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: drv, fns: map[string]*loadedFn{},
-		maxCh: maxChannels(), bulkBytes: bulkBytes(), llMax: orDefault(set.GPULLMax, gpuLLMax), pushMax: orDefault(set.GPUPushMax, gpuPushMax)}
+		set: algo.NewGPUSettings(set.MaxNChannels, set.GPUBuffSize, set.GPULLMax, set.GPUPushMax, set.Algos, set.Protos)}
 	g.regs = regs.New(regs.Config{Regs: cfg.Regs, Net: s.Boot, NRanks: s.NRanks, Device: dev, Driver: g.drv, Timeout: s.Timeout, Log: s.Log})
-	g.llAllowed, g.llForced = llPolicy(set.Proto)
-	g.sharedCh = min(g.maxCh, max(1, smCount(g.drv, dev.Ordinal())/gpuSharedKernels))
+	g.sharedCh = min(g.set.MaxChannels, max(1, smCount(g.drv, dev.Ordinal())/gpuSharedKernels))
 	return g
 }
 
@@ -120,8 +119,8 @@ func (g *Backend) allocate(img []byte) error {
 	if err := g.preload(); err != nil {
 		return err
 	}
-	if g.buf, err = g.drv.MemAlloc(g.bufBytes()); err != nil {
-		return gccl.Errorf(gccl.Code(err), "comm", "allocating the %d-byte communication buffer: %w", g.bufBytes(), err)
+	if g.buf, err = g.drv.MemAlloc(g.set.BufBytes()); err != nil {
+		return gccl.Errorf(gccl.Code(err), "comm", "allocating the %d-byte communication buffer: %w", g.set.BufBytes(), err)
 	}
 	ctrBytes := kernels.CounterWords * 4
 	if g.ctrs, err = g.drv.MemAlloc(ctrBytes); err != nil {
@@ -134,7 +133,7 @@ func (g *Backend) allocate(img []byte) error {
 	if g.ctlDev, err = g.drv.MemHostGetDevicePointer(g.ctlHost); err != nil {
 		return err
 	}
-	if err := g.drv.MemsetD8Async(g.buf, 0, g.bufBytes(), 0); err != nil {
+	if err := g.drv.MemsetD8Async(g.buf, 0, g.set.BufBytes(), 0); err != nil {
 		return err
 	}
 	if err := g.drv.MemsetD8Async(g.ctrs, 0, ctrBytes, 0); err != nil {
@@ -171,10 +170,10 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer pee
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d: %w", r, err)
 		}
 	}
-	if sharesGPUInProcess(offers) && g.maxCh > sharedCh {
-		g.maxCh = max(1, sharedCh)
+	if sharesGPUInProcess(offers) && g.set.MaxChannels > sharedCh {
+		g.set.MaxChannels = max(1, sharedCh)
 		g.log.Info("ranks of this communicator share a GPU in one process: at most this many channels per kernel, so that the kernels of concurrent ranks fit on the GPU together",
-			"channels", g.maxCh)
+			"channels", g.set.MaxChannels)
 	}
 	return g.dev.Do(func() error {
 		m, err := peermem.Open(g.drv, g.rank, offers)
@@ -186,11 +185,12 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer pee
 // gpuSettings are the settings every rank derives its grids and kernel
 // choices from; ranks that differ would launch kernels that never meet.
 type gpuSettings struct {
-	MaxCh              uint8  // GCCL_MAX_NCHANNELS
-	SharedCh           uint8  // the grid cap when ranks share a GPU in one process (not compared: the smallest applies)
-	LLAllowed, LLForce bool   // GCCL_PROTO
-	BulkKiB            uint32 // GCCL_GPU_BUFFSIZE
-	LLMax, PushMax     uint32 // GCCL_GPU_LL_MAX, GCCL_GPU_PUSH_MAX
+	MaxCh          uint8          // GCCL_MAX_NCHANNELS
+	SharedCh       uint8          // the grid cap when ranks share a GPU in one process (not compared: the smallest applies)
+	Algos          algo.Allowed   // GCCL_ALGO
+	Protos         algo.Protocols // GCCL_PROTO
+	BulkKiB        uint32         // GCCL_GPU_BUFFSIZE
+	LLMax, PushMax uint32         // GCCL_GPU_LL_MAX, GCCL_GPU_PUSH_MAX
 }
 
 // gpuSettingsLen is the encoded size of gpuSettings.
@@ -198,7 +198,8 @@ var gpuSettingsLen = binary.Size(gpuSettings{})
 
 // settings are this rank's.
 func (g *Backend) settings() gpuSettings {
-	return gpuSettings{uint8(g.maxCh), uint8(g.sharedCh), g.llAllowed, g.llForced, uint32(g.bulkBytes >> 10), uint32(g.llMax), uint32(g.pushMax)}
+	s := g.set
+	return gpuSettings{uint8(s.MaxChannels), uint8(g.sharedCh), s.Algos, s.Protos, uint32(s.BulkBytes >> 10), uint32(s.LLMax), uint32(s.PushMax)}
 }
 
 func (s gpuSettings) encode() []byte {
@@ -209,12 +210,12 @@ func (s gpuSettings) encode() []byte {
 func (s gpuSettings) String() string {
 	ll := "up to " + strconv.Itoa(int(s.LLMax)) + " bytes"
 	switch {
-	case !s.LLAllowed:
+	case !s.Protos.Has(algo.LL):
 		ll = "off"
-	case s.LLForce:
+	case s.Protos.LLForced():
 		ll = "forced"
 	}
-	return fmt.Sprintf("%d channels, LL %s, push up to %d bytes, a %d KiB staging area", s.MaxCh, ll, s.PushMax, s.BulkKiB)
+	return fmt.Sprintf("%d channels, algorithms %v, LL %s, push up to %d bytes, a %d KiB staging area", s.MaxCh, s.Algos, ll, s.PushMax, s.BulkKiB)
 }
 
 // sameSettings checks rank r's exchanged entry b, which starts with its
@@ -228,7 +229,7 @@ func sameSettings(mine gpuSettings, b []byte, r int) (gpuSettings, error) {
 	compared.SharedCh = mine.SharedCh
 	if compared != mine {
 		return theirs, gccl.Errorf(gccl.InvalidUsage, "environment",
-			"rank %d runs GPU kernels with %v, this rank with %v: set GCCL_MAX_NCHANNELS, GCCL_PROTO, GCCL_GPU_BUFFSIZE, GCCL_GPU_LL_MAX and GCCL_GPU_PUSH_MAX the same on every rank",
+			"rank %d runs GPU kernels with %v, this rank with %v: set GCCL_MAX_NCHANNELS, GCCL_ALGO, GCCL_PROTO, GCCL_GPU_BUFFSIZE, GCCL_GPU_LL_MAX and GCCL_GPU_PUSH_MAX the same on every rank",
 			r, theirs, mine)
 	}
 	return theirs, nil
@@ -312,48 +313,4 @@ func (g *Backend) preload() error {
 	ro := maps.Clone(g.fns)
 	g.fnsRO.Store(&ro)
 	return nil
-}
-
-// maxChannels is the grid cap GCCL_MAX_NCHANNELS asks for, within
-// 1..kernels.MaxChannels, or gpuMaxChannels.
-func maxChannels() int {
-	if v := env.Get().MaxNChannels; v > 0 {
-		return min(v, kernels.MaxChannels)
-	}
-	return gpuMaxChannels
-}
-
-// bulkBytes is the bulk area size GCCL_GPU_BUFFSIZE asks for, rounded
-// down to 64 KiB within gpuBulkMin..gpuBulkMax, or gpuBulkBytes.
-func bulkBytes() int {
-	if v := env.Get().GPUBuffSize; v > 0 {
-		return min(max(v, gpuBulkMin), gpuBulkMax) &^ (64<<10 - 1)
-	}
-	return gpuBulkBytes
-}
-
-// orDefault is v when it is positive, else def.
-func orDefault(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
-}
-
-// llPolicy reads GCCL_PROTO for the all-reduce's LL one-shot path: allowed
-// unless the list leaves LL out; forced (whenever the direct area holds the
-// operation, not only up to g.llMax) when it allows LL but not Simple.
-// A leading ^ excludes the listed protocols, as in NCCL.
-func llPolicy(proto string) (allowed, forced bool) {
-	s := strings.ToUpper(strings.TrimSpace(proto))
-	if s == "" {
-		return true, false
-	}
-	exclude := strings.HasPrefix(s, "^")
-	has := map[string]bool{}
-	for _, f := range strings.Split(strings.TrimPrefix(s, "^"), ",") {
-		has[strings.TrimSpace(f)] = true
-	}
-	ll, simple := has["LL"] != exclude, has["SIMPLE"] != exclude
-	return ll, ll && !simple
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/kernels"
 )
 
@@ -40,7 +40,7 @@ func (t Traffic) Add(u Traffic) Traffic { return Traffic{t.Read + u.Read, t.Writ
 // the bulk area, work across the ranks' areas and copy the result out;
 // one-shot kernels store LL lines into the peers' areas and read their own;
 // zero-copy kernels load and store the registered user buffers directly.
-func TrafficOf(path string, kind engine.Kind, count int, t gccl.DataType, nranks, rank, root int, inPlace bool) (tr Traffic, ok bool) {
+func TrafficOf(path string, kind algo.Kind, count int, t gccl.DataType, nranks, rank, root int, inPlace bool) (tr Traffic, ok bool) {
 	n, b := int64(nranks), int64(count)*int64(t.Size())
 	ll := 16 * ((b + 7) / 8) // an LL slot of b bytes
 	rooted := rank == root
@@ -54,15 +54,15 @@ func TrafficOf(path string, kind engine.Kind, count int, t gccl.DataType, nranks
 	switch {
 	case path == PathNone:
 		return rw(0, 0)
-	case path == PathCopy && kind == engine.Recv:
+	case path == PathCopy && kind == algo.P2PRecv:
 		return rw(0, 0)
 	case path == PathCopy:
 		return rw(b, b)
-	case path == kernels.P2P && (kind == engine.Send || kind == engine.Recv):
+	case path == kernels.P2P && (kind == algo.P2PSend || kind == algo.P2PRecv):
 		return rw(b, b) // the sender stages into its area, the receiver pulls out of it
 	}
 	switch kind {
-	case engine.AllReduce:
+	case algo.AllReduce:
 		switch path {
 		case kernels.AllReduceOneShot:
 			return rw(b+(n-1)*ll, (n-1)*ll+b)
@@ -73,7 +73,7 @@ func TrafficOf(path string, kind engine.Kind, count int, t gccl.DataType, nranks
 		case kernels.AllReduceTwoShot:
 			return rw(b, b)
 		}
-	case engine.ReduceScatter: // b is one block; the input holds n
+	case algo.ReduceScatter: // b is one block; the input holds n
 		switch path {
 		case kernels.ReduceScatterOneShot:
 			return rw(n*b+(n-1)*ll, (n-1)*ll+b)
@@ -82,7 +82,7 @@ func TrafficOf(path string, kind engine.Kind, count int, t gccl.DataType, nranks
 		case kernels.ReduceScatter:
 			return rw(n*b, b)
 		}
-	case engine.Reduce:
+	case algo.Reduce:
 		switch path {
 		case kernels.ReduceOneShot:
 			if rooted {
@@ -94,7 +94,7 @@ func TrafficOf(path string, kind engine.Kind, count int, t gccl.DataType, nranks
 		case kernels.Reduce:
 			return rw(b, b/n)
 		}
-	case engine.AllGather: // b per rank
+	case algo.AllGather: // b per rank
 		switch path {
 		case kernels.AllGatherOneShot:
 			return rw(b+(n-1)*ll, (n-1)*ll+n*b)
@@ -104,7 +104,7 @@ func TrafficOf(path string, kind engine.Kind, count int, t gccl.DataType, nranks
 		case kernels.AllGather:
 			return rw(b, n*b)
 		}
-	case engine.Broadcast:
+	case algo.Broadcast:
 		switch path {
 		case kernels.BroadcastOneShot:
 			if rooted {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/stretchr/testify/require"
 )
@@ -37,7 +38,7 @@ func TestAllReduceInt32(t *testing.T) {
 							rp, rb = w.alloc(t, r, 4*count, rng)
 						}
 						sends[r], recvs[r] = append([]byte(nil), sb...), rb
-						ops[r] = engine.Op{Kind: engine.AllReduce, Send: sp, Recv: rp, Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: w.streams[r]}
+						ops[r] = engine.Op{Kind: algo.AllReduce, Send: sp, Recv: rp, Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: w.streams[r]}
 					}
 					for r, e := range w.engines {
 						require.NoError(t, e.Launch([]engine.Op{ops[r]}))

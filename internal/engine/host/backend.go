@@ -14,13 +14,16 @@ import (
 	"github.com/gccl/gccl/transport"
 )
 
-// Config tunes the host backend; the zero value is the defaults.
+// Config tunes the host backend; the zero value is the defaults but for
+// Algos.
 type Config struct {
 	// Transport configures the endpoint; Rank, CommID and Secret are filled
 	// in by Open when zero (CommID and Secret from rank 0, through the bootstrap).
 	Transport transport.Config
-	// Algo restricts the algorithms (GCCL_ALGO syntax: "ring,tree", "^direct"); "" = all.
-	Algo string
+	// Algos are the algorithms allowed (GCCL_ALGO, as env.Settings.Algos
+	// parses it; algo.AllAlgorithms for all). Collectives that none of
+	// them runs take ring, so the zero set means ring only.
+	Algos algo.Allowed
 	// ChunkBytes is the pipeline piece size (GCCL_CHUNKSIZE); 0 = algo.DefaultChunkBytes.
 	ChunkBytes int
 	// Reducer does the arithmetic; nil = DefaultReducer.
@@ -66,18 +69,15 @@ func New(cfg Config) engine.NewBackend {
 // and sets up zero-copy (zerocopy.go) when every peer is on this host.
 // Connections are made on first use.
 func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
-	allowed, err := algo.ParseAllowed(cfg.Algo)
-	if err != nil {
-		return nil, gccl.Errorf(gccl.InvalidArgument, "GCCL_ALGO", "%v", err)
-	}
 	b := &Backend{rank: s.Rank, nranks: s.NRanks, dev: s.Device, log: s.Log, red: cfg.Reducer,
-		allowed: allowed, chunk: cfg.ChunkBytes, conns: make([]*peerConn, s.NRanks)}
+		allowed: cfg.Algos, chunk: cfg.ChunkBytes, conns: make([]*peerConn, s.NRanks)}
 	if b.red == nil {
 		b.red = DefaultReducer
 	}
 	if err := b.exchange(ctx, s.Boot, cfg.Transport); err != nil {
 		return nil, errs.First(err, b.Close(true))
 	}
+	var err error
 	if b.zc, err = b.setupZeroCopy(ctx, s.Boot); err != nil {
 		return nil, errs.First(err, b.Close(true))
 	}

@@ -31,7 +31,7 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op) error {
 	if o.Count == 0 {
 		return nil
 	}
-	kind := o.Kind.Collective()
+	kind := o.Kind
 	if kind.Reduces() && b.red == nil {
 		return gccl.Errorf(gccl.InternalError, "reducer", "the host backend has no reducer; set host.Config.Reducer or host.DefaultReducer")
 	}

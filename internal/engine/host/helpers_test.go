@@ -12,6 +12,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/stretchr/testify/require"
@@ -80,6 +81,8 @@ func newWorldTimeout(t *testing.T, n int, algoList string, timeout time.Duration
 	t.Helper()
 	net := enginetest.NewNet(n)
 	w := &world{engines: make([]*engine.Engine, n), backends: make([]*Backend, n), devs: make([]device.Device, n), streams: make([]gccl.Stream, n)}
+	algos, err := algo.ParseAllowed(algoList)
+	require.NoError(t, err)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for r := range n {
@@ -91,7 +94,7 @@ func newWorldTimeout(t *testing.T, n int, algoList string, timeout time.Duration
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cfg := Config{Reducer: testReducer{}, Algo: algoList, ChunkBytes: 4096}
+			cfg := Config{Reducer: testReducer{}, Algos: algos, ChunkBytes: 4096}
 			w.engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, Timeout: timeout,
 				Backend: func(ctx context.Context, s engine.Setup) (engine.Backend, error) {
 					b, err := Open(ctx, s, cfg)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 )
@@ -29,12 +30,12 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 	for i := range ops {
 		o := &ops[i]
 		switch {
-		case o.Peer == b.rank && o.Kind == engine.Send:
+		case o.Peer == b.rank && o.Kind == algo.P2PSend:
 			selfSend = append(selfSend, o)
 		case o.Peer == b.rank:
 			selfRecv = append(selfRecv, o)
 		default:
-			k := lane{o.Peer, o.Kind == engine.Send}
+			k := lane{o.Peer, o.Kind == algo.P2PSend}
 			if _, ok := lanes[k]; !ok {
 				order = append(order, k)
 			}
@@ -90,7 +91,7 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
 		return nil
 	}
 	pc := b.conns[o.Peer]
-	if o.Kind == engine.Send {
+	if o.Kind == algo.P2PSend {
 		return wrapPeer(pc.send.Send(ctx, hostBytes(o.Send, n)), o.Peer, "sending to")
 	}
 	dst := hostBytes(o.Recv, n)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,8 +29,8 @@ func TestAllToAllGroup(t *testing.T) {
 		var ops []engine.Op
 		for j := range n {
 			ops = append(ops,
-				engine.Op{Kind: engine.Send, Send: sp + uintptr(j*block), Count: block, Type: gccl.Uint8, Peer: j, Stream: w.streams[r]},
-				engine.Op{Kind: engine.Recv, Recv: rp + uintptr(j*block), Count: block, Type: gccl.Uint8, Peer: j, Stream: w.streams[r]})
+				engine.Op{Kind: algo.P2PSend, Send: sp + uintptr(j*block), Count: block, Type: gccl.Uint8, Peer: j, Stream: w.streams[r]},
+				engine.Op{Kind: algo.P2PRecv, Recv: rp + uintptr(j*block), Count: block, Type: gccl.Uint8, Peer: j, Stream: w.streams[r]})
 		}
 		require.NoError(t, w.engines[r].Launch(ops))
 	}
@@ -46,14 +47,14 @@ func TestValidation(t *testing.T) {
 	e, s := w.engines[0], w.streams[0]
 	buf, _ := w.alloc(t, 0, 64, rand.New(rand.NewPCG(1, 1)))
 	for arg, op := range map[string]engine.Op{
-		"sendbuff": {Kind: engine.AllReduce, Recv: buf, Count: 4, Type: gccl.Int32, Stream: s},
-		"recvbuff": {Kind: engine.AllReduce, Send: buf, Count: 4, Type: gccl.Int32, Stream: s},
-		"count":    {Kind: engine.AllReduce, Send: buf, Recv: buf, Count: -1, Type: gccl.Int32, Stream: s},
-		"datatype": {Kind: engine.AllReduce, Send: buf, Recv: buf, Count: 4, Type: 99, Stream: s},
-		"op":       {Kind: engine.AllReduce, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Op: 77, Stream: s},
-		"root":     {Kind: engine.Broadcast, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Root: 2, Stream: s},
-		"peer":     {Kind: engine.Send, Send: buf, Count: 4, Type: gccl.Int32, Peer: -1, Stream: s},
-		"stream":   {Kind: engine.AllReduce, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Stream: 12345},
+		"sendbuff": {Kind: algo.AllReduce, Recv: buf, Count: 4, Type: gccl.Int32, Stream: s},
+		"recvbuff": {Kind: algo.AllReduce, Send: buf, Count: 4, Type: gccl.Int32, Stream: s},
+		"count":    {Kind: algo.AllReduce, Send: buf, Recv: buf, Count: -1, Type: gccl.Int32, Stream: s},
+		"datatype": {Kind: algo.AllReduce, Send: buf, Recv: buf, Count: 4, Type: 99, Stream: s},
+		"op":       {Kind: algo.AllReduce, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Op: 77, Stream: s},
+		"root":     {Kind: algo.Broadcast, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Root: 2, Stream: s},
+		"peer":     {Kind: algo.P2PSend, Send: buf, Count: 4, Type: gccl.Int32, Peer: -1, Stream: s},
+		"stream":   {Kind: algo.AllReduce, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Stream: 12345},
 	} {
 		err := e.Launch([]engine.Op{op})
 		var ge *gccl.Error
@@ -61,10 +62,10 @@ func TestValidation(t *testing.T) {
 		require.Equal(t, arg, ge.Arg, "%s: %v", arg, err)
 	}
 	// Overlap that is not in place: AllGather with sendbuff at the wrong offset.
-	err := e.Launch([]engine.Op{{Kind: engine.AllGather, Send: buf + 4, Recv: buf, Count: 2, Type: gccl.Int32, Stream: s}})
+	err := e.Launch([]engine.Op{{Kind: algo.AllGather, Send: buf + 4, Recv: buf, Count: 2, Type: gccl.Int32, Stream: s}})
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
 	// Overflowing count.
-	err = e.Launch([]engine.Op{{Kind: engine.AllGather, Send: buf, Recv: buf + 64, Count: 1 << 61, Type: gccl.Int64, Stream: s}})
+	err = e.Launch([]engine.Op{{Kind: algo.AllGather, Send: buf, Recv: buf + 64, Count: 1 << 61, Type: gccl.Int64, Stream: s}})
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
 }
 
@@ -73,7 +74,7 @@ func TestClosedEngine(t *testing.T) {
 	w := newWorld(t, 1, "")
 	buf, _ := w.alloc(t, 0, 16, rand.New(rand.NewPCG(1, 1)))
 	require.NoError(t, w.engines[0].Abort())
-	err := w.engines[0].Launch([]engine.Op{{Kind: engine.AllReduce, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Stream: w.streams[0]}})
+	err := w.engines[0].Launch([]engine.Op{{Kind: algo.AllReduce, Send: buf, Recv: buf, Count: 4, Type: gccl.Int32, Stream: w.streams[0]}})
 	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
 }
 

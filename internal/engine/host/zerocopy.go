@@ -57,7 +57,7 @@ func (b *Backend) tryZeroCopy(ctx context.Context, o *engine.Op, combine combine
 	if err := b.zcBarrier(ctx); err != nil {
 		return false, err
 	}
-	zo := &zcOp{kind: o.Kind.Collective(), n: b.nranks, r: b.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
+	zo := &zcOp{kind: o.Kind, n: b.nranks, r: b.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
 		send: make([][]byte, b.nranks), recv: make([][]byte, b.nranks), combine: combine, post: post, tmp: z.tmp}
 	descs := make([][2]bufDesc, b.nranks)
 	for r := range descs {
@@ -87,7 +87,7 @@ func (b *Backend) runCopyIn(ctx context.Context, o *engine.Op, combine combineFu
 	z := b.zc
 	sendSz, recvSz := o.Sizes(b.nranks)
 	parity := z.seq + 1
-	kind := o.Kind.Collective()
+	kind := o.Kind
 	if kind != algo.Broadcast || b.rank == o.Root {
 		copy(z.own.area(parity), hostBytes(o.Send, sendSz))
 	}

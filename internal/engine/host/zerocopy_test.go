@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +16,7 @@ import (
 // zcCase is one collective run over every rank of a world: inputs are
 // random small int32s, outputs are poisoned with random bytes first.
 type zcCase struct {
-	kind    engine.Kind
+	kind    algo.Kind
 	count   int
 	root    int
 	op      gccl.RedOp
@@ -53,9 +54,9 @@ func (w *world) zcBuffers(t *testing.T, c zcCase, r int, rng *rand.Rand, heap bo
 	p, b := alloc(big)
 	smallInts(b, rng)
 	switch c.kind {
-	case engine.AllGather: // send is this rank's block of recv
+	case algo.AllGather: // send is this rank's block of recv
 		return p + uintptr(r*sendSz), p, b[r*sendSz : (r+1)*sendSz], b
-	case engine.ReduceScatter: // recv is this rank's block of send
+	case algo.ReduceScatter: // recv is this rank's block of send
 		return p, p + uintptr(r*recvSz), b, b[r*recvSz : (r+1)*recvSz]
 	}
 	return p, p, b, b
@@ -84,16 +85,16 @@ func zcWant(c zcCase, n, r int, ins [][]byte, before []byte) []byte {
 		return out
 	}
 	switch c.kind {
-	case engine.AllReduce:
+	case algo.AllReduce:
 		return red(0, c.count)
-	case engine.Reduce:
+	case algo.Reduce:
 		if r != c.root {
 			return before
 		}
 		return red(0, c.count)
-	case engine.ReduceScatter:
+	case algo.ReduceScatter:
 		return red(r*c.count, c.count)
-	case engine.AllGather:
+	case algo.AllGather:
 		return bytes.Join(ins, nil)
 	}
 	return ins[c.root]
@@ -140,7 +141,7 @@ func (w *world) zcRuns() uint64 {
 	return total
 }
 
-var zcKinds = []engine.Kind{engine.AllReduce, engine.Reduce, engine.ReduceScatter, engine.AllGather, engine.Broadcast}
+var zcKinds = []algo.Kind{algo.AllReduce, algo.Reduce, algo.ReduceScatter, algo.AllGather, algo.Broadcast}
 
 func TestZeroCopyAllKinds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -186,7 +187,7 @@ func TestZeroCopyMapped(t *testing.T) {
 	}
 	// More regions than the cache holds: entries are evicted, results stay right.
 	for range maxMapsPerPeer + 3 {
-		w.runZC(t, zcCase{kind: engine.AllReduce, count: areaBytes/4 + 257, op: gccl.Sum}, rng, -1)
+		w.runZC(t, zcCase{kind: algo.AllReduce, count: areaBytes/4 + 257, op: gccl.Sum}, rng, -1)
 	}
 	for _, b := range w.backends {
 		for p := range b.zc.maps {
@@ -206,17 +207,17 @@ func TestZeroCopyFallback(t *testing.T) {
 		require.Zero(t, w.zcRuns(), "%v: a heap buffer on rank 1 must force the fallback", kind)
 	}
 	// Rank 3's heap buffers are only its own business in a Broadcast from 0.
-	w.runZC(t, zcCase{kind: engine.Broadcast, count: areaBytes / 2, root: 0}, rng, 3)
+	w.runZC(t, zcCase{kind: algo.Broadcast, count: areaBytes / 2, root: 0}, rng, 3)
 	require.Equal(t, uint64(4), w.zcRuns())
 	// Small operations go through the copy-in areas: heap buffers anywhere are fine.
 	for _, kind := range zcKinds {
-		w.runZC(t, zcCase{kind: kind, count: 999, root: 1, op: gccl.Max, inPlace: kind == engine.AllGather}, rng, 1)
+		w.runZC(t, zcCase{kind: kind, count: 999, root: 1, op: gccl.Max, inPlace: kind == algo.AllGather}, rng, 1)
 	}
 	require.Equal(t, uint64(4+4*len(zcKinds)), w.zcRuns())
 	require.Equal(t, uint64(len(zcKinds)), w.backends[0].zc.copyIns)
 	// With zerocopy excluded, nothing takes it.
 	w2 := newWorld(t, 2, "^zerocopy")
-	w2.runZC(t, zcCase{kind: engine.AllReduce, count: 100, op: gccl.Sum}, rng, -1)
+	w2.runZC(t, zcCase{kind: algo.AllReduce, count: 100, op: gccl.Sum}, rng, -1)
 	require.Zero(t, w2.zcRuns())
 }
 
@@ -233,7 +234,7 @@ func TestZeroCopyPeerMissing(t *testing.T) {
 		w := newWorldTimeout(t, 3, "", timeout)
 		for r := range 2 {
 			p, _ := w.alloc(t, r, 4096, rng)
-			require.NoError(t, w.engines[r].Launch([]engine.Op{{Kind: engine.AllReduce, Send: p, Recv: p, Count: 1024, Type: gccl.Int32, Stream: w.streams[r]}}))
+			require.NoError(t, w.engines[r].Launch([]engine.Op{{Kind: algo.AllReduce, Send: p, Recv: p, Count: 1024, Type: gccl.Int32, Stream: w.streams[r]}}))
 		}
 		start := time.Now()
 		if abort {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
@@ -92,7 +93,7 @@ func (g *Backend) Submit(l *engine.Launch) error {
 	var flags uintptr
 	err := g.dev.Do(func() error {
 		if st, err := g.drv.StreamIsCapturing(s); err != nil || st != cuda.CaptureNone {
-			return errs.First(err, gccl.Errorf(gccl.InvalidUsage, "stream", "operations through host memory (GCCL_P2P_DISABLE or peers on other hosts) cannot be captured in a CUDA graph"))
+			return errs.First(err, gccl.Errorf(gccl.InvalidUsage, "stream", "%w", algo.ErrViaHostCapture))
 		}
 		var err error
 		if block, err = g.get(size); err != nil {
@@ -185,10 +186,10 @@ func (g *Backend) plan(ops []engine.Op) ([]hostOp, int) {
 	}
 	for i, o := range ops {
 		send, recv := o.Sizes(g.nranks)
-		if o.Kind == engine.Broadcast && g.rank != o.Root {
+		if o.Kind == algo.Broadcast && g.rank != o.Root {
 			send, o.Send = 0, 0 // NCCL ignores it
 		}
-		if o.Kind == engine.Reduce && g.rank != o.Root {
+		if o.Kind == algo.Reduce && g.rank != o.Root {
 			recv, o.Recv = 0, 0
 		}
 		out[i] = hostOp{dev: o, host: o, sendLen: send, recvLen: recv}

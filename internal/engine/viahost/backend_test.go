@@ -10,6 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
@@ -35,7 +36,7 @@ func fakeGPUWorld(t *testing.T, n int) ([]*engine.Engine, []*device.CUDADevice, 
 		streams[r], err = d.NewStream()
 		require.NoError(t, err)
 		wg.Go(func() {
-			engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, Timeout: 10 * time.Second, Backend: New(host.Config{})})
+			engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, Timeout: 10 * time.Second, Backend: New(host.Config{Algos: algo.AllAlgorithms})})
 		})
 	}
 	wg.Wait()
@@ -95,10 +96,10 @@ func viaHostRound(t *testing.T, engines []*engine.Engine, devs []*device.CUDADev
 		ar[r], bc[r], rv[r] = devBuf(t, devs[r], poison), devBuf(t, devs[r], poison), devBuf(t, devs[r], poison)
 		s := streams[r]
 		ops := []engine.Op{
-			{Kind: engine.AllReduce, Send: send, Recv: ar[r], Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: s},
-			{Kind: engine.Broadcast, Send: send, Recv: bc[r], Count: count, Type: gccl.Int32, Root: root, Stream: s},
-			{Kind: engine.Send, Send: send, Count: count, Type: gccl.Int32, Peer: (r + 1) % n, Stream: s},
-			{Kind: engine.Recv, Recv: rv[r], Count: count, Type: gccl.Int32, Peer: (r + n - 1) % n, Stream: s},
+			{Kind: algo.AllReduce, Send: send, Recv: ar[r], Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: s},
+			{Kind: algo.Broadcast, Send: send, Recv: bc[r], Count: count, Type: gccl.Int32, Root: root, Stream: s},
+			{Kind: algo.P2PSend, Send: send, Count: count, Type: gccl.Int32, Peer: (r + 1) % n, Stream: s},
+			{Kind: algo.P2PRecv, Recv: rv[r], Count: count, Type: gccl.Int32, Peer: (r + n - 1) % n, Stream: s},
 		}
 		require.NoError(t, e.Launch(ops))
 	}

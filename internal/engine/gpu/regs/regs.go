@@ -9,6 +9,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/regcache"
@@ -74,11 +75,11 @@ func (v *View) Keyed() bool { return v.cfg.Regs.Collective() > 0 }
 func wanted(o *engine.Op, nranks int) [][2]uintptr {
 	send, recv := o.Sizes(nranks)
 	switch o.Kind {
-	case engine.AllReduce:
+	case algo.AllReduce:
 		return [][2]uintptr{{o.Send, uintptr(send)}, {o.Recv, uintptr(recv)}}
-	case engine.AllGather, engine.Broadcast: // peers store into the receive buffers (the root's is the source)
+	case algo.AllGather, algo.Broadcast: // peers store into the receive buffers (the root's is the source)
 		return [][2]uintptr{{o.Recv, uintptr(recv)}}
-	case engine.ReduceScatter: // peers load the send buffers
+	case algo.ReduceScatter: // peers load the send buffers
 		return [][2]uintptr{{o.Send, uintptr(send)}}
 	}
 	return nil
@@ -115,7 +116,7 @@ func (v *View) Find(o *engine.Op) ([]Buf, bool, error) {
 // Key identifies the registrations and offsets of an op; every rank of
 // a consistent op computes the same nonzero key, and ops that copy
 // through the communication buffers use 0.
-func Key(k engine.Kind, bufs []Buf) uint32 {
+func Key(k algo.Kind, bufs []Buf) uint32 {
 	h := fnv.New32a()
 	var b [17]byte
 	b[0] = byte(k)
