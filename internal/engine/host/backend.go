@@ -190,7 +190,11 @@ func (b *Backend) failConns(err error) {
 	b.connMu.Lock()
 	conns := slices.Clone(b.conns)
 	b.connMu.Unlock()
-	ferr := gccl.Errorf(gccl.RemoteError, "peer", "rank %d failed: %v", b.rank, err)
+	code := gccl.RemoteError
+	if gccl.Code(err) == gccl.InvalidUsage { // ranks that disagree: a caller's mistake on both
+		code = gccl.InvalidUsage
+	}
+	ferr := gccl.Errorf(code, "peer", "rank %d failed: %v", b.rank, err)
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		if c != nil {
