@@ -24,7 +24,7 @@ type Disagreement struct {
 	// operations themselves (they may succeed); the reporters' next,
 	// matched operation must then fail with ErrInvalidUsage.
 	NextOp bool
-	Calls     func(rank int, c *comm.Comm, b *Bufs) error
+	Calls  func(rank int, c *comm.Comm, b *Bufs) error
 }
 
 // DisagreeBytes is the size of each buffer a Disagreement's calls use.
@@ -45,7 +45,9 @@ func allReduce(count int, t gccl.DataType, op gccl.RedOp) func(*comm.Comm, *Bufs
 }
 
 func broadcast(count, root int) func(*comm.Comm, *Bufs) error {
-	return func(c *comm.Comm, b *Bufs) error { return coll.Broadcast(c, b.Send, b.Recv, count, gccl.Int32, root, b.S) }
+	return func(c *comm.Comm, b *Bufs) error {
+		return coll.Broadcast(c, b.Send, b.Recv, count, gccl.Int32, root, b.S)
+	}
 }
 
 func allGather(count int) func(*comm.Comm, *Bufs) error {
