@@ -40,6 +40,10 @@ type Conn interface {
 	Close() error
 }
 
+// Refuser is implemented by the sending Conns of the transports: Refusal
+// is the peer's failure record (it refused a message), nil if none came.
+type Refuser interface{ Refusal() error }
+
 // Expect is the accept function of a Recv that takes a message of n
 // bytes, whatever its descriptor.
 func Expect(n int) func(Desc, int) error {

@@ -132,6 +132,14 @@ func (c *Conn) Recv(ctx context.Context, accept func(transport.Desc, int) error,
 	return c.inner.Recv(ctx, accept, func(p []byte) error { return consume(c.in.corrupt(p)) })
 }
 
+// Refusal is the wrapped Conn's, if it has one.
+func (c *Conn) Refusal() error {
+	if r, ok := c.inner.(interface{ Refusal() error }); ok {
+		return r.Refusal()
+	}
+	return nil
+}
+
 // Fail fails the wrapped Conn.
 func (c *Conn) Fail(err error) { c.inner.Fail(err) }
 

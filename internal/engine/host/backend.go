@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -191,7 +192,7 @@ func (b *Backend) failConns(err error) {
 	conns := slices.Clone(b.conns)
 	b.connMu.Unlock()
 	code := gccl.RemoteError
-	if gccl.Code(err) == gccl.InvalidUsage { // ranks that disagree: a caller's mistake on both
+	if errors.Is(err, errDisagree) { // ranks that disagree: a caller's mistake on both
 		code = gccl.InvalidUsage
 	}
 	ferr := gccl.Errorf(code, "peer", "rank %d failed: %v", b.rank, err)

@@ -14,9 +14,15 @@ import (
 // point-to-point ops together. The GPU-via-host backend calls it with host
 // copies of its ops.
 // A failure tells every connected peer (failConns): the communicator is
-// failed from then on.
+// failed from then on. A failure that follows a peer's refusal of this
+// rank's messages reports the refusal (the disagreement), not its effects.
 func (b *Backend) Run(ctx context.Context, ops []engine.Op) error {
 	err := b.run(ctx, ops)
+	if err != nil && gccl.Code(err) != gccl.InvalidUsage {
+		if rerr := b.refusal(); rerr != nil {
+			err = gccl.Errorf(gccl.InvalidUsage, "comm", "%v (then: %v)", rerr, err)
+		}
+	}
 	if err != nil {
 		b.failConns(err)
 	}

@@ -2,7 +2,10 @@ package host
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/engine"
@@ -128,7 +131,42 @@ func (d opDesc) checkMsg(me, from int, w transport.Desc, n, want int) error {
 // mismatch is the error of ranks that disagree: me, running want, got
 // the message (or barrier descriptor) of got from rank from.
 func mismatch(me, from int, got, want opDesc) error {
-	return gccl.Errorf(gccl.InvalidUsage, "op", "rank %d received %v from rank %d while running %v; "+
+	return gccl.Errorf(gccl.InvalidUsage, "op", "rank %d received %v from rank %d while running %v; %w: "+
 		"every rank must call the communicator's operations in the same order with the same count, type, operator and root, "+
-		"and a Recv must match the peer's Send in size (one goroutine at a time per communicator)", me, got, from, want)
+		"and a Recv must match the peer's Send in size (one goroutine at a time per communicator)", me, got, from, want, errDisagree)
+}
+
+// errDisagree is in the chain of every mismatch error.
+var errDisagree = errors.New("the ranks disagree")
+
+// refusal returns a peer's refusal of this rank's messages (a disagreement
+// it detected), waiting up to refusalGrace for one on its way: the rank
+// then reports the disagreement, not the connection the peer closed after.
+func (b *Backend) refusal() error {
+	b.connMu.Lock()
+	conns := slices.Clone(b.conns)
+	b.connMu.Unlock()
+	for deadline := time.Now().Add(refusalGrace); ; time.Sleep(time.Millisecond) {
+		for p, c := range conns {
+			if r, ok := c.sendRefuser(); ok {
+				if err := r.Refusal(); err != nil {
+					return gccl.Errorf(gccl.InvalidUsage, "peer", "rank %d refused this rank's message: %v", p, err)
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+	}
+}
+
+// refusalGrace is how long a failed rank waits for a peer's refusal.
+const refusalGrace = 20 * time.Millisecond
+
+func (c *peerConn) sendRefuser() (transport.Refuser, bool) {
+	if c == nil {
+		return nil, false
+	}
+	r, ok := c.send.(transport.Refuser)
+	return r, ok
 }

@@ -239,7 +239,7 @@ func TestRefusedMessage(t *testing.T) {
 	err := r.Recv(ctx, expect(50), func([]byte) error { t.Fatal("a refused message must not be consumed"); return nil })
 	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
 	r.Fail(err)
-	require.Eventually(t, func() bool { return s.refusal() != nil }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Refusal() != nil }, 5*time.Second, time.Millisecond)
 	err = s.Send(ctx, descOf(2), []byte{1})
 	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
 	require.Contains(t, err.Error(), "want 50")

@@ -85,8 +85,9 @@ func (s *Sender) readBack() {
 	}
 }
 
-// refusal is the receiver's failure record, nil if none came.
-func (s *Sender) refusal() error {
+// Refusal is the receiver's failure record (it refused a message), nil if
+// none came.
+func (s *Sender) Refusal() error {
 	if p := s.refused.Load(); p != nil {
 		return *p
 	}
@@ -102,7 +103,7 @@ func (s *Sender) Send(ctx context.Context, d [descSize]byte, p []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.refusal(); err != nil {
+	if err := s.Refusal(); err != nil {
 		return err
 	}
 	if s.err != nil {
@@ -190,7 +191,7 @@ func (s *Sender) classify(ctx context.Context, deadline time.Time, err error) er
 	if s.closed.Load() {
 		return errClosed
 	}
-	if rerr := s.refusal(); rerr != nil {
+	if rerr := s.Refusal(); rerr != nil {
 		return rerr
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {

@@ -153,6 +153,16 @@ func (s *Sender) Send(ctx context.Context, d [descSize]byte, p []byte) error {
 	return nil
 }
 
+// Refusal is the consumer's failure record (it refused a message), nil if
+// none.
+func (s *Sender) Refusal() error {
+	if s.begin() != nil {
+		return nil
+	}
+	defer s.mu.Unlock()
+	return s.r.failure(offRecvFailed, "shm send")
+}
+
 // Fail records err in the ring's header: the consumer's Recv fails with
 // it once it has taken what is in the ring.
 func (s *Sender) Fail(err error) {
