@@ -18,6 +18,23 @@
 // multiply in their type, modulo 2^bits. An operator may be destroyed as
 // soon as the last call given it returns.
 //
+// Ranks must agree (NCCL's rule): every rank calls a communicator's
+// collectives in the same order with the same count, type, operator and
+// root. On the host backend (and the GPU-via-host one) ranks that disagree
+// get gccl.ErrInvalidUsage naming both sides ("rank 1 received
+// AllGather(512 int32) op #17 from rank 0 while running AllReduce(1024
+// float32, sum) op #17"), the communicator fails (AsyncError) and no later
+// operation sees stale bytes: every message carries a descriptor of its
+// operation that the receiver checks first (docs/reliability.md says what
+// is checked and what it costs). The GPU backend's direct path (kernels on
+// mapped peer memory) does not check. A communicator must be driven by one
+// goroutine at a time, or by several that agree on the order (a mutex is
+// not enough: the order must be the same on every rank): two goroutines
+// whose operations interleave differently on two ranks are reported as a
+// disagreement when the operations differ, but two operations of the same
+// kind, count, type, operator and root cannot be told apart and silently
+// pair the wrong buffers. Use one communicator per goroutine (Split).
+//
 // How an operation runs is chosen by package internal/algo: on the host
 // backend a schedule (ring, double binary tree, direct, or zero-copy over
 // mapped buffers) from a cost model, on GPUs a kernel (one-shot, push,

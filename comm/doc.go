@@ -22,6 +22,10 @@
 // key; every member of the parent must call it, in the same order as its
 // other Splits.
 //
+// Drive a communicator from one goroutine at a time, in the same order on
+// every rank (package coll says what is checked when ranks disagree); a
+// failed communicator (AsyncError set) fails every later operation.
+//
 // The lifetime follows NCCL: Finalize (flush and synchronise), then Close
 // (free everything); or Abort, which returns promptly and makes peers that
 // wait on this rank fail with gccl.ErrRemote instead of hanging. Close and

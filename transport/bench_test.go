@@ -52,7 +52,7 @@ func benchPair(b *testing.B, m mode, size int) {
 	b.ResetTimer()
 	go func() {
 		for range b.N {
-			if err := send.Send(ctx, src); err != nil {
+			if err := send.Send(ctx, Desc{}, src); err != nil {
 				errc <- err
 				return
 			}
@@ -61,7 +61,7 @@ func benchPair(b *testing.B, m mode, size int) {
 	}()
 	for range b.N {
 		off := 0
-		require.NoError(b, recv.Recv(ctx, size, func(p []byte) error { off += copy(dst[off:], p); return nil }))
+		require.NoError(b, recv.Recv(ctx, Expect(size), func(p []byte) error { off += copy(dst[off:], p); return nil }))
 	}
 	require.NoError(b, <-errc)
 }

@@ -1,10 +1,17 @@
 // Package transport connects the ranks of a communicator to each other on
 // the host backend: it moves bytes between them.
 //
-// A Conn is one direction of a connection to one peer: ordered, reliable,
-// with deadlines taken from the context. Recv hands the received bytes to a
-// consume callback in pieces that are valid only during the call, so a
-// shared-memory slot can be reduced from in place with no extra copy.
+// A Conn is one direction of a connection to one peer: an ordered,
+// reliable sequence of messages, with deadlines taken from the context.
+// Each message carries a Desc (24 bytes the caller fills: the host backend
+// says there which operation it belongs to) and its length, once per
+// message; Recv hands both to an accept callback before any byte, so a
+// message that belongs to another operation is refused unread, then hands
+// the bytes to a consume callback in pieces that are valid only during the
+// call, so a shared-memory slot can be reduced from in place with no extra
+// copy. Fail tells the peer's end that this end failed (a receiver that
+// refused a message, a rank whose operation failed): the peer's Send or
+// Recv then fails with that error instead of waiting.
 //
 // Each rank opens an Endpoint per communicator with Listen: it starts the
 // rank's TCP listener on the interface GCCL_SOCKET_IFNAME (NCCL_SOCKET_IFNAME)

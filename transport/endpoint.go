@@ -72,7 +72,7 @@ func (e *Endpoint) UsesShm(peer PeerInfo) bool { return e.Transport(peer) == Tra
 // is connected once. Connect sets up the sending direction (creating the
 // ring, or dialling and handshaking the sockets) and never waits for the
 // peer's Connect: the receiving direction binds to the peer's side on its
-// first Recv, and Recv(ctx, 0, nil) waits just for that. The endpoint owns
+// first Recv (a receiving Conn's Bind(ctx) method waits just for that). The endpoint owns
 // the Conns: Close closes them.
 func (e *Endpoint) Connect(ctx context.Context, peer PeerInfo, channel int) (send, recv Conn, err error) {
 	if err := peer.Validate(); err != nil {

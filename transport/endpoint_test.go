@@ -143,7 +143,7 @@ func exchange(t *testing.T, n, nch int, sizes []int) {
 					for c := range nch {
 						wg.Go(func() {
 							for i, sz := range sizes {
-								if err := links[a][b][c].send.Send(ctx, payload(a, b, c, i, sz)); err != nil {
+								if err := links[a][b][c].send.Send(ctx, Desc{}, payload(a, b, c, i, sz)); err != nil {
 									errc <- err
 									return
 								}
@@ -162,18 +162,16 @@ func exchange(t *testing.T, n, nch int, sizes []int) {
 	}
 }
 
-// recvCheck receives the messages a sent to b on channel c, with reads of
-// random lengths that straddle message boundaries, and checks every byte.
+// recvCheck receives the messages a sent to b on channel c, one Recv per
+// message, and checks every byte.
 func recvCheck(ctx context.Context, r Conn, a, b, c int, sizes []int) error {
 	var want []byte
 	for i, sz := range sizes {
 		want = append(want, payload(a, b, c, i, sz)...)
 	}
 	got := make([]byte, 0, len(want))
-	rng := rand.New(rand.NewPCG(uint64(a), uint64(b)))
-	for len(got) < len(want) {
-		k := min(len(want)-len(got), 1+rng.IntN(200000))
-		if err := r.Recv(ctx, k, func(p []byte) error { got = append(got, p...); return nil }); err != nil {
+	for _, sz := range sizes {
+		if err := r.Recv(ctx, Expect(sz), func(p []byte) error { got = append(got, p...); return nil }); err != nil {
 			return err
 		}
 	}
@@ -201,9 +199,9 @@ func TestTransportChoice(t *testing.T) {
 	links2 := w2.connectAll(t, 1)
 	require.Contains(t, fmt.Sprintf("%T", links2[0][1][0].send), "net.")
 	ctx := context.Background()
-	require.NoError(t, links2[0][1][0].send.Send(ctx, []byte("hello")))
+	require.NoError(t, links2[0][1][0].send.Send(ctx, Desc{}, []byte("hello")))
 	var got []byte
-	require.NoError(t, links2[1][0][0].recv.Recv(ctx, 5, func(p []byte) error { got = append(got, p...); return nil }))
+	require.NoError(t, links2[1][0][0].recv.Recv(ctx, Expect(5), func(p []byte) error { got = append(got, p...); return nil }))
 	require.Equal(t, "hello", string(got))
 
 	t.Cleanup(func() { reloadEnv() }) // runs after Setenv's own cleanup restored the variable
@@ -221,18 +219,18 @@ func TestPeerCloseAndDeadlines(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			err := links[1][0][0].recv.Recv(ctx, 10, func([]byte) error { return nil })
+			err := links[1][0][0].recv.Recv(ctx, Expect(10), func([]byte) error { return nil })
 			require.ErrorIs(t, err, gccl.ErrTimeout)
 			require.Less(t, time.Since(start), 3*time.Second)
 
 			require.NoError(t, w.eps[0].Close())
 			ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel2()
-			err = links[1][0][0].recv.Recv(ctx2, 10, func([]byte) error { return nil })
+			err = links[1][0][0].recv.Recv(ctx2, Expect(10), func([]byte) error { return nil })
 			require.ErrorIs(t, err, gccl.ErrRemote)
 			// Sends to a closed peer fail too (sockets may need a few writes to notice).
 			for range 100 {
-				if err = links[1][0][0].send.Send(ctx2, make([]byte, 64<<10)); err != nil {
+				if err = links[1][0][0].send.Send(ctx2, Desc{}, make([]byte, 64<<10)); err != nil {
 					break
 				}
 				time.Sleep(time.Millisecond)
@@ -305,9 +303,9 @@ func TestCloseStopsGoroutines(t *testing.T) {
 		links := w.connectAll(t, 2)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		// Bind some receive sides, leave others unbound.
-		require.NoError(t, links[1][0][0].send.Send(ctx, []byte{1}))
-		require.NoError(t, links[0][1][0].recv.Recv(ctx, 1, func([]byte) error { return nil }))
-		require.NoError(t, links[2][1][1].recv.Recv(ctx, 0, nil))
+		require.NoError(t, links[1][0][0].send.Send(ctx, Desc{}, []byte{1}))
+		require.NoError(t, links[0][1][0].recv.Recv(ctx, Expect(1), func([]byte) error { return nil }))
+		require.NoError(t, links[2][1][1].recv.(interface{ Bind(context.Context) error }).Bind(ctx))
 		cancel()
 		for _, ep := range w.eps {
 			require.NoError(t, ep.Close())

@@ -59,22 +59,36 @@ func (l *lazyRecv) bind(ctx context.Context) (Conn, error) {
 	return c, nil
 }
 
-// Recv binds the connection on first use (so Recv(ctx, 0, nil) waits until
-// the peer has connected its side) and receives n bytes.
-func (l *lazyRecv) Recv(ctx context.Context, n int, consume func(piece []byte) error) error {
+// Recv binds the connection on first use, waiting until the peer has
+// connected its side, and receives the next message.
+func (l *lazyRecv) Recv(ctx context.Context, accept func(Desc, int) error, consume func(piece []byte) error) error {
 	c, err := l.bind(ctx)
 	if err != nil {
 		return err
 	}
-	if n == 0 {
-		return nil
-	}
-	return c.Recv(ctx, n, consume)
+	return c.Recv(ctx, accept, consume)
+}
+
+// Bind binds the connection (waiting until the peer has connected its side)
+// without receiving.
+func (l *lazyRecv) Bind(ctx context.Context) error {
+	_, err := l.bind(ctx)
+	return err
 }
 
 // Send is not supported on a receiving direction.
-func (l *lazyRecv) Send(context.Context, []byte) error {
+func (l *lazyRecv) Send(context.Context, Desc, []byte) error {
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Send on the receiving direction of a connection")
+}
+
+// Fail fails the bound Conn; unbound, there is no peer to tell.
+func (l *lazyRecv) Fail(err error) {
+	l.mu.Lock()
+	c := l.c
+	l.mu.Unlock()
+	if c != nil {
+		c.Fail(err)
+	}
 }
 
 // Close interrupts a bind in progress and closes the bound Conn; if it was

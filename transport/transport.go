@@ -4,19 +4,55 @@ import (
 	"context"
 	"time"
 
+	"github.com/gccl/gccl"
+
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/transport/internal/shm"
 	"github.com/gccl/gccl/transport/topo"
 )
 
-// Conn is one direction of a connection to one peer: ordered and reliable.
+// DescSize is the size of a message's descriptor.
+const DescSize = 24
+
+// Desc is a message's descriptor: bytes the sender attaches to a message
+// and the receiver sees, with the message's length, before any of its
+// bytes. The transport carries it once per message and gives it no
+// meaning; the host backend says there which operation the message
+// belongs to (internal/engine/host, desc.go).
+type Desc = [DescSize]byte
+
+// Conn is one direction of a connection to one peer: an ordered, reliable
+// sequence of messages, each a descriptor and zero or more bytes.
 type Conn interface {
-	// Send transmits p in order; it returns when p may be reused.
-	Send(ctx context.Context, p []byte) error
-	// Recv receives exactly n bytes, handing them to consume in order, in pieces
-	// valid only during the call (so SHM slots can be reduced from in place).
-	Recv(ctx context.Context, n int, consume func(piece []byte) error) error
+	// Send transmits one message, d and p, in order; it returns when p may
+	// be reused.
+	Send(ctx context.Context, d Desc, p []byte) error
+	// Recv receives the next message: it hands its descriptor and length to
+	// accept before any byte, then every byte to consume, in order, in
+	// pieces valid only during the call (so SHM slots can be reduced from
+	// in place). An error from accept or consume ends Recv and is returned
+	// as is; the connection is then unusable (Fail it).
+	Recv(ctx context.Context, accept func(d Desc, n int) error, consume func(piece []byte) error) error
+	// Fail marks this end failed because of err: the peer's Send or Recv on
+	// the other end, in progress or later, fails with err's code and
+	// message instead of waiting. Best effort; it never blocks for long.
+	Fail(err error)
 	Close() error
+}
+
+// Refuser is implemented by the sending Conns of the transports: Refusal
+// is the peer's failure record (it refused a message), nil if none came.
+type Refuser interface{ Refusal() error }
+
+// Expect is the accept function of a Recv that takes a message of n
+// bytes, whatever its descriptor.
+func Expect(n int) func(Desc, int) error {
+	return func(_ Desc, got int) error {
+		if got != n {
+			return gccl.Errorf(gccl.InvalidUsage, "n", "received a message of %d bytes, want %d", got, n)
+		}
+		return nil
+	}
 }
 
 // Config describes a rank's endpoint for one communicator. CommID, Secret and

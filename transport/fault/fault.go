@@ -105,7 +105,7 @@ func Wrap(c transport.Conn, cfg Config) transport.Conn { return &Conn{inner: c, 
 var _ transport.Conn = (*Conn)(nil)
 
 // Send may close the connection, delay, drop p or send a corrupted copy.
-func (c *Conn) Send(ctx context.Context, p []byte) error {
+func (c *Conn) Send(ctx context.Context, d transport.Desc, p []byte) error {
 	if c.in.roll(c.in.cfg.Close, &c.in.stats.closes) {
 		c.inner.Close()
 		return gccl.Errorf(gccl.RemoteError, "fault", "injected close")
@@ -116,12 +116,12 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 	if c.in.roll(c.in.cfg.Drop, &c.in.stats.drops) {
 		return nil
 	}
-	return c.inner.Send(ctx, c.in.corrupt(p))
+	return c.inner.Send(ctx, d, c.in.corrupt(p))
 }
 
 // Recv may close the connection or delay, and may hand consume corrupted
 // copies of pieces.
-func (c *Conn) Recv(ctx context.Context, n int, consume func(piece []byte) error) error {
+func (c *Conn) Recv(ctx context.Context, accept func(transport.Desc, int) error, consume func(piece []byte) error) error {
 	if c.in.roll(c.in.cfg.Close, &c.in.stats.closes) {
 		c.inner.Close()
 		return gccl.Errorf(gccl.RemoteError, "fault", "injected close")
@@ -129,8 +129,19 @@ func (c *Conn) Recv(ctx context.Context, n int, consume func(piece []byte) error
 	if err := c.in.delay(ctx); err != nil {
 		return err
 	}
-	return c.inner.Recv(ctx, n, func(p []byte) error { return consume(c.in.corrupt(p)) })
+	return c.inner.Recv(ctx, accept, func(p []byte) error { return consume(c.in.corrupt(p)) })
 }
+
+// Refusal is the wrapped Conn's, if it has one.
+func (c *Conn) Refusal() error {
+	if r, ok := c.inner.(interface{ Refusal() error }); ok {
+		return r.Refusal()
+	}
+	return nil
+}
+
+// Fail fails the wrapped Conn.
+func (c *Conn) Fail(err error) { c.inner.Fail(err) }
 
 // Close closes the wrapped Conn.
 func (c *Conn) Close() error { return c.inner.Close() }

@@ -38,10 +38,10 @@ func TestCRCDetectsCorruptionBelowFraming(t *testing.T) {
 		r, err := tnet.NewReceiver(in, tnet.Options{ChunkSize: 512})
 		require.NoError(t, err)
 		want := nettest.RandBytes(rand.New(rand.NewPCG(seed, 1)), 40000)
-		go func() { _ = s.Send(context.Background(), want) }()
+		go func() { _ = s.Send(context.Background(), transport.Desc{}, want) }()
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		var got []byte
-		err = r.Recv(ctx, len(want), func(p []byte) error { got = append(got, p...); return nil })
+		err = r.Recv(ctx, transport.Expect(len(want)), func(p []byte) error { got = append(got, p...); return nil })
 		cancel()
 		require.True(t, bytes.Equal(got, want[:len(got)]), "seed %d: corrupted bytes were delivered", seed)
 		injected := wrapped[0].Stats().Corruptions + wrapped[1].Stats().Corruptions +
@@ -72,8 +72,8 @@ func TestPayloadCorruptionIsSystemError(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	defer r.Close()
-	require.NoError(t, s.Send(context.Background(), []byte("some payload")))
-	err = r.Recv(context.Background(), 12, func([]byte) error { t.Error("corrupted payload delivered"); return nil })
+	require.NoError(t, s.Send(context.Background(), transport.Desc{}, []byte("some payload")))
+	err = r.Recv(context.Background(), transport.Expect(12), func([]byte) error { t.Error("corrupted payload delivered"); return nil })
 	require.ErrorIs(t, err, gccl.ErrSystem)
 }
 
@@ -111,10 +111,10 @@ func TestWrapFaultsAreSeededAndCounted(t *testing.T) {
 		var recv [][]byte
 		for range 50 {
 			m := nettest.RandBytes(rng, 1+rng.IntN(100))
-			require.NoError(t, fs.Send(context.Background(), m))
+			require.NoError(t, fs.Send(context.Background(), transport.Desc{}, m))
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 			var got []byte
-			err := r.Recv(ctx, len(m), func(p []byte) error { got = append(got, p...); return nil })
+			err := r.Recv(ctx, transport.Expect(len(m)), func(p []byte) error { got = append(got, p...); return nil })
 			cancel()
 			if err != nil {
 				require.ErrorIs(t, err, gccl.ErrTimeout) // dropped
@@ -140,16 +140,16 @@ func TestWrapRecvCorruptsAndCloses(t *testing.T) {
 	s, r := shmPair(t)
 	fr := Wrap(r, Config{Seed: 1, Corrupt: 1})
 	msg := []byte("0123456789")
-	require.NoError(t, s.Send(context.Background(), msg))
+	require.NoError(t, s.Send(context.Background(), transport.Desc{}, msg))
 	var got []byte
-	require.NoError(t, fr.Recv(context.Background(), len(msg), func(p []byte) error { got = append(got, p...); return nil }))
+	require.NoError(t, fr.Recv(context.Background(), transport.Expect(len(msg)), func(p []byte) error { got = append(got, p...); return nil }))
 	require.Len(t, got, len(msg))
 	require.NotEqual(t, msg, got)
 	require.Equal(t, "0123456789", string(msg), "the source must not be modified")
 
 	fs := Wrap(s, Config{Seed: 1, Close: 1})
-	require.ErrorIs(t, fs.Send(context.Background(), msg), gccl.ErrRemote)
-	err := r.Recv(context.Background(), 1, func([]byte) error { return nil })
+	require.ErrorIs(t, fs.Send(context.Background(), transport.Desc{}, msg), gccl.ErrRemote)
+	err := r.Recv(context.Background(), transport.Expect(1), func([]byte) error { return nil })
 	require.ErrorIs(t, err, gccl.ErrRemote)
 	require.False(t, errors.Is(err, gccl.ErrTimeout))
 }

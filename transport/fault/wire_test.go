@@ -10,6 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/nettest"
+	"github.com/gccl/gccl/transport"
 	tfault "github.com/gccl/gccl/transport/fault"
 	tnet "github.com/gccl/gccl/transport/internal/net"
 	"github.com/stretchr/testify/assert"
@@ -71,7 +72,7 @@ func faultyStream(t *testing.T, name string, cfg tfault.Config) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for _, m := range sent {
-			if s.Send(context.Background(), m) != nil {
+			if s.Send(context.Background(), transport.Desc{}, m) != nil {
 				return
 			}
 		}
@@ -81,7 +82,7 @@ func faultyStream(t *testing.T, name string, cfg tfault.Config) {
 	delivered, failed := 0, error(nil)
 	for i, m := range sent {
 		off := 0
-		err := r.Recv(ctx, len(m), func(p []byte) error {
+		err := r.Recv(ctx, transport.Expect(len(m)), func(p []byte) error {
 			require.Equal(t, m[off:off+len(p)], p, "%s seed %d: message %d bytes %d.. delivered corrupted", name, cfg.Seed, i, off)
 			off += len(p)
 			return nil

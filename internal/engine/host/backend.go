@@ -3,7 +3,9 @@ package host
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/gccl/gccl"
@@ -49,6 +51,11 @@ type Backend struct {
 	connMu sync.Mutex
 	conns  []*peerConn // per peer, nil until connected
 
+	// Operation numbers the message descriptors carry (desc.go); used under
+	// the engine's issue order only, each p2p lane touching its own.
+	collSeq          uint32   // collectives run
+	sendSeq, recvSeq []uint32 // per peer: Sends to it, Recvs from it
+
 	scratch   []byte    // grown on demand; used under the engine's issue order only
 	premulBuf []byte    // PreMulSum's scaled input (premulInput); as scratch
 	zc        *zeroCopy // nil where the ranks cannot map each other's memory
@@ -70,7 +77,8 @@ func New(cfg Config) engine.NewBackend {
 // Connections are made on first use.
 func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 	b := &Backend{rank: s.Rank, nranks: s.NRanks, dev: s.Device, log: s.Log, red: cfg.Reducer,
-		allowed: cfg.Algos, chunk: cfg.ChunkBytes, conns: make([]*peerConn, s.NRanks)}
+		allowed: cfg.Algos, chunk: cfg.ChunkBytes, conns: make([]*peerConn, s.NRanks),
+		sendSeq: make([]uint32, s.NRanks), recvSeq: make([]uint32, s.NRanks)}
 	if b.red == nil {
 		b.red = DefaultReducer
 	}
@@ -174,6 +182,27 @@ func (b *Backend) connect(ctx context.Context, peers []int) error {
 		}
 	}
 	return errs.First(errList...)
+}
+
+// failConns tells every connected peer that this rank failed with err, so
+// that a peer waiting for its bytes fails at once naming it, instead of
+// waiting for its deadline (and blaming whoever it waited for).
+func (b *Backend) failConns(err error) {
+	b.connMu.Lock()
+	conns := slices.Clone(b.conns)
+	b.connMu.Unlock()
+	code := gccl.RemoteError
+	if errors.Is(err, errDisagree) { // ranks that disagree: a caller's mistake on both
+		code = gccl.InvalidUsage
+	}
+	ferr := gccl.Errorf(code, "peer", "rank %d failed: %v", b.rank, err)
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		if c != nil {
+			wg.Go(func() { c.send.Fail(ferr) })
+		}
+	}
+	wg.Wait()
 }
 
 // wrapPeer names the peer in a transport error, keeping its code.

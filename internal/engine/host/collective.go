@@ -13,21 +13,39 @@ import (
 // Run runs a launch's ops on the host: its collectives in order, then its
 // point-to-point ops together. The GPU-via-host backend calls it with host
 // copies of its ops.
+// A failure tells every connected peer (failConns): the communicator is
+// failed from then on. A failure that follows a peer's refusal of this
+// rank's messages reports the refusal (the disagreement), not its effects.
 func (b *Backend) Run(ctx context.Context, ops []engine.Op) error {
+	err := b.run(ctx, ops)
+	if err != nil && gccl.Code(err) != gccl.InvalidUsage {
+		if rerr := b.refusal(); rerr != nil {
+			err = gccl.Errorf(gccl.InvalidUsage, "comm", "%v (then: %v)", rerr, err)
+		}
+	}
+	if err != nil {
+		b.failConns(err)
+	}
+	return err
+}
+
+func (b *Backend) run(ctx context.Context, ops []engine.Op) error {
 	first := len(ops)
 	for i := range ops {
 		if ops[i].Kind.IsP2P() {
 			first = i
 			break
 		}
-		if err := b.runCollective(ctx, &ops[i]); err != nil {
+		d := collDesc(&ops[i], b.collSeq)
+		b.collSeq++
+		if err := b.runCollective(ctx, &ops[i], d); err != nil {
 			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", ops[i].String(), err)
 		}
 	}
 	return b.runSendRecv(ctx, ops[first:])
 }
 
-func (b *Backend) runCollective(ctx context.Context, o *engine.Op) error {
+func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opDesc) error {
 	if o.Count == 0 {
 		return nil
 	}
@@ -46,7 +64,7 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op) error {
 			return err
 		}
 	}
-	if ran, err := b.tryZeroCopy(ctx, o, combine, post); ran || err != nil {
+	if ran, err := b.tryZeroCopy(ctx, o, d, combine, post); ran || err != nil {
 		return err
 	}
 	es := o.Type.Size()
@@ -64,6 +82,7 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op) error {
 		b.scratch = make([]byte, plan.ScratchBytes)
 	}
 	r := newRunner(ctx, b.conns, es, combine, countSends(plan.Steps))
+	r.me, r.desc, r.wire = b.rank, d, d.wire()
 	r.bufs[algo.SendBuf] = hostBytes(o.Send, send)
 	r.bufs[algo.RecvBuf] = hostBytes(o.Recv, recv)
 	r.bufs[algo.ScratchBuf] = b.scratch

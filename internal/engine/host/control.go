@@ -15,6 +15,7 @@ import (
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/host/futex"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/transport"
 )
 
 // Layout of a rank's control block, host shared memory that the rank
@@ -34,7 +35,9 @@ const (
 	offPid     = 192 // uint32: this rank's process id
 	offDescs   = 256 // 2 parities × 2 buffers × descBytes
 	descBytes  = 256
-	descName   = 48 // the name's bytes start here within a descriptor
+	descName   = 48   // the name's bytes start here within a descriptor
+	offOps     = 1280 // 2 parities × opBytes: the operation's descriptor (desc.go)
+	opBytes    = 64
 )
 
 // bufDesc describes one buffer of one rank: where it lies in the rank's
@@ -85,6 +88,19 @@ func (c ctlBlock) area(parity uint32) []byte {
 func (c ctlBlock) desc(parity uint32, i int) []byte {
 	off := offDescs + (int(parity&1)*2+i)*descBytes
 	return c.mem[off : off+descBytes]
+}
+
+// putOp publishes the descriptor of the operation run at the barrier parity.
+func (c ctlBlock) putOp(parity uint32, d opDesc) {
+	off := offOps + int(parity&1)*opBytes
+	w := d.wire()
+	copy(c.mem[off:off+len(w)], w[:])
+}
+
+// op reads a peer's operation descriptor for the barrier parity.
+func (c ctlBlock) op(parity uint32) opDesc {
+	off := offOps + int(parity&1)*opBytes
+	return descOf(transport.Desc(c.mem[off : off+transport.DescSize]))
 }
 
 // putDesc writes descriptor i (0 send, 1 recv) for the barrier parity.

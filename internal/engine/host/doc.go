@@ -50,6 +50,18 @@
 // between two sets by barrier parity, so a rank that runs ahead never
 // overwrites what a slower peer still reads.
 //
+// Ranks that disagree (desc.go): every message on a transport carries a
+// 24-byte descriptor of its operation (the collective's number, or the
+// Send's number with that peer after how many collectives; kind, count,
+// type, operator, root or sender), and the transport adds its length, once
+// per message. The receiver checks both before it uses a byte; zero-copy
+// and copy-in ranks publish the same descriptor in their control block and
+// compare at the first barrier. A mismatch is gccl.ErrInvalidUsage naming
+// both ranks; the refusing rank tells the sender (transport.Conn.Fail), and
+// any failed operation tells every connected peer, so that peers waiting
+// for this rank fail at once with its error instead of waiting for the
+// deadline, and the communicator (its async error) is failed.
+//
 // Avg reduces as Sum then divides by the rank count. A CreatePreMulSum
 // operator is NCCL's Σ_r s_r·x_r: each rank scales a copy of its own input
 // by its own scalar, then the ranks reduce as Sum. The arithmetic is

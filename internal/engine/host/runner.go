@@ -23,7 +23,10 @@ type runner struct {
 	conns   []*peerConn
 	es      int
 	combine combineFunc
-	bufs    [4][]byte // indexed by algo.Buffer
+	bufs    [4][]byte      // indexed by algo.Buffer
+	me      int            // this rank
+	desc    opDesc         // the operation: what received messages must say
+	wire    transport.Desc // desc as every sent message carries it
 
 	senders map[int]chan *sendReq
 	wg      sync.WaitGroup
@@ -125,7 +128,14 @@ func (r *runner) step(s algo.Step) error {
 func (r *runner) recv(peer, n int, consume func(off int, p []byte) error) error {
 	off := 0
 	var carry []byte
-	err := r.conns[peer].recv.Recv(r.ctx, n, func(p []byte) error {
+	c := r.conns[peer].recv
+	refused := false
+	accept := func(w transport.Desc, got int) error {
+		err := r.desc.checkMsg(r.me, peer, w, got, n)
+		refused = err != nil
+		return err
+	}
+	err := c.Recv(r.ctx, accept, func(p []byte) error {
 		if len(carry) > 0 {
 			k := min(r.es-len(carry), len(p))
 			carry = append(carry, p[:k]...)
@@ -149,6 +159,10 @@ func (r *runner) recv(peer, n int, consume func(off int, p []byte) error) error 
 		carry = append(carry, p[whole:]...)
 		return nil
 	})
+	if refused {
+		c.Fail(err) // the sender's Send fails with it too
+		return err
+	}
 	return wrapPeer(err, peer, "receiving from")
 }
 
@@ -166,7 +180,7 @@ func (r *runner) sendLoop(c transport.Conn, q chan *sendReq) {
 		if err := r.ctx.Err(); err != nil {
 			req.err = errs.Ctx(r.ctx, "sending")
 		} else {
-			req.err = c.Send(r.ctx, req.p)
+			req.err = c.Send(r.ctx, r.wire, req.p)
 		}
 		close(req.done)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/transport"
 )
 
 // runSendRecv runs point-to-point ops concurrently: one goroutine per peer and
@@ -85,18 +86,38 @@ func causeErr(list ...error) error {
 	return errs.First(list...)
 }
 
+// sendRecvOne runs one Send or Recv: one message, whose descriptor says
+// which op with this peer it is (desc.go); a Recv refuses a message that
+// does not match it (another size, a collective, an op out of order), and
+// the sender learns of it. Zero-count ops move nothing but are counted.
 func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
 	n := o.Count * o.Type.Size()
+	seq := &b.recvSeq[o.Peer]
+	if o.Kind == algo.P2PSend {
+		seq = &b.sendSeq[o.Peer]
+	}
+	d := p2pDesc(o, b.rank, *seq, b.collSeq)
+	*seq++
 	if n == 0 {
 		return nil
 	}
 	pc := b.conns[o.Peer]
 	if o.Kind == algo.P2PSend {
-		return wrapPeer(pc.send.Send(ctx, hostBytes(o.Send, n)), o.Peer, "sending to")
+		return wrapPeer(pc.send.Send(ctx, d.wire(), hostBytes(o.Send, n)), o.Peer, "sending to")
 	}
 	dst := hostBytes(o.Recv, n)
 	off := 0
-	err := pc.recv.Recv(ctx, n, func(p []byte) error { off += copy(dst[off:], p); return nil })
+	refused := false
+	accept := func(w transport.Desc, got int) error {
+		err := d.checkMsg(b.rank, o.Peer, w, got, n)
+		refused = err != nil
+		return err
+	}
+	err := pc.recv.Recv(ctx, accept, func(p []byte) error { off += copy(dst[off:], p); return nil })
+	if refused {
+		pc.recv.Fail(err) // the sender's Send fails with it too
+		return err
+	}
 	return wrapPeer(err, o.Peer, "receiving from")
 }
 

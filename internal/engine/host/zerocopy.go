@@ -32,7 +32,7 @@ type zcOp struct {
 // tryZeroCopy runs o with the zero-copy algorithm when it is allowed and
 // every rank's buffers are shareable; ran false means the caller must run
 // a step schedule instead (every rank reaches the same answer).
-func (b *Backend) tryZeroCopy(ctx context.Context, o *engine.Op, combine combineFunc, post func([]byte) error) (ran bool, err error) {
+func (b *Backend) tryZeroCopy(ctx context.Context, o *engine.Op, d opDesc, combine combineFunc, post func([]byte) error) (ran bool, err error) {
 	z := b.zc
 	if z == nil || !b.allowed.Has(algo.ZeroCopy) {
 		return false, nil
@@ -49,12 +49,16 @@ func (b *Backend) tryZeroCopy(ctx context.Context, o *engine.Op, combine combine
 	}()
 	sendSz, recvSz := o.Sizes(b.nranks)
 	if sendSz <= areaBytes {
-		return true, b.runCopyIn(ctx, o, combine, post)
+		return true, b.runCopyIn(ctx, o, d, combine, post)
 	}
 	parity := z.seq + 1
 	z.own.putDesc(parity, 0, describe(o.Send, sendSz))
 	z.own.putDesc(parity, 1, describe(o.Recv, recvSz))
+	z.own.putOp(parity, d)
 	if err := b.zcBarrier(ctx); err != nil {
+		return false, err
+	}
+	if err := b.zcAgree(parity, d); err != nil {
 		return false, err
 	}
 	zo := &zcOp{kind: o.Kind, n: b.nranks, r: b.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
@@ -83,7 +87,7 @@ func (b *Backend) tryZeroCopy(ctx context.Context, o *engine.Op, combine combine
 // area is written again two operations later, after a barrier every peer
 // reaches only once done reading it. Any host memory works: nothing of the
 // user's is mapped.
-func (b *Backend) runCopyIn(ctx context.Context, o *engine.Op, combine combineFunc, post func([]byte) error) error {
+func (b *Backend) runCopyIn(ctx context.Context, o *engine.Op, d opDesc, combine combineFunc, post func([]byte) error) error {
 	z := b.zc
 	sendSz, recvSz := o.Sizes(b.nranks)
 	parity := z.seq + 1
@@ -91,7 +95,11 @@ func (b *Backend) runCopyIn(ctx context.Context, o *engine.Op, combine combineFu
 	if kind != algo.Broadcast || b.rank == o.Root {
 		copy(z.own.area(parity), hostBytes(o.Send, sendSz))
 	}
+	z.own.putOp(parity, d)
 	if err := b.zcBarrier(ctx); err != nil {
+		return err
+	}
+	if err := b.zcAgree(parity, d); err != nil {
 		return err
 	}
 	zo := &zcOp{kind: kind, copyIn: true, n: b.nranks, r: b.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
@@ -161,6 +169,21 @@ func (b *Backend) zcResolve(zo *zcOp, d [][2]bufDesc, sendSz, recvSz int) error 
 			} else {
 				zo.recv[r] = hostBytes(p, size)
 			}
+		}
+	}
+	return nil
+}
+
+// zcAgree checks, after the operation's first barrier, that every peer
+// published the descriptor of the same operation (desc.go): ranks that
+// disagree fail there, all of them, before any byte is used.
+func (b *Backend) zcAgree(parity uint32, d opDesc) error {
+	for r, c := range b.zc.ctl {
+		if r == b.rank {
+			continue
+		}
+		if got := c.op(parity); got != d {
+			return mismatch(b.rank, r, got, d)
 		}
 	}
 	return nil

@@ -15,10 +15,15 @@
 // rides out fd exhaustion and runs at most 256 handshakes at once, each
 // within 10 s.
 //
-// Data travels as frames: a 24-byte header (magic, payload length, sequence
-// number, CRC32C of the payload, CRC32C of the header) and the payload. A
-// message is cut into chunks; chunk k goes to socket k mod n, so big messages
-// are spread over all sockets and written in parallel. On the receiving side
+// Data travels as frames: a 64-byte header (magic, payload length, sequence
+// number, CRC32C of the payload, flags, on a message's first frame the
+// message's length and descriptor, CRC32C of the header) and the payload. A
+// message is cut into chunks (one frame, possibly empty, when it is
+// empty); chunk k goes to socket k mod n, so big messages are spread over
+// all sockets and written in parallel. A failure record (a frame with the
+// fail flag, the error's code and message) ends a stream whose sender
+// failed; a receiver that refuses a message writes one back on the first
+// socket, which the sender reads (the only bytes that travel back). On the receiving side
 // one goroutine per socket reads frames ahead into pooled buffers, checks
 // sequence, length and checksums, and queues them; Recv takes them in
 // sequence order and hands each payload to consume without another copy.

@@ -36,8 +36,8 @@ func TestStreamOverSockets(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		errc := make(chan error, 1)
 		go func() {
-			for _, m := range msgs {
-				if err := s.Send(ctx, m); err != nil {
+			for i, m := range msgs {
+				if err := s.Send(ctx, descOf(i), m); err != nil {
 					errc <- err
 					return
 				}
@@ -45,9 +45,12 @@ func TestStreamOverSockets(t *testing.T) {
 			errc <- nil
 		}()
 		got := make([]byte, 0, len(want))
-		for len(got) < len(want) {
-			k := min(len(want)-len(got), 1+rng.IntN(5000))
-			require.NoError(t, r.Recv(ctx, k, func(p []byte) error { got = append(got, p...); return nil }))
+		for i, m := range msgs {
+			require.NoError(t, r.Recv(ctx, func(d [descSize]byte, n int) error {
+				require.Equal(t, descOf(i), d)
+				require.Equal(t, len(m), n)
+				return nil
+			}, func(p []byte) error { got = append(got, p...); return nil }))
 		}
 		require.NoError(t, <-errc)
 		require.True(t, bytes.Equal(want, got), "stream over %d sockets differs", nsocks)
@@ -59,11 +62,11 @@ func TestRecvDeadlineKeepsStream(t *testing.T) {
 	s, r := pair(t, 2, 64)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	require.ErrorIs(t, r.Recv(ctx, 1, func([]byte) error { return nil }), gccl.ErrTimeout)
+	require.ErrorIs(t, r.Recv(ctx, expect(1), func([]byte) error { return nil }), gccl.ErrTimeout)
 	msg := nettest.RandBytes(rand.New(rand.NewPCG(2, 2)), 300)
-	require.NoError(t, s.Send(context.Background(), msg))
+	require.NoError(t, s.Send(context.Background(), d0, msg))
 	var got []byte
-	require.NoError(t, r.Recv(context.Background(), 300, func(p []byte) error { got = append(got, p...); return nil }))
+	require.NoError(t, r.Recv(context.Background(), expect(300), func(p []byte) error { got = append(got, p...); return nil }))
 	require.Equal(t, msg, got)
 }
 
@@ -72,19 +75,19 @@ func TestSendDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	// Nobody reads: the socket buffers fill and the write must hit the deadline.
-	err := s.Send(ctx, make([]byte, 64<<20))
+	err := s.Send(ctx, d0, make([]byte, 64<<20))
 	require.ErrorIs(t, err, gccl.ErrTimeout)
-	require.ErrorIs(t, s.Send(context.Background(), []byte{1}), gccl.ErrTimeout, "a broken stream stays broken")
+	require.ErrorIs(t, s.Send(context.Background(), d0, []byte{1}), gccl.ErrTimeout, "a broken stream stays broken")
 }
 
 func TestPeerCloseAndTruncation(t *testing.T) {
 	s, r := pair(t, 1, 64)
-	require.NoError(t, s.Send(context.Background(), []byte("abc")))
+	require.NoError(t, s.Send(context.Background(), d0, []byte("abc")))
 	require.NoError(t, s.Close())
 	var got []byte
-	require.NoError(t, r.Recv(context.Background(), 3, func(p []byte) error { got = append(got, p...); return nil }))
+	require.NoError(t, r.Recv(context.Background(), expect(3), func(p []byte) error { got = append(got, p...); return nil }))
 	require.Equal(t, "abc", string(got))
-	require.ErrorIs(t, r.Recv(context.Background(), 1, func([]byte) error { return nil }), gccl.ErrRemote)
+	require.ErrorIs(t, r.Recv(context.Background(), expect(1), func([]byte) error { return nil }), gccl.ErrRemote)
 
 	// Half a frame, then close.
 	out, in := nettest.TCPPairs(t, 1)
@@ -92,11 +95,11 @@ func TestPeerCloseAndTruncation(t *testing.T) {
 	require.NoError(t, err)
 	defer r2.Close()
 	var hdr [HeaderSize]byte
-	header{length: 100, seq: 0, crc: crc32c(make([]byte, 100))}.put(hdr[:])
+	header{length: 100, seq: 0, crc: crc32c(make([]byte, 100)), flags: flagFirst, msgLen: 100}.put(hdr[:])
 	_, err = out[0].Write(append(hdr[:], make([]byte, 40)...))
 	require.NoError(t, err)
 	out[0].Close()
-	err = r2.Recv(context.Background(), 100, func([]byte) error { t.Error("truncated data delivered"); return nil })
+	err = r2.Recv(context.Background(), expect(100), func([]byte) error { t.Error("truncated data delivered"); return nil })
 	require.ErrorIs(t, err, gccl.ErrRemote)
 	require.Contains(t, err.Error(), "truncated")
 }
@@ -104,13 +107,13 @@ func TestPeerCloseAndTruncation(t *testing.T) {
 func TestCloseUnblocksAndRejects(t *testing.T) {
 	s, r := pair(t, 2, 64)
 	errc := make(chan error, 1)
-	go func() { errc <- r.Recv(context.Background(), 1, func([]byte) error { return nil }) }()
+	go func() { errc <- r.Recv(context.Background(), expect(1), func([]byte) error { return nil }) }()
 	time.Sleep(10 * time.Millisecond)
 	require.NoError(t, r.Close())
 	require.ErrorIs(t, <-errc, gccl.ErrInvalidUsage)
 	require.NoError(t, r.Close())
 	require.NoError(t, s.Close())
-	require.ErrorIs(t, s.Send(context.Background(), []byte{1}), gccl.ErrInvalidUsage)
+	require.ErrorIs(t, s.Send(context.Background(), d0, []byte{1}), gccl.ErrInvalidUsage)
 	_, err := NewSender(nil, Options{})
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
 	_, err = NewReceiver(nil, Options{ChunkSize: -1})
@@ -119,7 +122,7 @@ func TestCloseUnblocksAndRejects(t *testing.T) {
 
 func TestHeaderRoundTripAndRejects(t *testing.T) {
 	var b [HeaderSize]byte
-	h := header{length: 777, seq: 1<<40 + 5, crc: 0xdeadbeef}
+	h := header{length: 777, seq: 1<<40 + 5, crc: 0xdeadbeef, flags: flagFirst, msgLen: 1000, desc: descOf(3)}
 	h.put(b[:])
 	got, err := parseHeader(b[:], h.seq)
 	require.NoError(t, err)
@@ -132,10 +135,11 @@ func TestHeaderRoundTripAndRejects(t *testing.T) {
 		_, err := parseHeader(c[:], h.seq)
 		require.ErrorIs(t, err, gccl.ErrRemote, "bit %d flipped went unnoticed", i)
 	}
-	for _, n := range []int{0, MaxChunkSize + 1} {
-		header{length: n}.put(b[:])
+	for _, bad := range []header{{length: 0}, {length: MaxChunkSize + 1}, {length: 10, flags: flagFirst, msgLen: 9},
+		{length: maxFailMsg + 1, flags: flagFail}, {length: 1, flags: 4}, {length: 1, flags: flagFirst | flagFail, msgLen: 1}} {
+		bad.put(b[:])
 		_, err = parseHeader(b[:], 0)
-		require.ErrorIs(t, err, gccl.ErrRemote)
+		require.ErrorIs(t, err, gccl.ErrRemote, "%+v", bad)
 	}
 }
 
@@ -150,7 +154,7 @@ func FuzzParseHeader(f *testing.F) {
 			require.Equal(t, gccl.RemoteError, gccl.Code(err))
 			return
 		}
-		require.True(t, h.length > 0 && h.length <= MaxChunkSize)
+		require.True(t, h.length >= 0 && h.length <= MaxChunkSize && (h.length > 0 || h.flags != 0))
 		require.Equal(t, seq, h.seq)
 		var again [HeaderSize]byte
 		h.put(again[:])
@@ -178,7 +182,7 @@ func FuzzReceiver(f *testing.F) {
 	var good bytes.Buffer
 	var b [HeaderSize]byte
 	payload := []byte("payload!")
-	header{length: len(payload), seq: 0, crc: crc32c(payload)}.put(b[:])
+	header{length: len(payload), seq: 0, crc: crc32c(payload), flags: flagFirst, msgLen: uint64(len(payload))}.put(b[:])
 	good.Write(b[:])
 	good.Write(payload)
 	f.Add(good.Bytes())
@@ -193,13 +197,58 @@ func FuzzReceiver(f *testing.F) {
 		defer cancel()
 		for {
 			var got []byte
-			err := r.Recv(ctx, 1, func(p []byte) error { got = append(got, p...); return nil })
+			n := 0
+			err := r.Recv(ctx, func(_ [descSize]byte, m int) error { n = m; return nil },
+				func(p []byte) error { got = append(got, p...); return nil })
 			if err != nil {
-				c := gccl.Code(err)
-				require.True(t, c == gccl.RemoteError || c == gccl.SystemError, "unexpected %v", err)
+				require.NotEqual(t, gccl.Success, gccl.Code(err), "unexpected %v", err)
 				return
 			}
-			require.Len(t, got, 1)
+			require.Len(t, got, n)
 		}
 	})
+}
+
+var d0 [descSize]byte
+
+// descOf is a descriptor telling message i apart.
+func descOf(i int) (d [descSize]byte) {
+	for k := range d {
+		d[k] = byte(i + k)
+	}
+	return d
+}
+
+// expect accepts a message of n bytes.
+func expect(n int) func([descSize]byte, int) error {
+	return func(_ [descSize]byte, got int) error {
+		if got != n {
+			return gccl.Errorf(gccl.InvalidUsage, "n", "message of %d bytes, want %d", got, n)
+		}
+		return nil
+	}
+}
+
+// TestRefusedMessage: a receiver that refuses a message and Fails tells
+// the sender over the back channel: its next Send fails with the error.
+// A sender that Fails makes the receiver's Recv fail with its error.
+func TestRefusedMessage(t *testing.T) {
+	s, r := pair(t, 2, 64)
+	ctx := context.Background()
+	require.NoError(t, s.Send(ctx, descOf(1), make([]byte, 100)))
+	err := r.Recv(ctx, expect(50), func([]byte) error { t.Fatal("a refused message must not be consumed"); return nil })
+	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
+	r.Fail(err)
+	require.Eventually(t, func() bool { return s.Refusal() != nil }, 5*time.Second, time.Millisecond)
+	err = s.Send(ctx, descOf(2), []byte{1})
+	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
+	require.Contains(t, err.Error(), "want 50")
+
+	s2, r2 := pair(t, 3, 64)
+	require.NoError(t, s2.Send(ctx, descOf(1), make([]byte, 200)))
+	s2.Fail(gccl.Errorf(gccl.RemoteError, "op", "rank 3 failed"))
+	require.NoError(t, r2.Recv(ctx, expect(200), func([]byte) error { return nil }))
+	err = r2.Recv(ctx, expect(1), func([]byte) error { return nil })
+	require.ErrorIs(t, err, gccl.ErrRemote)
+	require.Contains(t, err.Error(), "rank 3 failed")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	gonet "net"
 	"sync"
 	"sync/atomic"
@@ -16,9 +17,10 @@ import (
 // readAhead is how many verified frames each socket's reader may queue.
 const readAhead = 4
 
-// frame is a verified payload (in a pooled buffer) or the error that ended a
-// socket's stream.
+// frame is a verified frame, its payload in a pooled buffer, or the error
+// that ended a socket's stream.
 type frame struct {
+	h    header
 	buf  *[]byte
 	data []byte
 	err  error
@@ -26,18 +28,17 @@ type frame struct {
 
 // Receiver is the receiving end of a connection over one or more sockets.
 type Receiver struct {
-	mu      sync.Mutex
-	queues  []chan frame
-	socks   []gonet.Conn
-	timeout time.Duration
-	seq     uint64
-	cur     frame // partly consumed frame
-	off     int
-	err     error // sticky
-	closed  atomic.Bool
-	done    chan struct{}
-	wg      sync.WaitGroup
-	pool    sync.Pool
+	mu       sync.Mutex
+	queues   []chan frame
+	socks    []gonet.Conn
+	timeout  time.Duration
+	seq      uint64
+	err      error // sticky
+	failSent bool  // Fail wrote its record
+	closed   atomic.Bool
+	done     chan struct{}
+	wg       sync.WaitGroup
+	pool     sync.Pool
 }
 
 // NewReceiver makes the receiving end over established sockets and starts
@@ -99,7 +100,7 @@ func (r *Receiver) readFrame(sock gonet.Conn, hdr []byte, seq uint64) frame {
 	if err := checkPayload(h, data); err != nil {
 		return frame{err: err}
 	}
-	return frame{buf: buf, data: data}
+	return frame{h: h, buf: buf, data: data}
 }
 
 func (r *Receiver) readErr(err error, what string) error {
@@ -112,13 +113,13 @@ func (r *Receiver) readErr(err error, what string) error {
 	return gccl.Errorf(gccl.RemoteError, "net recv", "%s: %w", what, err)
 }
 
-// Recv hands exactly n bytes to consume in order, in pieces valid only
-// during the call. An error from consume ends Recv and is returned as is.
-// A deadline leaves the stream intact: a later Recv continues where it was.
-func (r *Receiver) Recv(ctx context.Context, n int, consume func(piece []byte) error) error {
-	if n < 0 {
-		return gccl.Errorf(gccl.InvalidArgument, "n", "negative byte count %d", n)
-	}
+// Recv receives the next message: it hands accept the descriptor and
+// length from the message's first frame, then consume every payload byte
+// in order, in pieces valid only during the call. An error from accept or
+// consume ends Recv and is returned as is, and so is every later call's
+// (the rest of the message is not read). A deadline before the message
+// began leaves the stream intact: a later Recv takes the message.
+func (r *Receiver) Recv(ctx context.Context, accept func(d [descSize]byte, n int) error, consume func(piece []byte) error) error {
 	if r.closed.Load() {
 		return errClosed
 	}
@@ -130,31 +131,64 @@ func (r *Receiver) Recv(ctx context.Context, n int, consume func(piece []byte) e
 			timer.Stop()
 		}
 	}()
-	for n > 0 {
-		if r.cur.data == nil {
-			if err := r.next(ctx, &timer); err != nil {
-				return err
+	f, err := r.next(ctx, &timer)
+	if err != nil {
+		return err
+	}
+	if f.h.flags&flagFirst == 0 {
+		return r.broken(gccl.Errorf(gccl.RemoteError, "net recv", "frame %d does not start a message: the stream is corrupted", f.h.seq))
+	}
+	if f.h.msgLen > math.MaxInt32*uint64(MaxChunkSize) {
+		return r.broken(gccl.Errorf(gccl.RemoteError, "net recv", "message of %d bytes: the stream is corrupted", f.h.msgLen))
+	}
+	n := int(f.h.msgLen)
+	if err := accept(f.h.desc, n); err != nil {
+		r.pool.Put(f.buf)
+		return r.broken(err)
+	}
+	for first := true; ; first = false {
+		if !first {
+			if f, err = r.next(ctx, &timer); err != nil {
+				return r.broken(err)
+			}
+			if f.h.flags != 0 {
+				return r.broken(gccl.Errorf(gccl.RemoteError, "net recv", "frame %d starts a message with %d bytes of the last one missing: the stream is corrupted", f.h.seq, n))
 			}
 		}
-		k := min(len(r.cur.data)-r.off, n)
-		err := consume(r.cur.data[r.off : r.off+k])
-		r.off += k
-		n -= k
-		if r.off == len(r.cur.data) {
-			r.pool.Put(r.cur.buf)
-			r.cur, r.off = frame{}, 0
+		if len(f.data) > n {
+			return r.broken(gccl.Errorf(gccl.RemoteError, "net recv", "frame %d carries %d bytes, %d left of the message: the stream is corrupted", f.h.seq, len(f.data), n))
 		}
-		if err != nil {
-			return err
+		var cerr error
+		if len(f.data) > 0 {
+			cerr = consume(f.data)
+		}
+		n -= len(f.data)
+		r.pool.Put(f.buf)
+		if cerr != nil {
+			if n > 0 {
+				return r.broken(cerr)
+			}
+			return cerr
+		}
+		if n == 0 {
+			return nil
 		}
 	}
-	return nil
 }
 
-// next waits for the frame with the next sequence number.
-func (r *Receiver) next(ctx context.Context, timer **time.Timer) error {
+// broken makes err the stream's sticky error (unless one is set) and returns it.
+func (r *Receiver) broken(err error) error {
+	if r.err == nil {
+		r.err = err
+	}
+	return err
+}
+
+// next waits for the frame with the next sequence number. A failure
+// record is returned as its error (and is sticky).
+func (r *Receiver) next(ctx context.Context, timer **time.Timer) (frame, error) {
 	if r.err != nil {
-		return r.err
+		return frame{}, r.err
 	}
 	q := r.queues[r.seq%uint64(len(r.queues))]
 	var f frame
@@ -168,24 +202,47 @@ func (r *Receiver) next(ctx context.Context, timer **time.Timer) error {
 		select {
 		case f = <-q:
 		case <-ctx.Done():
-			return wait.CtxErr(ctx, deadline, "net recv")
+			return frame{}, wait.CtxErr(ctx, deadline, "net recv")
 		case <-(*timer).C:
-			return wait.CtxErr(ctx, time.Now(), "net recv")
+			return frame{}, wait.CtxErr(ctx, time.Now(), "net recv")
 		case <-r.done:
-			return errClosed
+			return frame{}, errClosed
 		}
 	}
 	if f.err != nil {
 		r.err = f.err
-		return f.err
+		return frame{}, f.err
 	}
-	r.cur, r.off = f, 0
 	r.seq++
-	return nil
+	if f.h.flags&flagFail != 0 {
+		r.err = failure(f.h, f.data, "net recv")
+		r.pool.Put(f.buf)
+		return frame{}, r.err
+	}
+	return f, nil
+}
+
+// Fail tells the sending peer, over the connection's first socket, that
+// this end failed with err (it refused a message): the peer's Send fails
+// with it. Later Recvs here return err.
+func (r *Receiver) Fail(err error) {
+	if err == nil || r.closed.Load() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+	if r.failSent {
+		return
+	}
+	r.failSent = true
+	writeFailure(r.socks[0], 0, err)
 }
 
 // Send is not supported on the receiving end.
-func (r *Receiver) Send(context.Context, []byte) error {
+func (r *Receiver) Send(context.Context, [descSize]byte, []byte) error {
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Send on the receiving end of a socket connection")
 }
 

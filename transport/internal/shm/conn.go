@@ -2,6 +2,7 @@ package shm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"sync"
@@ -108,15 +109,20 @@ func Create(path string, o Options) (*Sender, error) {
 	return &Sender{end: end{r: r, timeout: o.Timeout}, path: path}, nil
 }
 
-// Send copies p into the ring; it returns once every byte is in a slot.
-func (s *Sender) Send(ctx context.Context, p []byte) error {
+// Send copies one message, descriptor d and p, into the ring: its first
+// slot carries d and the message's length (even when p is empty). It
+// returns once every byte is in a slot.
+func (s *Sender) Send(ctx context.Context, d [descSize]byte, p []byte) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
 	r := s.r
 	poll := s.poller(ctx, "shm send", offReceiverPid)
-	for len(p) > 0 {
+	for first := true; first || len(p) > 0; {
+		if err := r.failure(offRecvFailed, "shm send"); err != nil {
+			return err
+		}
 		if atomic.LoadUint32(r.u32(offRecvClosed)) != 0 {
 			return gccl.Errorf(gccl.RemoteError, "shm send", "the receiving peer closed its end")
 		}
@@ -129,19 +135,46 @@ func (s *Sender) Send(ctx context.Context, p []byte) error {
 			}
 			continue
 		}
-		lenp, data := r.slot(int(s.head % uint64(r.nslots)))
+		hdr, data := r.slot(int(s.head % uint64(r.nslots)))
 		k := copy(data, p)
-		atomic.StoreUint32(lenp, uint32(k))
+		var flags uint32
+		if first {
+			flags = slotFirst
+			binary.LittleEndian.PutUint64(hdr[slotMsg:], uint64(len(p)))
+			copy(hdr[slotDesc:slotDesc+descSize], d[:])
+		}
+		binary.LittleEndian.PutUint32(hdr[slotFlags:], flags)
+		atomic.StoreUint32(slotLenWord(hdr), uint32(k))
 		s.head++
 		atomic.StoreUint64(r.u64(offHead), s.head)
-		p = p[k:]
+		p, first = p[k:], false
 		poll.Reset()
 	}
 	return nil
 }
 
+// Refusal is the consumer's failure record (it refused a message), nil if
+// none.
+func (s *Sender) Refusal() error {
+	if s.begin() != nil {
+		return nil
+	}
+	defer s.mu.Unlock()
+	return s.r.failure(offRecvFailed, "shm send")
+}
+
+// Fail records err in the ring's header: the consumer's Recv fails with
+// it once it has taken what is in the ring.
+func (s *Sender) Fail(err error) {
+	if err == nil || s.begin() != nil {
+		return
+	}
+	defer s.mu.Unlock()
+	s.r.setFailure(offSenderFailed, gccl.Code(err), err.Error())
+}
+
 // Recv is not supported on the producing end.
-func (s *Sender) Recv(context.Context, int, func([]byte) error) error {
+func (s *Sender) Recv(context.Context, func([descSize]byte, int) error, func([]byte) error) error {
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Recv on the sending end of a shared-memory ring")
 }
 

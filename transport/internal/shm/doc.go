@@ -7,13 +7,18 @@
 // header page: a magic number and the ring geometry, the two processes' ids,
 // the producer's head and the consumer's tail counters and the two "closed"
 // flags, each on its own cache line. Slots of a fixed size follow, each with a
-// small header holding the number of bytes it carries.
+// small header holding the number of bytes it carries and, in the first slot
+// of a message, the message's length and descriptor. The header page also
+// holds one failure record per side (code and message): the producer's ends
+// the consumer's Recv once the ring is drained, the consumer's (a refused
+// message) fails the producer's Send.
 //
 // The producer (Sender) copies a message into free slots and publishes each
 // with an atomic store of head; the consumer (Receiver) hands every piece to
 // its consume callback straight from the shared slot, with no extra copy, and
-// frees the slot with an atomic store of tail. The ring is a byte stream: one
-// Send may be received by several Recv calls and the other way round.
+// frees the slot with an atomic store of tail. One Send is one message,
+// starting in a fresh slot (an empty message takes one slot); one Recv
+// takes one message.
 //
 // The producer creates the file under a temporary name and links it into
 // place once initialised, so the consumer never maps a half-built ring; the

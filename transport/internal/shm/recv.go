@@ -2,7 +2,9 @@ package shm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"sync/atomic"
 
@@ -14,7 +16,7 @@ import (
 type Receiver struct {
 	end
 	tail uint64
-	off  int // bytes of slot tail already consumed
+	err  error // sticky: a message was refused or cut short
 }
 
 // Open waits (until ctx's deadline, or o.Timeout) for the producer to create
@@ -41,52 +43,99 @@ func Open(ctx context.Context, path string, o Options) (*Receiver, error) {
 	}
 }
 
-// Recv hands exactly n bytes to consume, in pieces that point straight into
-// the shared slots and are valid only during the call. An error from consume
-// ends Recv and is returned as is; the piece counts as consumed.
-func (c *Receiver) Recv(ctx context.Context, n int, consume func(piece []byte) error) error {
-	if n < 0 {
-		return gccl.Errorf(gccl.InvalidArgument, "n", "negative byte count %d", n)
-	}
+// Recv receives the next message: it hands accept the descriptor and
+// length from the message's first slot, then consume every byte, in pieces
+// that point straight into the shared slots and are valid only during the
+// call. An error from accept or consume ends Recv and is returned as is;
+// an error once the message was accepted leaves the ring unusable (later
+// calls return it).
+func (c *Receiver) Recv(ctx context.Context, accept func(d [descSize]byte, n int) error, consume func(piece []byte) error) error {
 	if err := c.begin(); err != nil {
 		return err
 	}
 	defer c.mu.Unlock()
-	r := c.r
+	if c.err != nil {
+		return c.err
+	}
 	poll := c.poller(ctx, "shm recv", offSenderPid)
-	for n > 0 {
-		if atomic.LoadUint64(r.u64(offHead)) == c.tail {
-			if err := c.idle(&poll); err != nil {
-				return err
-			}
-			continue
+	hdr, err := c.await(&poll)
+	if err != nil {
+		return err
+	}
+	if binary.LittleEndian.Uint32(hdr[slotFlags:])&slotFirst == 0 {
+		c.err = gccl.Errorf(gccl.RemoteError, "shm recv", "slot %d does not start a message: the ring is corrupted", c.tail)
+		return c.err
+	}
+	n := binary.LittleEndian.Uint64(hdr[slotMsg:])
+	if n > math.MaxInt32*uint64(c.r.nslots) {
+		c.err = gccl.Errorf(gccl.RemoteError, "shm recv", "message of %d bytes: the ring is corrupted", n)
+		return c.err
+	}
+	if err := accept([descSize]byte(hdr[slotDesc:slotDesc+descSize]), int(n)); err != nil {
+		c.err = err
+		return err
+	}
+	if err := c.body(&poll, int(n), consume); err != nil {
+		if c.err == nil {
+			c.err = err
 		}
-		lenp, data := r.slot(int(c.tail % uint64(r.nslots)))
-		l := int(atomic.LoadUint32(lenp))
-		if l <= c.off || l > r.slotSize {
-			return gccl.Errorf(gccl.RemoteError, "shm recv", "slot holds %d bytes (slot size %d): the ring is corrupted", l, r.slotSize)
+		return err
+	}
+	return nil
+}
+
+// await waits for the next slot and returns its header.
+func (c *Receiver) await(poll *wait.Poller) ([]byte, error) {
+	r := c.r
+	for atomic.LoadUint64(r.u64(offHead)) == c.tail {
+		if err := c.idle(poll); err != nil {
+			return nil, err
 		}
-		k := min(l-c.off, n)
-		err := consume(data[c.off : c.off+k])
-		c.off += k
-		n -= k
-		if c.off == l {
-			c.off = 0
-			c.tail++
-			atomic.StoreUint64(r.u64(offTail), c.tail)
-		}
+	}
+	hdr, _ := r.slot(int(c.tail % uint64(r.nslots)))
+	return hdr, nil
+}
+
+// body hands consume the n bytes of the message whose first slot is at tail.
+func (c *Receiver) body(poll *wait.Poller, n int, consume func(piece []byte) error) error {
+	r := c.r
+	for first := true; first || n > 0; first = false {
+		hdr, err := c.await(poll)
 		if err != nil {
 			return err
+		}
+		_, data := r.slot(int(c.tail % uint64(r.nslots)))
+		l := int(atomic.LoadUint32(slotLenWord(hdr)))
+		isFirst := binary.LittleEndian.Uint32(hdr[slotFlags:])&slotFirst != 0
+		if l > r.slotSize || l > n || isFirst != first || l == 0 && n > 0 {
+			c.err = gccl.Errorf(gccl.RemoteError, "shm recv", "slot holds %d bytes (slot size %d, %d left of the message): the ring is corrupted", l, r.slotSize, n)
+			return c.err
+		}
+		var cerr error
+		if l > 0 {
+			cerr = consume(data[:l])
+		}
+		n -= l
+		c.tail++
+		atomic.StoreUint64(r.u64(offTail), c.tail)
+		if cerr != nil {
+			if n > 0 {
+				c.err = cerr
+			}
+			return cerr
 		}
 		poll.Reset()
 	}
 	return nil
 }
 
-// idle runs when the ring is empty: it reports a closed producer (once its
-// last bytes are consumed) or a local Close, else pauses.
+// idle runs when the ring is empty: it reports a failed or closed producer
+// (once its last bytes are consumed) or a local Close, else pauses.
 func (c *Receiver) idle(poll *wait.Poller) error {
 	r := c.r
+	if err := r.failure(offSenderFailed, "shm recv"); err != nil {
+		return err
+	}
 	if atomic.LoadUint32(r.u32(offSenderClosed)) != 0 && atomic.LoadUint64(r.u64(offHead)) == c.tail {
 		return gccl.Errorf(gccl.RemoteError, "shm recv", "the sending peer closed its end")
 	}
@@ -96,8 +145,21 @@ func (c *Receiver) idle(poll *wait.Poller) error {
 	return poll.Pause()
 }
 
+// Fail records err in the ring's header (the consumer refused a message,
+// or failed): the producer's Send fails with it.
+func (c *Receiver) Fail(err error) {
+	if err == nil || c.begin() != nil {
+		return
+	}
+	defer c.mu.Unlock()
+	c.r.setFailure(offRecvFailed, gccl.Code(err), err.Error())
+	if c.err == nil {
+		c.err = err
+	}
+}
+
 // Send is not supported on the consuming end.
-func (c *Receiver) Send(context.Context, []byte) error {
+func (c *Receiver) Send(context.Context, [descSize]byte, []byte) error {
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Send on the receiving end of a shared-memory ring")
 }
 

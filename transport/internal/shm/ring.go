@@ -15,7 +15,7 @@ import (
 // live on different cache lines.
 const (
 	ringMagic   = 0x31686d7331636367 // "gcc1smh1" little-endian
-	ringVersion = 1
+	ringVersion = 2
 
 	offMagic        = 0  // uint64, stored last by the creator
 	offVersion      = 8  // uint32
@@ -25,11 +25,14 @@ const (
 	offReceiverPid  = 64 // uint32, set by the consumer when it maps the ring
 	offHead         = 128
 	offTail         = 192
-	offSenderClosed = 256 // uint32
-	offRecvClosed   = 320 // uint32
+	offSenderClosed = 256  // uint32
+	offRecvClosed   = 320  // uint32
+	offSenderFailed = 384  // failure record of the producer (failRecord)
+	offRecvFailed   = 1536 // failure record of the consumer
+	failBytes       = 1024 // a failure record: uint32 code (0: none), uint32 length, message
 
 	headerSize = 4096
-	slotHeader = 64 // per slot: uint32 byte count, padded to a cache line
+	slotHeader = 64 // per slot: the slot's header (slotHdr), padded to a cache line
 	lineSize   = 64
 
 	// Bounds on the geometry a peer's header may claim.
@@ -55,10 +58,49 @@ func ringBytes(slotSize, nslots int) int { return headerSize + nslots*(slotHeade
 func (r *ring) u64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[off])) }
 func (r *ring) u32(off int) *uint32 { return (*uint32)(unsafe.Pointer(&r.mem[off])) }
 
-// slot returns the byte-count word and the data area of slot i.
-func (r *ring) slot(i int) (*uint32, []byte) {
+// Layout of a slot's header: the bytes the slot holds, then, in the first
+// slot of a message, the message's length and descriptor.
+const (
+	slotLen   = 0  // uint32: bytes in this slot
+	slotFlags = 4  // uint32: slotFirst on the first slot of a message
+	slotMsg   = 8  // uint64: the message's length (first slot)
+	slotDesc  = 16 // [DescSize]byte: the message's descriptor (first slot)
+	slotFirst = 1
+	descSize  = 24
+)
+
+// slot returns the header and the data area of slot i.
+func (r *ring) slot(i int) (hdr, data []byte) {
 	off := headerSize + i*(slotHeader+r.slotSize)
-	return r.u32(off), r.mem[off+slotHeader : off+slotHeader+r.slotSize]
+	return r.mem[off : off+slotHeader], r.mem[off+slotHeader : off+slotHeader+r.slotSize]
+}
+
+// slotLenWord is the byte-count word of a slot header, published last.
+func slotLenWord(hdr []byte) *uint32 { return (*uint32)(unsafe.Pointer(&hdr[slotLen])) }
+
+// setFailure publishes a failure record at off: the message first, then
+// the code (never 0), atomically, so a reader that sees the code sees the
+// message. The first record wins.
+func (r *ring) setFailure(off int, code gccl.Result, msg string) {
+	if atomic.LoadUint32(r.u32(off)) != 0 {
+		return
+	}
+	n := copy(r.mem[off+8:off+failBytes], msg)
+	atomic.StoreUint32(r.u32(off+4), uint32(n))
+	if code == 0 {
+		code = gccl.RemoteError
+	}
+	atomic.StoreUint32(r.u32(off), uint32(code))
+}
+
+// failure returns the failure record at off as an error, nil if none.
+func (r *ring) failure(off int, what string) error {
+	code := atomic.LoadUint32(r.u32(off))
+	if code == 0 {
+		return nil
+	}
+	n := min(int(atomic.LoadUint32(r.u32(off+4))), failBytes-8)
+	return gccl.Errorf(gccl.Result(code), what, "%s", r.mem[off+8:off+8+n])
 }
 
 func (r *ring) unmap() {

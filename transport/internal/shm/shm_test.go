@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -29,6 +30,8 @@ func pair(t *testing.T, o Options) (*Sender, *Receiver, string) {
 	return s, r, path
 }
 
+var d0 [descSize]byte
+
 func randBytes(rng *rand.Rand, n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
@@ -37,12 +40,34 @@ func randBytes(rng *rand.Rand, n int) []byte {
 	return b
 }
 
-// collect receives n bytes with Recv calls of random lengths.
-func collect(ctx context.Context, r *Receiver, n int, rng *rand.Rand) ([]byte, error) {
-	out := make([]byte, 0, n)
-	for len(out) < n {
-		k := min(n-len(out), 1+rng.IntN(3*DefaultSlotSize))
-		err := r.Recv(ctx, k, func(p []byte) error { out = append(out, p...); return nil })
+// expect accepts a message of n bytes.
+func expect(n int) func([descSize]byte, int) error {
+	return func(_ [descSize]byte, got int) error {
+		if got != n {
+			return gccl.Errorf(gccl.InvalidUsage, "n", "message of %d bytes, want %d", got, n)
+		}
+		return nil
+	}
+}
+
+// descOf is a descriptor telling message i apart.
+func descOf(i int) (d [descSize]byte) {
+	for k := range d {
+		d[k] = byte(i + k)
+	}
+	return d
+}
+
+// collect receives the messages, checking each descriptor and length.
+func collect(ctx context.Context, r *Receiver, sizes []int) ([]byte, error) {
+	var out []byte
+	for i, n := range sizes {
+		err := r.Recv(ctx, func(d [descSize]byte, got int) error {
+			if d != descOf(i) || got != n {
+				return fmt.Errorf("message %d: descriptor %v, %d bytes; want %v, %d", i, d, got, descOf(i), n)
+			}
+			return nil
+		}, func(p []byte) error { out = append(out, p...); return nil })
 		if err != nil {
 			return out, err
 		}
@@ -64,26 +89,25 @@ func TestRoundTripManySizes(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		for _, m := range msgs {
-			if err := s.Send(ctx, m); err != nil {
+		for i, m := range msgs {
+			if err := s.Send(ctx, descOf(i), m); err != nil {
 				done <- err
 				return
 			}
 		}
 		done <- nil
 	}()
-	got, err := collect(ctx, r, len(want), rand.New(rand.NewPCG(3, 4)))
+	got, err := collect(ctx, r, sizes)
 	require.NoError(t, err)
 	require.NoError(t, <-done)
 	require.True(t, bytes.Equal(want, got), "received bytes differ from sent bytes")
-	require.NoError(t, r.Recv(ctx, 0, func([]byte) error { return errors.New("must not be called") }))
 }
 
 func TestPiecesPointIntoSlots(t *testing.T) {
 	s, r, _ := pair(t, Options{SlotSize: 64, Slots: 2})
 	ctx := context.Background()
-	require.NoError(t, s.Send(ctx, bytes.Repeat([]byte{7}, 64)))
-	require.NoError(t, r.Recv(ctx, 64, func(p []byte) error {
+	require.NoError(t, s.Send(ctx, d0, bytes.Repeat([]byte{7}, 64)))
+	require.NoError(t, r.Recv(ctx, expect(64), func(p []byte) error {
 		_, slot := r.r.slot(0)
 		assert.Equal(t, &slot[0], &p[0], "piece must alias the shared slot, not a copy")
 		return nil
@@ -95,17 +119,17 @@ func TestDeadlines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := r.Recv(ctx, 1, func([]byte) error { return nil })
+	err := r.Recv(ctx, expect(1), func([]byte) error { return nil })
 	require.ErrorIs(t, err, gccl.ErrTimeout)
 	// Fill the ring, then one more byte must time out.
-	require.NoError(t, s.Send(context.Background(), make([]byte, 128)))
+	require.NoError(t, s.Send(context.Background(), d0, make([]byte, 128)))
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel2()
-	require.ErrorIs(t, s.Send(ctx2, []byte{1}), gccl.ErrTimeout)
+	require.ErrorIs(t, s.Send(ctx2, d0, []byte{1}), gccl.ErrTimeout)
 	assert.Less(t, time.Since(start), 2*time.Second)
 	// Default timeout applies without a ctx deadline.
 	s2, r2, _ := pair(t, Options{Timeout: 20 * time.Millisecond})
-	require.ErrorIs(t, r2.Recv(context.Background(), 1, func([]byte) error { return nil }), gccl.ErrTimeout)
+	require.ErrorIs(t, r2.Recv(context.Background(), expect(1), func([]byte) error { return nil }), gccl.ErrTimeout)
 	_ = s2
 }
 
@@ -114,18 +138,18 @@ func TestPeerCloseGivesRemote(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	payload := randBytes(rand.New(rand.NewPCG(5, 6)), 100)
-	require.NoError(t, s.Send(ctx, payload))
+	require.NoError(t, s.Send(ctx, d0, payload))
 	require.NoError(t, s.Close())
 	// Bytes sent before the close still arrive; then the close is reported.
 	var got []byte
-	require.NoError(t, r.Recv(ctx, 100, func(p []byte) error { got = append(got, p...); return nil }))
+	require.NoError(t, r.Recv(ctx, expect(100), func(p []byte) error { got = append(got, p...); return nil }))
 	require.Equal(t, payload, got)
-	require.ErrorIs(t, r.Recv(ctx, 1, func([]byte) error { return nil }), gccl.ErrRemote)
+	require.ErrorIs(t, r.Recv(ctx, expect(1), func([]byte) error { return nil }), gccl.ErrRemote)
 
 	s2, r2, _ := pair(t, Options{SlotSize: 64, Slots: 1})
-	require.NoError(t, s2.Send(ctx, make([]byte, 64)))
+	require.NoError(t, s2.Send(ctx, d0, make([]byte, 64)))
 	errc := make(chan error, 1)
-	go func() { errc <- s2.Send(ctx, make([]byte, 64)) }()
+	go func() { errc <- s2.Send(ctx, d0, make([]byte, 64)) }()
 	time.Sleep(10 * time.Millisecond)
 	require.NoError(t, r2.Close())
 	require.ErrorIs(t, <-errc, gccl.ErrRemote)
@@ -134,24 +158,24 @@ func TestPeerCloseGivesRemote(t *testing.T) {
 func TestLocalCloseUnblocksAndRejects(t *testing.T) {
 	s, r, _ := pair(t, Options{SlotSize: 64, Slots: 1})
 	errc := make(chan error, 1)
-	go func() { errc <- r.Recv(context.Background(), 1, func([]byte) error { return nil }) }()
+	go func() { errc <- r.Recv(context.Background(), expect(1), func([]byte) error { return nil }) }()
 	time.Sleep(10 * time.Millisecond)
 	require.NoError(t, r.Close())
 	require.ErrorIs(t, <-errc, gccl.ErrInvalidUsage)
 	require.NoError(t, r.Close())
-	require.ErrorIs(t, r.Recv(context.Background(), 1, nil), gccl.ErrInvalidUsage)
+	require.ErrorIs(t, r.Recv(context.Background(), expect(1), nil), gccl.ErrInvalidUsage)
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
-	require.ErrorIs(t, s.Send(context.Background(), []byte{1}), gccl.ErrInvalidUsage)
+	require.ErrorIs(t, s.Send(context.Background(), d0, []byte{1}), gccl.ErrInvalidUsage)
 	var nilS *Sender
 	require.NoError(t, nilS.Close())
 }
 
 func TestConsumeErrorReturned(t *testing.T) {
 	s, r, _ := pair(t, Options{})
-	require.NoError(t, s.Send(context.Background(), []byte("abc")))
+	require.NoError(t, s.Send(context.Background(), d0, []byte("abc")))
 	boom := errors.New("boom")
-	require.ErrorIs(t, r.Recv(context.Background(), 3, func([]byte) error { return boom }), boom)
+	require.ErrorIs(t, r.Recv(context.Background(), expect(3), func([]byte) error { return boom }), boom)
 }
 
 func TestFilesUnlinked(t *testing.T) {
@@ -171,10 +195,10 @@ func TestFilesUnlinked(t *testing.T) {
 
 func TestCorruptionDetected(t *testing.T) {
 	s, r, _ := pair(t, Options{SlotSize: 64, Slots: 2})
-	require.NoError(t, s.Send(context.Background(), []byte{1, 2, 3}))
-	lenp, _ := s.r.slot(0)
-	*lenp = 1 << 20 // a length beyond the slot
-	require.ErrorIs(t, r.Recv(context.Background(), 3, func([]byte) error { return nil }), gccl.ErrRemote)
+	require.NoError(t, s.Send(context.Background(), d0, []byte{1, 2, 3}))
+	hdr, _ := s.r.slot(0)
+	*slotLenWord(hdr) = 1 << 20 // a length beyond the slot
+	require.ErrorIs(t, r.Recv(context.Background(), expect(3), func([]byte) error { return nil }), gccl.ErrRemote)
 }
 
 func TestOpenValidates(t *testing.T) {
@@ -196,4 +220,27 @@ func TestOpenValidates(t *testing.T) {
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
 	_, err = Create(filepath.Join(dir, "no-such-dir", "z"), Options{})
 	require.ErrorIs(t, err, gccl.ErrSystem)
+}
+
+// TestRefusedMessage: a receiver that refuses a message (the descriptor or
+// length is not what it expected) and Fails the ring makes the producer's
+// next Send fail with that error, and the receiver's later Recvs too; a
+// failed producer makes the consumer's Recv fail with its error.
+func TestRefusedMessage(t *testing.T) {
+	s, r, _ := pair(t, Options{SlotSize: 64, Slots: 4})
+	ctx := context.Background()
+	require.NoError(t, s.Send(ctx, descOf(1), make([]byte, 100)))
+	err := r.Recv(ctx, expect(50), func([]byte) error { t.Fatal("a refused message must not be consumed"); return nil })
+	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
+	r.Fail(err)
+	require.ErrorIs(t, r.Recv(ctx, expect(100), func([]byte) error { return nil }), gccl.ErrInvalidUsage)
+	err = s.Send(ctx, descOf(2), []byte{1})
+	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
+	require.Contains(t, err.Error(), "want 50")
+
+	s2, r2, _ := pair(t, Options{SlotSize: 64, Slots: 4})
+	s2.Fail(gccl.Errorf(gccl.RemoteError, "op", "rank 3 failed"))
+	err = r2.Recv(ctx, expect(1), func([]byte) error { return nil })
+	require.ErrorIs(t, err, gccl.ErrRemote)
+	require.Contains(t, err.Error(), "rank 3 failed")
 }
