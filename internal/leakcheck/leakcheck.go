@@ -76,8 +76,16 @@ func (s Snapshot) diff() []string {
 			out = append(out, "goroutine still running:\n"+g.stack)
 		}
 	}
+	fresh := map[int]string{}
+	driver := false // the CUDA driver was loaded during the tests
 	for fd, target := range fds() {
 		if old, ok := s.fds[fd]; (!ok || old != target) && !runtimeFD(target) {
+			fresh[fd] = target
+			driver = driver || strings.HasPrefix(target, "/dev/nvidia")
+		}
+	}
+	for fd, target := range fresh {
+		if !driverFD(target, driver) {
 			out = append(out, fmt.Sprintf("fd %d still open: %s", fd, target))
 		}
 	}
@@ -177,4 +185,14 @@ func shmFiles() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// driverFD reports whether target is one the CUDA driver keeps for the life
+// of the process once loaded (on a GPU machine): its device nodes, and,
+// when those are open, its pipes and anonymous inodes.
+func driverFD(target string, driverLoaded bool) bool {
+	if strings.HasPrefix(target, "/dev/nvidia") {
+		return true
+	}
+	return driverLoaded && (strings.HasPrefix(target, "pipe:") || strings.HasPrefix(target, "anon_inode:"))
 }

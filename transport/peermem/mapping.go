@@ -1,6 +1,8 @@
 package peermem
 
 import (
+	"sync"
+
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/cuda"
 )
@@ -12,7 +14,7 @@ type Mapping struct {
 	Ptrs []uintptr
 
 	drv      cuda.Driver
-	opened   []uintptr     // IPC mappings to close
+	opened   []ipcKey      // IPC mappings to release
 	retained []cuda.Device // peer primary contexts to release
 }
 
@@ -40,11 +42,12 @@ func Open(drv cuda.Driver, me int, offers []Offer) (*Mapping, error) {
 
 func (m *Mapping) open(me int, mine, o Offer) (uintptr, error) {
 	if !o.sameProcess() {
-		p, err := m.drv.IpcOpenMemHandle(o.Handle, cuda.IpcLazyEnablePeerAccess)
+		k := ipcKey{m.drv, mine.Ordinal, o.Handle}
+		p, err := openIPC(k)
 		if err != nil {
 			return 0, err
 		}
-		m.opened = append(m.opened, p)
+		m.opened = append(m.opened, k)
 		return p, nil
 	}
 	if o.Ordinal == mine.Ordinal {
@@ -74,8 +77,8 @@ func (m *Mapping) Close() error {
 		return nil
 	}
 	var first error
-	for _, p := range m.opened {
-		if err := m.drv.IpcCloseMemHandle(p); err != nil && first == nil {
+	for _, k := range m.opened {
+		if err := closeIPC(k); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -86,4 +89,57 @@ func (m *Mapping) Close() error {
 	}
 	m.opened, m.retained, m.Ptrs = nil, nil, nil
 	return first
+}
+
+// ipcKey names one IPC handle opened on one GPU of this process. The driver
+// maps a handle once per process and device (a second cuIpcOpenMemHandle
+// fails with CUDA_ERROR_ALREADY_MAPPED), so ranks of this process that map
+// the same peer (several ranks per process, one GPU) share the mapping,
+// counted here like the driver's own process-wide state.
+type ipcKey struct {
+	drv     cuda.Driver
+	ordinal int32
+	handle  cuda.IpcMemHandle
+}
+
+type ipcMapping struct {
+	ptr  uintptr
+	refs int
+}
+
+var ipcOpen = struct {
+	sync.Mutex
+	m map[ipcKey]*ipcMapping
+}{m: map[ipcKey]*ipcMapping{}}
+
+// openIPC maps k's handle (the GPU's context current), or counts one more
+// user of its mapping.
+func openIPC(k ipcKey) (uintptr, error) {
+	ipcOpen.Lock()
+	defer ipcOpen.Unlock()
+	if e := ipcOpen.m[k]; e != nil {
+		e.refs++
+		return e.ptr, nil
+	}
+	p, err := k.drv.IpcOpenMemHandle(k.handle, cuda.IpcLazyEnablePeerAccess)
+	if err != nil {
+		return 0, err
+	}
+	ipcOpen.m[k] = &ipcMapping{ptr: p, refs: 1}
+	return p, nil
+}
+
+// closeIPC drops one user of k's mapping and unmaps it after the last.
+func closeIPC(k ipcKey) error {
+	ipcOpen.Lock()
+	defer ipcOpen.Unlock()
+	e := ipcOpen.m[k]
+	if e == nil {
+		return nil
+	}
+	if e.refs--; e.refs > 0 {
+		return nil
+	}
+	delete(ipcOpen.m, k)
+	return k.drv.IpcCloseMemHandle(e.ptr)
 }

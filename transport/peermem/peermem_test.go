@@ -73,3 +73,59 @@ func TestOpenInProcess(t *testing.T) {
 	_, err = NewOffer(f, 0, 77, 0, 10)
 	assert.True(t, errors.Is(err, gccl.ErrInvalidArgument), "%v", err)
 }
+
+// onceIPC is a fake driver whose IPC handles map once per process, as the
+// real driver's do (a second open: CUDA_ERROR_ALREADY_MAPPED).
+type onceIPC struct {
+	*cudafake.Fake
+	open map[cuda.IpcMemHandle]bool
+}
+
+func (d *onceIPC) IpcOpenMemHandle(h cuda.IpcMemHandle, flags uint32) (uintptr, error) {
+	if d.open[h] {
+		return 0, errors.New("CUDA_ERROR_ALREADY_MAPPED")
+	}
+	p, err := d.Fake.IpcOpenMemHandle(h, flags)
+	if err == nil {
+		d.open[h] = true
+	}
+	return p, err
+}
+
+func (d *onceIPC) IpcCloseMemHandle(p uintptr) error {
+	for h := range d.open {
+		delete(d.open, h) // one handle in this test
+	}
+	return d.Fake.IpcCloseMemHandle(p)
+}
+
+// TestTwoRanksOneProcessMapOnePeer: two ranks of this process on one GPU
+// map the same peer of another process; the mapping is shared, and
+// unmapped only when the last of them closes.
+func TestTwoRanksOneProcessMapOnePeer(t *testing.T) {
+	d := &onceIPC{Fake: cudafake.New(cudafake.Config{}), open: map[cuda.IpcMemHandle]bool{}}
+	dev, err := d.DeviceGet(0)
+	require.NoError(t, err)
+	ctx, err := d.PrimaryCtxRetain(dev)
+	require.NoError(t, err)
+	require.NoError(t, d.CtxSetCurrent(ctx))
+	bufs := make([]uintptr, 3)
+	offers := make([]Offer, 3)
+	for r := range bufs {
+		bufs[r], err = d.MemAlloc(4096)
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, d.MemFree(bufs[r])) }()
+		offers[r], err = NewOffer(d, 0, 77, bufs[r], 4096)
+		require.NoError(t, err)
+	}
+	offers[2].PID = int64(os.Getpid()) + 1 // rank 2 is in another process
+	a, err := Open(d, 0, offers)
+	require.NoError(t, err)
+	b, err := Open(d, 1, offers)
+	require.NoError(t, err, "the second rank of this process maps the same peer")
+	assert.Equal(t, a.Ptrs[2], b.Ptrs[2])
+	require.NoError(t, a.Close())
+	assert.True(t, d.open[offers[2].Handle], "unmapped while rank 1 still uses it")
+	require.NoError(t, b.Close())
+	assert.False(t, d.open[offers[2].Handle])
+}
