@@ -21,7 +21,7 @@ func commConfig(cfg config, ordinal int) *comm.Config {
 // measures the init with m: rank 0's unique ID is broadcast and the ranks
 // meet at a barrier first, so that the timed part is comm.InitRankConfig
 // alone, started together (as the NCCL baseline's ncclCommInitRank is).
-func newMPIComm(cfg config, m *memMeter) (*comm.Comm, initCost, error) {
+func newMPIComm(cfg config, gpu int, m *memMeter) (*comm.Comm, initCost, error) {
 	id, err := mpiboot.ShareUniqueID()
 	if err != nil {
 		return nil, unmeasured, err
@@ -32,7 +32,7 @@ func newMPIComm(cfg config, m *memMeter) (*comm.Comm, initCost, error) {
 	rank, size := mpiboot.World()
 	var c *comm.Comm
 	cost, err := timeInit(m, func() (err error) {
-		c, err = comm.InitRankConfig(size, id, rank, commConfig(cfg, mpiboot.LocalRank()))
+		c, err = comm.InitRankConfig(size, id, rank, commConfig(cfg, gpu))
 		return err
 	})
 	if err != nil && c != nil {
@@ -40,6 +40,22 @@ func newMPIComm(cfg config, m *memMeter) (*comm.Comm, initCost, error) {
 		c = nil
 	}
 	return c, cost, err
+}
+
+// mpiDevice is this MPI process's GPU (-device, else its local rank's) and
+// the meter of its init. Processes that share one GPU (-device with more
+// than one process on the host) are not metered: cuMemGetInfo counts the
+// whole device, and the others allocate at the same time.
+func mpiDevice(cfg config) (gpu int, m *memMeter, close func() error, err error) {
+	gpu = mpiboot.LocalRank()
+	if cfg.device >= 0 {
+		gpu = cfg.device
+		if mpiboot.LocalSize() > 1 {
+			return gpu, nil, func() error { return nil }, nil
+		}
+	}
+	m, close, err = openMeter(gpu)
+	return gpu, m, close, err
 }
 
 // newLocalComms creates the cfg.np goroutine ranks of gccl's communicator

@@ -78,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	checkMax := fs.String("checkmax", "0", "check only sizes up to this many bytes (0: every size); larger rows show N/A")
 	fs.StringVar(&c.baseline, "baseline", "none", "library to compare with in the same run: none, mpi or nccl")
 	fs.IntVar(&c.np, "np", 0, "run N ranks as goroutines in this process instead of one rank per MPI process")
-	fs.IntVar(&c.device, "device", -1, "with -np: run every rank on this GPU, sharing it in one context (default: rank r on GPU r)")
+	fs.IntVar(&c.device, "device", -1, "run every rank on this GPU: with -np in one process, sharing one context; under mpirun every process (default: rank r, or the local rank, on GPU r)")
 	fs.BoolVar(&c.mem, "mem", true, "GPU: show the bytes gccl's kernels read and write per second (memGB/s) against a device copy of the same size timed in the run (%copy)")
 	fs.StringVar(&c.csv, "csv", "", "also write the results as CSV to this file")
 	fs.StringVar(&c.png, "png", "", "also plot bus bandwidth and time against size into this PNG file")
@@ -139,14 +139,13 @@ func (c *config) validate() error {
 		return fmt.Errorf("-np %d is negative", c.np)
 	case c.timeout < 0:
 		return fmt.Errorf("-timeout %v is negative", c.timeout)
+	case c.device < -1:
+		return fmt.Errorf("-device %d: want a GPU ordinal, or -1 for rank r (or the local rank) on GPU r", c.device)
 	}
 	switch c.baseline {
 	case "none", "mpi", "nccl":
 	default:
 		return fmt.Errorf("-baseline %q: want none, mpi or nccl", c.baseline)
-	}
-	if c.device >= 0 && c.np == 0 {
-		return fmt.Errorf("-device %d needs -np (under mpirun each process takes the GPU of its local rank)", c.device)
 	}
 	if c.baseline == "mpi" && c.np > 0 {
 		return fmt.Errorf("-baseline mpi needs one rank per MPI process: launch with mpirun and drop -np")

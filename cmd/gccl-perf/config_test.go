@@ -68,7 +68,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{"-n", "0"}, {"-w", "-1"}, {"-r", "-2"}, {"-np", "-1"}, {"-t", "float128"}, {"-o", "xor"},
 		{"-baseline", "gloo"}, {"-baseline", "mpi", "-np", "2"}, {"-timeout", "-1s"}, {"extra"}, {"-nosuch"},
 		{"-launches", "0"}, {"-checkmax", "lots"}, {"-batch", "-1"}, {"-register=maybe"},
-		{"-device", "0"}, {"-mem=often"},
+		{"-device", "-2"}, {"-mem=often"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		assert.Error(t, err, "%v", args)

@@ -51,7 +51,9 @@
 // over the other, with the path in the last column (and in the CSV and
 // JSON). It is the yardstick where NCCL cannot run: with -np N -device 0
 // the N ranks share one GPU in one context, so their kernels run side by
-// side (NCCL refuses two ranks on one GPU). All-to-all has no figure (N/A).
+// side (NCCL refuses two ranks on one GPU); under mpirun, -device 0 puts
+// every process on GPU 0 (the driver time-slices them), and processes that
+// share a GPU are not metered (cuMemGetInfo counts the whole device). All-to-all has no figure (N/A).
 //
 // Init cost. Before the tables rank 0 prints one "# init:" line: the wall
 // time of gccl's comm.InitRankConfig and, with -baseline nccl, of

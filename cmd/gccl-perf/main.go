@@ -93,14 +93,14 @@ func runMPI(cfg config, stdout, stderr io.Writer, h hooks) int {
 		}
 		defer stop()
 	}
-	meter, closeMeter, err := openMeter(mpiboot.LocalRank())
+	gpu, meter, closeMeter, err := mpiDevice(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", rank, err)
 		_ = mpiboot.Abort(exitError)
 		return exitError
 	}
 	defer closeMeter() // after the communicator's Close
-	c, cost, err := newMPIComm(cfg, meter)
+	c, cost, err := newMPIComm(cfg, gpu, meter)
 	if err != nil {
 		fmt.Fprintf(stderr, "gccl-perf: rank %d: creating the communicator: %v\n", rank, err)
 		_ = mpiboot.Abort(exitError)
