@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/nettest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,7 +26,7 @@ func servedFile(t *testing.T, rng *rand.Rand, n int) (*os.File, []byte) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "served"))
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
-	data := randBytes(rng, n)
+	data := nettest.RandBytes(rng, n)
 	_, err = f.WriteAt(data, 0)
 	require.NoError(t, err)
 	return f, data
@@ -40,14 +41,14 @@ func sameFile(t *testing.T, rng *rand.Rand, f *os.File, fd int, size int) {
 	require.NoError(t, syscall.Fstat(fd, &b))
 	require.Equal(t, [2]uint64{a.Dev, a.Ino}, [2]uint64{b.Dev, b.Ino})
 	off, n := rng.IntN(size/2), 1+rng.IntN(size/2)
-	data := randBytes(rng, n)
+	data := nettest.RandBytes(rng, n)
 	_, err := syscall.Pwrite(fd, data, int64(off))
 	require.NoError(t, err)
 	got := make([]byte, n)
 	_, err = f.ReadAt(got, int64(off))
 	require.NoError(t, err)
 	require.Equal(t, data, got, "written through the received descriptor")
-	data = randBytes(rng, n)
+	data = nettest.RandBytes(rng, n)
 	_, err = f.WriteAt(data, int64(off))
 	require.NoError(t, err)
 	_, err = syscall.Pread(fd, got, int64(off))
@@ -190,7 +191,7 @@ func TestFDPassToAnotherProcess(t *testing.T) {
 	s, err := Serve(ctx, int(f.Fd()), 1)
 	require.NoError(t, err)
 	defer s.Close()
-	data := randBytes(rng, 64)
+	data := nettest.RandBytes(rng, 64)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFDPassChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+s.Name+","+hex.EncodeToString(s.Token[:])+","+hex.EncodeToString(data))
 	out, err := cmd.CombinedOutput()

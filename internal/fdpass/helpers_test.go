@@ -2,7 +2,6 @@ package fdpass
 
 import (
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -13,17 +12,6 @@ import (
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
-
-// randBytes returns n random bytes seeded from r.
-func randBytes(r *rand.Rand, n int) []byte {
-	var seed [32]byte
-	for i := range seed {
-		seed[i] = byte(r.Uint32())
-	}
-	b := make([]byte, n)
-	_, _ = rand.NewChaCha8(seed).Read(b)
-	return b
-}
 
 // onRanks runs fn on n goroutines concurrently and returns their results.
 func onRanks[T any](n int, fn func(r int) (T, error)) ([]T, []error) {

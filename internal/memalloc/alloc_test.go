@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/internal/nettest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -38,7 +39,7 @@ func TestMemAllocRoundsAndAligns(t *testing.T) {
 		if i < len(sizes)-1 {
 			at, m = p+uintptr(n-4096), 4096
 		}
-		data := randBytes(r, m)
+		data := nettest.RandBytes(r, m)
 		require.NoError(t, g.Do(func() error { return spy.MemcpyHtoD(at, data) }))
 		got := make([]byte, m)
 		require.NoError(t, g.Do(func() error { return spy.MemcpyDtoH(got, at) }))
@@ -78,7 +79,7 @@ func TestMemAllocHost(t *testing.T) {
 	reg, ok := device.HostRegionOf(p)
 	require.True(t, ok, "host MemAlloc is shared memory")
 	assert.Equal(t, p, reg.Base)
-	data := randBytes(r, n)
+	data := nettest.RandBytes(r, n)
 	copy(device.HostBytes(p, n), data)
 	require.Equal(t, data, device.HostBytes(p, n))
 	require.NoError(t, Free(p))

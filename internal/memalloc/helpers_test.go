@@ -2,7 +2,6 @@ package memalloc
 
 import (
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -93,15 +92,4 @@ func requireCode(t *testing.T, err error, code gccl.Result) {
 	var ge *gccl.Error
 	require.True(t, errors.As(err, &ge), "%T is not a *gccl.Error: %v", err, err)
 	require.Equal(t, code, ge.Code, "%v", err)
-}
-
-// randBytes returns n random bytes seeded from r.
-func randBytes(r *rand.Rand, n int) []byte {
-	var seed [32]byte
-	for i := range seed {
-		seed[i] = byte(r.Uint32())
-	}
-	b := make([]byte, n)
-	_, _ = rand.NewChaCha8(seed).Read(b)
-	return b
 }

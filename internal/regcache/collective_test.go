@@ -5,6 +5,7 @@ import (
 	"context"
 	"github.com/gccl/gccl/internal/fdpass"
 	"github.com/gccl/gccl/internal/memalloc"
+	"github.com/gccl/gccl/internal/nettest"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -124,12 +125,12 @@ func TestRegisterCollectiveMapsPeers(t *testing.T) {
 			for p := range n {
 				reg := hs[r].Registration()
 				require.Equal(t, lens[p], reg.Peers[p].Len)
-				data := randBytes(rng, lens[p])
+				data := nettest.RandBytes(rng, lens[p])
 				require.NoError(t, cs[p].dev.CopyIn(ptrs[p], data))
 				got := make([]byte, lens[p])
 				require.NoError(t, cs[r].dev.CopyOut(got, reg.Peers[p].Ptr))
 				require.True(t, bytes.Equal(data, got), "rank %d reads rank %d (vmm %v)", r, p, vmm)
-				back := randBytes(rng, lens[p])
+				back := nettest.RandBytes(rng, lens[p])
 				require.NoError(t, cs[r].dev.CopyIn(reg.Peers[p].Ptr, back))
 				require.NoError(t, cs[p].dev.CopyOut(got, ptrs[p]))
 				require.True(t, bytes.Equal(back, got), "rank %d writes rank %d", r, p)
@@ -180,10 +181,10 @@ func TestEntryRoundTripAndBounds(t *testing.T) {
 	for range 50 {
 		e := entry{Seq: rng.Uint64(), PID: int64(rng.Uint32()), Registered: true, Kind: Kind(1 + rng.IntN(3)),
 			Ordinal: int32(rng.IntN(8)), Base: uintptr(rng.Uint64()), Size: 1 << 20, Offset: rng.IntN(1 << 19), Len: 1 + rng.IntN(1<<19),
-			FD: int32(rng.IntN(100)), Region: string(randBytes(rng, rng.IntN(40))), Msg: string(randBytes(rng, rng.IntN(40))),
-			Unreached: rng.IntN(2) == 1, Host: rng.Uint64(), Sock: "@" + string(randBytes(rng, rng.IntN(fdpass.MaxName)))}
-		copy(e.IPC[:], randBytes(rng, 64))
-		copy(e.Token[:], randBytes(rng, fdpass.TokenLen))
+			FD: int32(rng.IntN(100)), Region: string(nettest.RandBytes(rng, rng.IntN(40))), Msg: string(nettest.RandBytes(rng, rng.IntN(40))),
+			Unreached: rng.IntN(2) == 1, Host: rng.Uint64(), Sock: "@" + string(nettest.RandBytes(rng, rng.IntN(fdpass.MaxName)))}
+		copy(e.IPC[:], nettest.RandBytes(rng, 64))
+		copy(e.Token[:], nettest.RandBytes(rng, fdpass.TokenLen))
 		var d entry
 		require.NoError(t, d.unmarshal(e.marshal()))
 		assert.Equal(t, e, d)

@@ -3,6 +3,7 @@ package regcache
 import (
 	"bytes"
 	"github.com/gccl/gccl/internal/memalloc"
+	"github.com/gccl/gccl/internal/nettest"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -74,12 +75,12 @@ func TestRegisterCollectiveAcrossProcesses(t *testing.T) {
 			if p != r {
 				assert.NotEqual(t, ptrs[p], peer.Ptr, "a mapping of its own on rank %d", r)
 			}
-			data := randBytes(rng, lens[p])
+			data := nettest.RandBytes(rng, lens[p])
 			require.NoError(t, cs[p].dev.CopyIn(ptrs[p], data))
 			got := make([]byte, lens[p])
 			require.NoError(t, cs[r].dev.CopyOut(got, peer.Ptr))
 			require.True(t, bytes.Equal(data, got), "rank %d reads rank %d", r, p)
-			back := randBytes(rng, lens[p])
+			back := nettest.RandBytes(rng, lens[p])
 			require.NoError(t, cs[r].dev.CopyIn(peer.Ptr, back))
 			require.NoError(t, cs[p].dev.CopyOut(got, ptrs[p]))
 			require.True(t, bytes.Equal(back, got), "rank %d writes rank %d", r, p)

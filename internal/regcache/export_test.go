@@ -3,6 +3,7 @@ package regcache
 import (
 	"bytes"
 	"github.com/gccl/gccl/internal/memalloc"
+	"github.com/gccl/gccl/internal/nettest"
 	"math/rand/v2"
 	"testing"
 
@@ -27,12 +28,12 @@ func roundTrip(t *testing.T, r *rand.Rand, owner, peer *Cache, p uintptr, off, n
 	require.NoError(t, e.Close())
 	require.NoError(t, e.Close())
 
-	data := randBytes(r, n)
+	data := nettest.RandBytes(r, n)
 	require.NoError(t, owner.dev.CopyIn(p+uintptr(off), data))
 	got := make([]byte, n)
 	require.NoError(t, peer.dev.CopyOut(got, m.Ptr))
 	require.True(t, bytes.Equal(data, got), "peer reads the owner's bytes")
-	back := randBytes(r, n)
+	back := nettest.RandBytes(r, n)
 	require.NoError(t, peer.dev.CopyIn(m.Ptr, back))
 	require.NoError(t, owner.dev.CopyOut(got, p+uintptr(off)))
 	require.True(t, bytes.Equal(back, got), "owner reads the peer's bytes")

@@ -3,6 +3,7 @@ package regcache
 import (
 	"bytes"
 	"github.com/gccl/gccl/internal/memalloc"
+	"github.com/gccl/gccl/internal/nettest"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestGPUMemAllocRegister(t *testing.T) {
 	assert.GreaterOrEqual(t, n, size)
 	assert.Zero(t, p%uintptr(minimum), "address aligned to the minimum granularity %d", minimum)
 
-	data := randBytes(r, n)
+	data := nettest.RandBytes(r, n)
 	require.NoError(t, d.CopyIn(p, data))
 	off, m := r.IntN(n/2), 1+r.IntN(n/2)
 	h, err := c.Register(p+uintptr(off), m)

@@ -2,7 +2,6 @@ package regcache
 
 import (
 	"errors"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -68,17 +67,6 @@ func setEnv(t *testing.T, k, v string) {
 	t.Cleanup(func() { env.Reload() }) // runs after Setenv restores k
 	t.Setenv(k, v)
 	env.Reload()
-}
-
-// randBytes returns n random bytes seeded from r.
-func randBytes(r *rand.Rand, n int) []byte {
-	var seed [32]byte
-	for i := range seed {
-		seed[i] = byte(r.Uint32())
-	}
-	b := make([]byte, n)
-	_, _ = rand.NewChaCha8(seed).Read(b)
-	return b
 }
 
 // openGPU opens GPU ordinal through drv (a cudafake, or the real driver).
