@@ -3,6 +3,7 @@ package regcache
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
@@ -27,14 +28,16 @@ type Owner struct {
 // communicator; package bufreg registers through it. Its mutex guards the
 // bookkeeping of every Registration in it.
 type Cache struct {
-	mu     sync.Mutex
-	dev    device.Device
-	rank   int
-	count  int
-	net    Net             // nil: local registrations only
-	regs   []*Registration // live registrations, sorted by base address
-	seq    uint64          // collective registrations made (Register and RegisterGraph)
-	graphs uint64          // of which RegisterGraph
+	mu    sync.Mutex
+	dev   device.Device
+	rank  int
+	count int
+	net   Net             // nil: local registrations only
+	regs  []*Registration // live registrations, sorted by base address
+	seq   uint64          // collective registrations made (Register and RegisterGraph)
+	// plain counts those by Register alone; read without mu, since the GPU
+	// backend asks for it on every collective.
+	plain atomic.Uint64
 }
 
 // New returns the empty registration cache of the communicator o.

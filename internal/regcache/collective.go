@@ -105,8 +105,8 @@ func (g *Cache) nextSeq(graph bool) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.seq++
-	if graph {
-		g.graphs++
+	if !graph {
+		g.plain.Add(1)
 	}
 	return g.seq
 }
@@ -336,7 +336,5 @@ func (g *Cache) Collective() uint64 {
 	if g == nil {
 		return 0
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.seq - g.graphs
+	return g.plain.Load()
 }
