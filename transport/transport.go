@@ -18,7 +18,7 @@ const DescSize = 24
 // and the receiver sees, with the message's length, before any of its
 // bytes. The transport carries it once per message and gives it no
 // meaning; the host backend says there which operation the message
-// belongs to (internal/engine/host, desc.go).
+// belongs to (internal/engine/host/opdesc).
 type Desc = [DescSize]byte
 
 // Conn is one direction of a connection to one peer: an ordered, reliable

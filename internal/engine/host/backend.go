@@ -3,15 +3,14 @@ package host
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/host/zerocopy"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/transport"
 )
@@ -51,14 +50,14 @@ type Backend struct {
 	connMu sync.Mutex
 	conns  []*peerConn // per peer, nil until connected
 
-	// Operation numbers the message descriptors carry (desc.go); used under
+	// Operation numbers the message descriptors carry (package opdesc); used under
 	// the engine's issue order only, each p2p lane touching its own.
 	collSeq          uint32   // collectives run
 	sendSeq, recvSeq []uint32 // per peer: Sends to it, Recvs from it
 
-	scratch   []byte    // grown on demand; used under the engine's issue order only
-	premulBuf []byte    // PreMulSum's scaled input (premulInput); as scratch
-	zc        *zeroCopy // nil where the ranks cannot map each other's memory
+	scratch   []byte         // grown on demand; used under the engine's issue order only
+	premulBuf []byte         // PreMulSum's scaled input (premulInput); as scratch
+	zc        *zerocopy.Path // nil where the ranks cannot map each other's memory
 }
 
 // peerConn is the two directions to one peer.
@@ -73,7 +72,8 @@ func New(cfg Config) engine.NewBackend {
 
 // Open builds the backend (collective over the ranks): it opens the
 // transport endpoint, exchanges the peers' addresses over the bootstrap
-// and sets up zero-copy (zerocopy.go) when every peer is on this host.
+// and opens the zero-copy path (package zerocopy) when every peer is on
+// this host.
 // Connections are made on first use.
 func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 	b := &Backend{rank: s.Rank, nranks: s.NRanks, dev: s.Device, log: s.Log, red: cfg.Reducer,
@@ -86,7 +86,7 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 		return nil, errs.First(err, b.Close(true))
 	}
 	var err error
-	if b.zc, err = b.setupZeroCopy(ctx, s.Boot); err != nil {
+	if b.zc, err = zerocopy.Open(ctx, s, b.allLocal()); err != nil {
 		return nil, errs.First(err, b.Close(true))
 	}
 	return b, nil
@@ -143,11 +143,21 @@ func (b *Backend) exchange(ctx context.Context, boot engine.Bootstrap, tc transp
 	return nil
 }
 
+// allLocal reports whether every peer is reached through shared memory.
+func (b *Backend) allLocal() bool {
+	for r, l := range b.link {
+		if r != b.rank && l != algo.SHMLink {
+			return false
+		}
+	}
+	return true
+}
+
 // Close frees the zero-copy control block and closes the connections.
 // With abort it first marks this rank failed, so peers waiting for it at
 // a zero-copy barrier fail at once. Safe twice.
 func (b *Backend) Close(abort bool) error {
-	err := b.zc.close(abort)
+	err := b.zc.Close(abort)
 	if b.ep != nil {
 		err = errs.First(err, b.ep.Close())
 	}
@@ -182,41 +192,4 @@ func (b *Backend) connect(ctx context.Context, peers []int) error {
 		}
 	}
 	return errs.First(errList...)
-}
-
-// failConns tells every connected peer that this rank failed with err, so
-// that a peer waiting for its bytes fails at once naming it, instead of
-// waiting for its deadline (and blaming whoever it waited for).
-func (b *Backend) failConns(err error) {
-	b.connMu.Lock()
-	conns := slices.Clone(b.conns)
-	b.connMu.Unlock()
-	code := gccl.RemoteError
-	if errors.Is(err, errDisagree) { // ranks that disagree: a caller's mistake on both
-		code = gccl.InvalidUsage
-	}
-	ferr := gccl.Errorf(code, "peer", "rank %d failed: %v", b.rank, err)
-	var wg sync.WaitGroup
-	for _, c := range conns {
-		if c != nil {
-			wg.Go(func() { c.send.Fail(ferr) })
-		}
-	}
-	wg.Wait()
-}
-
-// wrapPeer names the peer in a transport error, keeping its code.
-func wrapPeer(err error, peer int, doing string) error {
-	if err == nil {
-		return nil
-	}
-	return gccl.Errorf(gccl.Code(err), "peer", "%s rank %d: %w", doing, peer, err)
-}
-
-// hostBytes views n bytes at p, nil for n == 0 or p == 0.
-func hostBytes(p uintptr, n int) []byte {
-	if n == 0 || p == 0 {
-		return nil
-	}
-	return device.HostBytes(p, n)
 }

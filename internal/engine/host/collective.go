@@ -5,8 +5,10 @@ import (
 	"unsafe"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/host/opdesc"
 	"github.com/gccl/gccl/internal/reduce"
 )
 
@@ -36,7 +38,7 @@ func (b *Backend) run(ctx context.Context, ops []engine.Op) error {
 			first = i
 			break
 		}
-		d := collDesc(&ops[i], b.collSeq)
+		d := opdesc.Coll(&ops[i], b.collSeq)
 		b.collSeq++
 		if err := b.runCollective(ctx, &ops[i], d); err != nil {
 			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", ops[i].String(), err)
@@ -45,7 +47,7 @@ func (b *Backend) run(ctx context.Context, ops []engine.Op) error {
 	return b.runSendRecv(ctx, ops[first:])
 }
 
-func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opDesc) error {
+func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opdesc.Desc) error {
 	if o.Count == 0 {
 		return nil
 	}
@@ -64,8 +66,10 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opDesc) err
 			return err
 		}
 	}
-	if ran, err := b.tryZeroCopy(ctx, o, d, combine, post); ran || err != nil {
-		return err
+	if b.zc != nil && b.allowed.Has(algo.ZeroCopy) {
+		if ran, err := b.zc.Run(ctx, o, d, combine, post); ran || err != nil {
+			return err
+		}
 	}
 	es := o.Type.Size()
 	plan, err := algo.Build(algo.Params{Kind: kind, Algo: b.choose(kind, o.Count*es), NRanks: b.nranks,
@@ -82,9 +86,9 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opDesc) err
 		b.scratch = make([]byte, plan.ScratchBytes)
 	}
 	r := newRunner(ctx, b.conns, es, combine, countSends(plan.Steps))
-	r.me, r.desc, r.wire = b.rank, d, d.wire()
-	r.bufs[algo.SendBuf] = hostBytes(o.Send, send)
-	r.bufs[algo.RecvBuf] = hostBytes(o.Recv, recv)
+	r.me, r.desc, r.wire = b.rank, d, d.Wire()
+	r.bufs[algo.SendBuf] = device.HostBytes(o.Send, send)
+	r.bufs[algo.RecvBuf] = device.HostBytes(o.Recv, recv)
 	r.bufs[algo.ScratchBuf] = b.scratch
 	if err := r.run(plan.Steps); err != nil {
 		return err
@@ -138,7 +142,7 @@ func (b *Backend) premulInput(o *engine.Op) (*engine.Op, error) {
 		b.premulBuf = make([]byte, send)
 	}
 	buf := b.premulBuf[:send]
-	copy(buf, hostBytes(o.Send, send))
+	copy(buf, device.HostBytes(o.Send, send))
 	sc := o.Scalar()
 	if err := b.red.Scale(buf, o.Type, sc.HostBytes()); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/engine/host/opdesc"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/transport"
 )
@@ -25,7 +26,7 @@ type runner struct {
 	combine combineFunc
 	bufs    [4][]byte      // indexed by algo.Buffer
 	me      int            // this rank
-	desc    opDesc         // the operation: what received messages must say
+	desc    opdesc.Desc    // the operation: what received messages must say
 	wire    transport.Desc // desc as every sent message carries it
 
 	senders map[int]chan *sendReq
@@ -131,7 +132,7 @@ func (r *runner) recv(peer, n int, consume func(off int, p []byte) error) error 
 	c := r.conns[peer].recv
 	refused := false
 	accept := func(w transport.Desc, got int) error {
-		err := r.desc.checkMsg(r.me, peer, w, got, n)
+		err := r.desc.Check(r.me, peer, w, got, n)
 		refused = err != nil
 		return err
 	}

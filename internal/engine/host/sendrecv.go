@@ -6,8 +6,10 @@ import (
 	"sync"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/host/opdesc"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/transport"
 )
@@ -87,7 +89,7 @@ func causeErr(list ...error) error {
 }
 
 // sendRecvOne runs one Send or Recv: one message, whose descriptor says
-// which op with this peer it is (desc.go); a Recv refuses a message that
+// which op with this peer it is (package opdesc); a Recv refuses a message that
 // does not match it (another size, a collective, an op out of order), and
 // the sender learns of it. Zero-count ops move nothing but are counted.
 func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
@@ -96,20 +98,20 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
 	if o.Kind == algo.P2PSend {
 		seq = &b.sendSeq[o.Peer]
 	}
-	d := p2pDesc(o, b.rank, *seq, b.collSeq)
+	d := opdesc.P2P(o, b.rank, *seq, b.collSeq)
 	*seq++
 	if n == 0 {
 		return nil
 	}
 	pc := b.conns[o.Peer]
 	if o.Kind == algo.P2PSend {
-		return wrapPeer(pc.send.Send(ctx, d.wire(), hostBytes(o.Send, n)), o.Peer, "sending to")
+		return wrapPeer(pc.send.Send(ctx, d.Wire(), device.HostBytes(o.Send, n)), o.Peer, "sending to")
 	}
-	dst := hostBytes(o.Recv, n)
+	dst := device.HostBytes(o.Recv, n)
 	off := 0
 	refused := false
 	accept := func(w transport.Desc, got int) error {
-		err := d.checkMsg(b.rank, o.Peer, w, got, n)
+		err := d.Check(b.rank, o.Peer, w, got, n)
 		refused = err != nil
 		return err
 	}
@@ -132,7 +134,7 @@ func copySelf(sends, recvs []*engine.Op) error {
 		if ns != nr {
 			return gccl.Errorf(gccl.InvalidUsage, "count", "send to self of %d bytes matched with a receive of %d bytes", ns, nr)
 		}
-		copy(hostBytes(r.Recv, nr), hostBytes(s.Send, ns))
+		copy(device.HostBytes(r.Recv, nr), device.HostBytes(s.Send, ns))
 	}
 	return nil
 }

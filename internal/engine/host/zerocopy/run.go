@@ -1,4 +1,4 @@
-package host
+package zerocopy
 
 import (
 	"context"
@@ -8,14 +8,16 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/host/opdesc"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 )
 
-// zcOp is one zero-copy collective as this rank sees it: every rank's
+// op is one zero-copy collective as this rank sees it: every rank's
 // buffers, mapped into this process (nil where a rank does not use one).
-type zcOp struct {
+type op struct {
 	kind    algo.Kind
 	copyIn  bool // inputs are the ranks' copy-in areas; each rank computes only its own output
 	n, r    int
@@ -24,19 +26,20 @@ type zcOp struct {
 	es      int
 	send    [][]byte
 	recv    [][]byte
-	combine combineFunc
+	combine func(dst, a, b []byte) error
 	post    func([]byte) error
 	tmp     []byte
 }
 
-// tryZeroCopy runs o with the zero-copy algorithm when it is allowed and
-// every rank's buffers are shareable; ran false means the caller must run
-// a step schedule instead (every rank reaches the same answer).
-func (b *Backend) tryZeroCopy(ctx context.Context, o *engine.Op, d opDesc, combine combineFunc, post func([]byte) error) (ran bool, err error) {
-	z := b.zc
-	if z == nil || !b.allowed.Has(algo.ZeroCopy) {
-		return false, nil
-	}
+// Run runs collective o, whose descriptor is d, with the zero-copy
+// algorithm when every rank's buffers are shareable, or through the
+// copy-in areas when its input is small; ran false means the caller must
+// run a step schedule instead (every rank reaches the same answer).
+// combine computes dst = a ⊕ b element-wise (dst may alias a or b); post,
+// if not nil, finishes a reduced result in place (Avg's division). A
+// failure marks this rank failed in its control block, so that peers
+// waiting for it fail at once.
+func (z *Path) Run(ctx context.Context, o *engine.Op, d opdesc.Desc, combine func(dst, a, b []byte) error, post func([]byte) error) (ran bool, err error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.closed {
@@ -47,38 +50,45 @@ func (b *Backend) tryZeroCopy(ctx context.Context, o *engine.Op, d opDesc, combi
 			atomic.StoreUint32(z.own.u32(offFailed), 1)
 		}
 	}()
-	sendSz, recvSz := o.Sizes(b.nranks)
+	n := len(z.ctl)
+	sendSz, recvSz := o.Sizes(n)
 	if sendSz <= areaBytes {
-		return true, b.runCopyIn(ctx, o, d, combine, post)
+		return true, z.runCopyIn(ctx, o, d, z.newOp(o, combine, post))
 	}
 	parity := z.seq + 1
 	z.own.putDesc(parity, 0, describe(o.Send, sendSz))
 	z.own.putDesc(parity, 1, describe(o.Recv, recvSz))
 	z.own.putOp(parity, d)
-	if err := b.zcBarrier(ctx); err != nil {
+	if err := z.barrier(ctx); err != nil {
 		return false, err
 	}
-	if err := b.zcAgree(parity, d); err != nil {
+	if err := z.agree(parity, d); err != nil {
 		return false, err
 	}
-	zo := &zcOp{kind: o.Kind, n: b.nranks, r: b.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
-		send: make([][]byte, b.nranks), recv: make([][]byte, b.nranks), combine: combine, post: post, tmp: z.tmp}
-	descs := make([][2]bufDesc, b.nranks)
+	zo := z.newOp(o, combine, post)
+	descs := make([][2]bufDesc, n)
 	for r := range descs {
 		descs[r] = [2]bufDesc{z.ctl[r].getDesc(parity, 0), z.ctl[r].getDesc(parity, 1)}
 	}
 	if !zo.shareable(descs) {
 		return false, nil
 	}
-	zo.send[b.rank], zo.recv[b.rank] = hostBytes(o.Send, sendSz), hostBytes(o.Recv, recvSz)
-	if err := b.zcResolve(zo, descs, sendSz, recvSz); err != nil {
+	zo.send[z.rank], zo.recv[z.rank] = device.HostBytes(o.Send, sendSz), device.HostBytes(o.Recv, recvSz)
+	if err := z.resolve(zo, descs, sendSz, recvSz); err != nil {
 		return false, err
 	}
 	if err := zo.run(); err != nil {
 		return false, err
 	}
 	z.runs++
-	return true, b.zcBarrier(ctx)
+	return true, z.barrier(ctx)
+}
+
+// newOp is o as this rank runs it, its buffers not yet resolved.
+func (z *Path) newOp(o *engine.Op, combine func(dst, a, b []byte) error, post func([]byte) error) *op {
+	n := len(z.ctl)
+	return &op{kind: o.Kind, n: n, r: z.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
+		send: make([][]byte, n), recv: make([][]byte, n), combine: combine, post: post, tmp: z.tmp}
 }
 
 // runCopyIn runs a small operation through the copy-in areas: each rank
@@ -87,27 +97,24 @@ func (b *Backend) tryZeroCopy(ctx context.Context, o *engine.Op, d opDesc, combi
 // area is written again two operations later, after a barrier every peer
 // reaches only once done reading it. Any host memory works: nothing of the
 // user's is mapped.
-func (b *Backend) runCopyIn(ctx context.Context, o *engine.Op, d opDesc, combine combineFunc, post func([]byte) error) error {
-	z := b.zc
-	sendSz, recvSz := o.Sizes(b.nranks)
+func (z *Path) runCopyIn(ctx context.Context, o *engine.Op, d opdesc.Desc, zo *op) error {
+	sendSz, recvSz := o.Sizes(zo.n)
 	parity := z.seq + 1
-	kind := o.Kind
-	if kind != algo.Broadcast || b.rank == o.Root {
-		copy(z.own.area(parity), hostBytes(o.Send, sendSz))
+	if o.Kind != algo.Broadcast || z.rank == o.Root {
+		copy(z.own.area(parity), device.HostBytes(o.Send, sendSz))
 	}
 	z.own.putOp(parity, d)
-	if err := b.zcBarrier(ctx); err != nil {
+	if err := z.barrier(ctx); err != nil {
 		return err
 	}
-	if err := b.zcAgree(parity, d); err != nil {
+	if err := z.agree(parity, d); err != nil {
 		return err
 	}
-	zo := &zcOp{kind: kind, copyIn: true, n: b.nranks, r: b.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
-		send: make([][]byte, b.nranks), recv: make([][]byte, b.nranks), combine: combine, post: post, tmp: z.tmp}
+	zo.copyIn = true
 	for r := range zo.send {
 		zo.send[r] = z.ctl[r].area(parity)[:sendSz]
 	}
-	zo.recv[b.rank] = hostBytes(o.Recv, recvSz)
+	zo.recv[z.rank] = device.HostBytes(o.Recv, recvSz)
 	if err := zo.run(); err != nil {
 		return err
 	}
@@ -119,7 +126,7 @@ func (b *Backend) runCopyIn(ctx context.Context, o *engine.Op, d opDesc, combine
 // shareable reports whether every buffer the kind reads or writes remotely
 // is mapped shared memory (the same answer on every rank: it reads only
 // what every rank published).
-func (zo *zcOp) shareable(d [][2]bufDesc) bool {
+func (zo *op) shareable(d [][2]bufDesc) bool {
 	for r := range d {
 		needSend, needRecv := zo.needs(r)
 		if needSend && !d[r][0].ok || needRecv && !d[r][1].ok {
@@ -132,7 +139,7 @@ func (zo *zcOp) shareable(d [][2]bufDesc) bool {
 // needs says which of rank r's buffers the zero-copy schedule of the kind
 // touches (its own or a peer's); buffers only their owner touches are
 // viewed directly and need not be shared.
-func (zo *zcOp) needs(r int) (send, recv bool) {
+func (zo *op) needs(r int) (send, recv bool) {
 	switch zo.kind {
 	case algo.AllReduce:
 		return true, true
@@ -144,11 +151,11 @@ func (zo *zcOp) needs(r int) (send, recv bool) {
 	return true, false // AllGather, ReduceScatter: each rank pulls into its own recv
 }
 
-// zcResolve maps the peers' buffers the schedule needs and views them as
+// resolve maps the peers' buffers the schedule needs and views them as
 // slices.
-func (b *Backend) zcResolve(zo *zcOp, d [][2]bufDesc, sendSz, recvSz int) error {
+func (z *Path) resolve(zo *op, d [][2]bufDesc, sendSz, recvSz int) error {
 	for r := range d {
-		if r == b.rank {
+		if r == z.rank {
 			continue
 		}
 		needSend, needRecv := zo.needs(r)
@@ -160,59 +167,58 @@ func (b *Backend) zcResolve(zo *zcOp, d [][2]bufDesc, sendSz, recvSz int) error 
 			if size > d[r][i].size-d[r][i].off { // off <= size: no overflow
 				return gccl.Errorf(gccl.RemoteError, "peer", "rank %d published a %d-byte buffer at offset %d of a %d-byte region", r, size, d[r][i].off, d[r][i].size)
 			}
-			p, err := b.zc.maps[r].resolve(d[r][i])
+			p, err := z.maps[r].resolve(d[r][i])
 			if err != nil {
-				return wrapPeer(err, r, "mapping the buffer of")
+				return gccl.Errorf(gccl.Code(err), "peer", "mapping the buffer of rank %d: %w", r, err)
 			}
 			if i == 0 {
-				zo.send[r] = hostBytes(p, size)
+				zo.send[r] = device.HostBytes(p, size)
 			} else {
-				zo.recv[r] = hostBytes(p, size)
+				zo.recv[r] = device.HostBytes(p, size)
 			}
 		}
 	}
 	return nil
 }
 
-// zcAgree checks, after the operation's first barrier, that every peer
-// published the descriptor of the same operation (desc.go): ranks that
-// disagree fail there, all of them, before any byte is used.
-func (b *Backend) zcAgree(parity uint32, d opDesc) error {
-	for r, c := range b.zc.ctl {
-		if r == b.rank {
+// agree checks, after the operation's first barrier, that every peer
+// published the descriptor of the same operation: ranks that disagree fail
+// there, all of them, before any byte is used.
+func (z *Path) agree(parity uint32, d opdesc.Desc) error {
+	for r, c := range z.ctl {
+		if r == z.rank {
 			continue
 		}
 		if got := c.op(parity); got != d {
-			return mismatch(b.rank, r, got, d)
+			return opdesc.Mismatch(z.rank, r, got, d)
 		}
 	}
 	return nil
 }
 
-// zcBarrier arrives at the next barrier and waits for every peer to arrive.
-func (b *Backend) zcBarrier(ctx context.Context) error {
-	z := b.zc
+// barrier arrives at the next barrier and waits for every peer to arrive.
+func (z *Path) barrier(ctx context.Context) error {
 	z.seq++
 	z.own.seq().Advance(z.seq)
 	deadline, _ := ctx.Deadline()
 	for r := range z.ctl {
-		if r == b.rank {
+		if r == z.rank {
 			continue
 		}
-		if err := z.ctl[r].seq().Await(z.seq, b.zcCheck(ctx, r, deadline)); err != nil {
+		if err := z.ctl[r].seq().Await(z.seq, z.check(ctx, r, deadline)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// zcCheck returns the check of a wait for peer r: the context, the
-// deadline, the peer's failure flag and (every few milliseconds) whether
-// its process still runs.
-func (b *Backend) zcCheck(ctx context.Context, r int, deadline time.Time) func() error {
+// check returns the check of a wait for peer r: the context, the deadline,
+// the peer's failure flag and (every few milliseconds) whether its process
+// still runs.
+func (z *Path) check(ctx context.Context, r int, deadline time.Time) func() error {
 	var lastLive time.Time
 	return func() error {
-		c := b.zc.ctl[r]
+		c := z.ctl[r]
 		if c.failed() {
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d failed a zero-copy operation", r)
 		}

@@ -1,11 +1,9 @@
-package host
+package opdesc
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
@@ -13,15 +11,10 @@ import (
 	"github.com/gccl/gccl/transport"
 )
 
-// opDesc is what every message of an operation says about it, in its
-// transport descriptor (transport.Desc, 24 bytes, once per message; the
-// transport adds the message's length): the receiver checks it against
-// the operation it runs before it uses a byte, so ranks that disagree
-// (count, type, operator, root, kind, order, a skipped operation, a Send
-// and a Recv of different sizes) get gccl.ErrInvalidUsage naming both
-// sides instead of wrong data. Zero-copy operations publish it in the
-// control block and compare at their first barrier.
-type opDesc struct {
+// Desc is what every message of an operation says about it, and what the
+// receiver checks against the operation it runs (Check). Descs compare
+// with ==.
+type Desc struct {
 	kind  algo.Kind
 	dtype gccl.DataType
 	redop uint8  // reducing collectives: the operator; premulSum for CreatePreMulSum's
@@ -35,9 +28,9 @@ type opDesc struct {
 // per rank, their factors per rank by design).
 const premulSum = 0xff
 
-// collDesc is the descriptor of collective o, the seq-th of the communicator.
-func collDesc(o *engine.Op, seq uint32) opDesc {
-	d := opDesc{kind: o.Kind, dtype: o.Type, seq: seq, epoch: seq, count: uint64(o.Count), rank: -1}
+// Coll is the descriptor of collective o, the seq-th of the communicator.
+func Coll(o *engine.Op, seq uint32) Desc {
+	d := Desc{kind: o.Kind, dtype: o.Type, seq: seq, epoch: seq, count: uint64(o.Count), rank: -1}
 	if o.Kind.Reduces() {
 		d.redop = uint8(o.Op)
 		if o.Op >= gccl.NumBuiltinOps {
@@ -50,18 +43,19 @@ func collDesc(o *engine.Op, seq uint32) opDesc {
 	return d
 }
 
-// p2pDesc is the descriptor of a Send or Recv with peer: the seq-th in its
+// P2P is the descriptor of a Send or Recv with peer: the seq-th in its
 // direction with that peer, after epoch collectives. A Send names its
 // sender (me); a Recv expects its peer to have sent.
-func p2pDesc(o *engine.Op, me int, seq, epoch uint32) opDesc {
-	d := opDesc{kind: o.Kind, dtype: o.Type, seq: seq, epoch: epoch, count: uint64(o.Count), rank: int32(me)}
+func P2P(o *engine.Op, me int, seq, epoch uint32) Desc {
+	d := Desc{kind: o.Kind, dtype: o.Type, seq: seq, epoch: epoch, count: uint64(o.Count), rank: int32(me)}
 	if o.Kind == algo.P2PRecv {
 		d.rank = int32(o.Peer)
 	}
 	return d
 }
 
-func (d opDesc) wire() (w transport.Desc) {
+// Wire is d as a message carries it.
+func (d Desc) Wire() (w transport.Desc) {
 	le := binary.LittleEndian
 	w[0], w[1], w[2] = byte(d.kind), byte(d.dtype), d.redop
 	le.PutUint32(w[4:], d.seq)
@@ -71,14 +65,15 @@ func (d opDesc) wire() (w transport.Desc) {
 	return w
 }
 
-func descOf(w transport.Desc) opDesc {
+// Of reads a descriptor from its wire form.
+func Of(w transport.Desc) Desc {
 	le := binary.LittleEndian
-	return opDesc{kind: algo.Kind(w[0]), dtype: gccl.DataType(w[1]), redop: w[2], seq: le.Uint32(w[4:]),
+	return Desc{kind: algo.Kind(w[0]), dtype: gccl.DataType(w[1]), redop: w[2], seq: le.Uint32(w[4:]),
 		epoch: le.Uint32(w[8:]), count: le.Uint64(w[12:]), rank: int32(le.Uint32(w[20:]))}
 }
 
 // bytes is the payload size the descriptor stands for (Send and Recv).
-func (d opDesc) bytes() uint64 {
+func (d Desc) bytes() uint64 {
 	if !d.dtype.Valid() {
 		return 0
 	}
@@ -86,7 +81,7 @@ func (d opDesc) bytes() uint64 {
 }
 
 // matches reports whether got, received, belongs to the operation d runs.
-func (d opDesc) matches(got opDesc) bool {
+func (d Desc) matches(got Desc) bool {
 	if d.kind.IsP2P() {
 		return got.kind == algo.P2PSend && d.kind == algo.P2PRecv && got.seq == d.seq && got.epoch == d.epoch &&
 			got.rank == d.rank && got.bytes() == d.bytes()
@@ -94,7 +89,7 @@ func (d opDesc) matches(got opDesc) bool {
 	return got == d
 }
 
-func (d opDesc) String() string {
+func (d Desc) String() string {
 	switch {
 	case d.kind.IsP2P():
 		return fmt.Sprintf("%v(%d %v) #%d with that peer after collective #%d", d.kind, d.count, d.dtype, d.seq, d.epoch)
@@ -115,12 +110,13 @@ func (d opDesc) String() string {
 	return fmt.Sprintf("%v(%d %v%s) op #%d", d.kind, d.count, d.dtype, extra, d.seq)
 }
 
-// checkMsg checks a message received from rank from against d, the
-// operation this rank (me) runs, which expects want bytes in it.
-func (d opDesc) checkMsg(me, from int, w transport.Desc, n, want int) error {
-	got := descOf(w)
+// Check checks a message of n bytes received from rank from, whose wire
+// descriptor is w, against d, the operation this rank (me) runs, which
+// expects want bytes in it.
+func (d Desc) Check(me, from int, w transport.Desc, n, want int) error {
+	got := Of(w)
 	if !d.matches(got) {
-		return mismatch(me, from, got, d)
+		return Mismatch(me, from, got, d)
 	}
 	if n != want {
 		return gccl.Errorf(gccl.InvalidUsage, "op", "rank %d received a %d-byte message of %v from rank %d while expecting %d bytes; "+
@@ -129,45 +125,13 @@ func (d opDesc) checkMsg(me, from int, w transport.Desc, n, want int) error {
 	return nil
 }
 
-// mismatch is the error of ranks that disagree: me, running want, got
+// Mismatch is the error of ranks that disagree: me, running want, got
 // the message (or barrier descriptor) of got from rank from.
-func mismatch(me, from int, got, want opDesc) error {
+func Mismatch(me, from int, got, want Desc) error {
 	return gccl.Errorf(gccl.InvalidUsage, "op", "rank %d received %v from rank %d while running %v; %w: "+
 		"every rank must call the communicator's operations in the same order with the same count, type, operator and root, "+
-		"and a Recv must match the peer's Send in size (one goroutine at a time per communicator)", me, got, from, want, errDisagree)
+		"and a Recv must match the peer's Send in size (one goroutine at a time per communicator)", me, got, from, want, ErrDisagree)
 }
 
-// errDisagree is in the chain of every mismatch error.
-var errDisagree = errors.New("the ranks disagree")
-
-// refusal returns a peer's refusal of this rank's messages (a disagreement
-// it detected), waiting up to refusalGrace for one on its way: the rank
-// then reports the disagreement, not the connection the peer closed after.
-func (b *Backend) refusal() error {
-	b.connMu.Lock()
-	conns := slices.Clone(b.conns)
-	b.connMu.Unlock()
-	for deadline := time.Now().Add(refusalGrace); ; time.Sleep(time.Millisecond) {
-		for p, c := range conns {
-			if r, ok := c.sendRefuser(); ok {
-				if err := r.Refusal(); err != nil {
-					return gccl.Errorf(gccl.InvalidUsage, "peer", "rank %d refused this rank's message: %v", p, err)
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil
-		}
-	}
-}
-
-// refusalGrace is how long a failed rank waits for a peer's refusal.
-const refusalGrace = 20 * time.Millisecond
-
-func (c *peerConn) sendRefuser() (transport.Refuser, bool) {
-	if c == nil {
-		return nil, false
-	}
-	r, ok := c.send.(transport.Refuser)
-	return r, ok
-}
+// ErrDisagree is in the chain of every Mismatch error.
+var ErrDisagree = errors.New("the ranks disagree")

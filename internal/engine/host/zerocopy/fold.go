@@ -1,6 +1,8 @@
-package host
+package zerocopy
 
 import (
+	"unsafe"
+
 	"github.com/gccl/gccl/internal/algo"
 )
 
@@ -25,7 +27,7 @@ import (
 // rank computed it. The private accumulator makes in-place operation safe:
 // a block is read from every input before it is stored anywhere but at the
 // index being read.
-func (zo *zcOp) run() error {
+func (zo *op) run() error {
 	n, r, es := zo.n, zo.r, zo.es
 	cnt := zo.count * es
 	switch zo.kind {
@@ -62,7 +64,7 @@ func (zo *zcOp) run() error {
 // are folded into the accumulator; the last fold writes outs[0] directly
 // (an input it aliases in place was either folded already or is read at the
 // very index being written), and the other outputs are copied from it.
-func (zo *zcOp) reduceSpan(s algo.Span, in func(j, off int) []byte, outs [][]byte) error {
+func (zo *op) reduceSpan(s algo.Span, in func(j, off int) []byte, outs [][]byte) error {
 	es := zo.es
 	for _, b := range algo.Blocks(s, es, len(zo.tmp)) {
 		off, k := b.Off*es, b.Len*es
@@ -83,7 +85,7 @@ func (zo *zcOp) reduceSpan(s algo.Span, in func(j, off int) []byte, outs [][]byt
 }
 
 // fold sets dst to the reduction of the k bytes at off of every input.
-func (zo *zcOp) fold(dst []byte, in func(j, off int) []byte, off, k int) error {
+func (zo *op) fold(dst []byte, in func(j, off int) []byte, off, k int) error {
 	n := zo.n
 	if n == 1 {
 		copyIfMoved(dst, in(0, off)[:k])
@@ -101,7 +103,7 @@ func (zo *zcOp) fold(dst []byte, in func(j, off int) []byte, off, k int) error {
 
 // copyIfMoved copies src to dst unless they are the same bytes (in place).
 func copyIfMoved(dst, src []byte) {
-	if len(dst) > 0 && addr(dst) != addr(src) {
+	if len(dst) > 0 && unsafe.SliceData(dst) != unsafe.SliceData(src) {
 		copy(dst, src)
 	}
 }

@@ -1,0 +1,73 @@
+package host
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/engine/host/opdesc"
+	"github.com/gccl/gccl/transport"
+)
+
+// failConns tells every connected peer that this rank failed with err, so
+// that a peer waiting for its bytes fails at once naming it, instead of
+// waiting for its deadline (and blaming whoever it waited for).
+func (b *Backend) failConns(err error) {
+	b.connMu.Lock()
+	conns := slices.Clone(b.conns)
+	b.connMu.Unlock()
+	code := gccl.RemoteError
+	if errors.Is(err, opdesc.ErrDisagree) { // ranks that disagree: a caller's mistake on both
+		code = gccl.InvalidUsage
+	}
+	ferr := gccl.Errorf(code, "peer", "rank %d failed: %v", b.rank, err)
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		if c != nil {
+			wg.Go(func() { c.send.Fail(ferr) })
+		}
+	}
+	wg.Wait()
+}
+
+// refusal returns a peer's refusal of this rank's messages (a disagreement
+// it detected), waiting up to refusalGrace for one on its way: the rank
+// then reports the disagreement, not the connection the peer closed after.
+func (b *Backend) refusal() error {
+	b.connMu.Lock()
+	conns := slices.Clone(b.conns)
+	b.connMu.Unlock()
+	for deadline := time.Now().Add(refusalGrace); ; time.Sleep(time.Millisecond) {
+		for p, c := range conns {
+			if r, ok := c.sendRefuser(); ok {
+				if err := r.Refusal(); err != nil {
+					return gccl.Errorf(gccl.InvalidUsage, "peer", "rank %d refused this rank's message: %v", p, err)
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+	}
+}
+
+// refusalGrace is how long a failed rank waits for a peer's refusal.
+const refusalGrace = 20 * time.Millisecond
+
+func (c *peerConn) sendRefuser() (transport.Refuser, bool) {
+	if c == nil {
+		return nil, false
+	}
+	r, ok := c.send.(transport.Refuser)
+	return r, ok
+}
+
+// wrapPeer names the peer in a transport error, keeping its code.
+func wrapPeer(err error, peer int, doing string) error {
+	if err == nil {
+		return nil
+	}
+	return gccl.Errorf(gccl.Code(err), "peer", "%s rank %d: %w", doing, peer, err)
+}
