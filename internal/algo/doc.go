@@ -1,7 +1,8 @@
-// Package algo holds gccl's one algorithm vocabulary and every choice made
-// in it: the operations (Kind), the algorithms and protocols that
-// GCCL_ALGO and GCCL_PROTO name, the host backend's schedules and the GPU
-// backend's kernel choice. Everything here is pure (no I/O, no clock), so
+// Package algo holds gccl's one algorithm vocabulary and the host
+// backend's schedules and choice: the operations (Kind), the algorithms
+// and protocols that GCCL_ALGO and GCCL_PROTO name, the step plans and the
+// cost model; the GPU backend's kernel choice, in the same vocabulary, is
+// its sub-package gpuplan. Everything here is pure (no I/O, no clock), so
 // the choices are golden-tested under testdata/ and both backends and the
 // tests share them.
 //
@@ -64,15 +65,6 @@
 //
 // # GPU kernels
 //
-// ChooseGPU is the GPU backend's choice for one operation, from what the
-// engine knows at launch (GPUInput: kind, size, ranks, in place, PreMulSum,
-// peers mapped, capturing, registrations, GPUSettings) to a GPUChoice: the
-// path (GPUKernel: none, copy, oneshot, push, pipelined, zerocopy, p2p,
-// viahost; Family names its kernel in package kernels), the grid and the
-// area the kernel uses as scratch. Its doc lists the order of the rules.
-// RegLookup and CaptureMatters tell the engine which of its costlier
-// questions (a registration lookup or agreement, a driver call) the answer
-// depends on. The sizes of the communication buffer, the size limits and
-// the grid rules (GPUSettings, Channels, LLGrid, P2PChannels) live here
-// too, so the engine reads them rather than restating them.
+// The GPU backend's choice (which kernel, grid and area for one
+// operation) is package gpuplan, in this package's vocabulary.
 package algo

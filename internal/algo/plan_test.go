@@ -48,7 +48,7 @@ func TestBuildRejects(t *testing.T) {
 	_, err := Build(ok)
 	require.NoError(t, err)
 	for name, mut := range map[string]func(*Params){
-		"kind":     func(p *Params) { p.Kind = numKinds },
+		"kind":     func(p *Params) { p.Kind = NumKinds },
 		"auto":     func(p *Params) { p.Algo = Auto },
 		"nranks":   func(p *Params) { p.NRanks = 0 },
 		"rank":     func(p *Params) { p.Rank = 4 },

@@ -21,13 +21,14 @@ const (
 	// plain Send and Recv: those are the step operations of a Plan.
 	P2PSend
 	P2PRecv
-	numKinds
+	// NumKinds counts the operations: every valid Kind is below it.
+	NumKinds
 )
 
-var kindNames = [numKinds]string{"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "Send", "Recv"}
+var kindNames = [NumKinds]string{"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "Send", "Recv"}
 
 func (k Kind) String() string {
-	if k >= 0 && k < numKinds {
+	if k >= 0 && k < NumKinds {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
@@ -35,7 +36,7 @@ func (k Kind) String() string {
 
 // ParseKind returns the kind named s (case-insensitive).
 func ParseKind(s string) (Kind, error) {
-	for k := range numKinds {
+	for k := range NumKinds {
 		if strings.EqualFold(s, k.String()) {
 			return k, nil
 		}
@@ -44,7 +45,7 @@ func ParseKind(s string) (Kind, error) {
 }
 
 // Valid reports whether k is a known operation.
-func (k Kind) Valid() bool { return k >= 0 && k < numKinds }
+func (k Kind) Valid() bool { return k >= 0 && k < NumKinds }
 
 // IsCollective reports whether k is one of the five collectives.
 func (k Kind) IsCollective() bool { return k >= 0 && k < P2PSend }

@@ -18,7 +18,7 @@
 // GCCL_ALGO and GCCL_PROTO are parsed here, once, by package algo's
 // parsers into Settings.Algos and Settings.Protos: the one vocabulary
 // (ring, tree, direct, zerocopy, pipelined; Simple, LL, LL128) that the
-// host's choice (algo.Choose) and the GPU's (algo.ChooseGPU) both read. A
+// host's choice (algo.Choose) and the GPU's (gpuplan.Choose) both read. A
 // list naming something unknown warns and allows everything.
 //
 // Logger returns a log/slog logger whose level comes from GCCL_DEBUG

@@ -7,6 +7,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu"
 	"github.com/gccl/gccl/internal/engine/host"
@@ -54,7 +55,7 @@ func Backend(cfg Config) engine.NewBackend {
 		if err != nil {
 			return nil, err
 		}
-		if !algo.GPUPeersMapped(s.NRanks, env.Get().P2PDisable, oneHost(s.Rank, hashes)) {
+		if !gpuplan.PeersMapped(s.NRanks, env.Get().P2PDisable, oneHost(s.Rank, hashes)) {
 			return orNil(viahost.Open(ctx, s, hc))
 		}
 		return orNil(gpu.Open(ctx, s, gpu.Config{Regs: cfg.Regs}))

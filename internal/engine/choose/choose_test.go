@@ -7,6 +7,7 @@ import (
 
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/gccl/gccl/internal/engine/host"
@@ -20,7 +21,7 @@ import (
 // peer is on another host; otherwise it takes the GPU backend.
 func TestViaHost(t *testing.T) {
 	viaHost := func(p2pDisabled bool, me int, hashes []uint64) bool {
-		return !algo.GPUPeersMapped(len(hashes), p2pDisabled, oneHost(me, hashes))
+		return !gpuplan.PeersMapped(len(hashes), p2pDisabled, oneHost(me, hashes))
 	}
 	same := []uint64{7, 7, 7}
 	assert.False(t, viaHost(false, 1, same))

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
-	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
@@ -32,8 +32,8 @@ const gpuSharedKernels = 32
 // the host waits for the GPU: the kernels synchronise among themselves
 // through flags and counters in device memory that they advance, so a
 // captured CUDA graph can be replayed any number of times. Its buffer
-// layout, limits and grids are package algo's (the GPU* constants,
-// GPUSettings), and algo.ChooseGPU decides how each operation runs.
+// layout, limits and grids are package gpuplan's (its constants and
+// Settings), and gpuplan.Choose decides how each operation runs.
 type Backend struct {
 	rank, nranks int
 	timeout      time.Duration // the kernels' waits (TimeoutNs)
@@ -67,7 +67,7 @@ type Backend struct {
 	// set is what the kernels, grids and areas are chosen from (the
 	// environment's, the same on every rank); its grid cap is lowered to
 	// sharedCh when ranks share this GPU in one process.
-	set      algo.GPUSettings
+	set      gpuplan.Settings
 	sharedCh int // the grid cap when ranks share this GPU in one process
 	// testRegion, when nonzero, replaces the per-peer region size of the
 	// P2P kernel (tests shrink it to cross many segment boundaries with
@@ -84,9 +84,9 @@ type Backend struct {
 
 // flags, direct and bulk are rank r's areas as mapped here.
 func (g *Backend) flags(r int) uintptr  { return g.peers.Ptrs[r] }
-func (g *Backend) direct(r int) uintptr { return g.peers.Ptrs[r] + algo.GPUFlagsBytes }
+func (g *Backend) direct(r int) uintptr { return g.peers.Ptrs[r] + gpuplan.FlagsBytes }
 func (g *Backend) bulk(r int) uintptr {
-	return g.peers.Ptrs[r] + algo.GPUFlagsBytes + algo.GPUDirectBytes
+	return g.peers.Ptrs[r] + gpuplan.FlagsBytes + gpuplan.DirectBytes
 }
 
 // Submit enqueues the launch's kernels and copies on its stream, in its

@@ -4,14 +4,14 @@ import (
 	"encoding/binary"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/kernels"
 )
 
-// collective enqueues one collective on s, as algo.ChooseGPU decides:
+// collective enqueues one collective on s, as gpuplan.Choose decides:
 // nothing, a copy, a kernel on registered buffers used in place
 // (registered.go), or a kernel whose data goes through the mapped direct
 // area (the one-shot LL kernels and the push all-reduce) or the bulk area,
@@ -22,7 +22,7 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	if o.Count == 0 {
 		return nil
 	}
-	in := algo.GPUInput{Kind: o.Kind, Count: o.Count, ElemSize: o.Type.Size(), NRanks: g.nranks, Rank: g.rank, Root: o.Root,
+	in := gpuplan.Input{Kind: o.Kind, Count: o.Count, ElemSize: o.Type.Size(), NRanks: g.nranks, Rank: g.rank, Root: o.Root,
 		InPlace: o.Send == o.Recv, PreMulSum: o.Op >= gccl.NumBuiltinOps, PeersMapped: true, CommRegistered: g.regs.Keyed(), Set: g.set}
 	if in.CaptureMatters() {
 		var err error
@@ -35,20 +35,20 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		return err
 	}
 	in.Registered = bufs != nil
-	ch, err := algo.ChooseGPU(in)
+	ch, err := gpuplan.Choose(in)
 	if err != nil {
 		return gccl.Errorf(gccl.InternalError, "kind", "%v", err)
 	}
 	switch ch.Kernel {
-	case algo.KernelNone: // an in-place one-rank collective
+	case gpuplan.KernelNone: // an in-place one-rank collective
 		g.last.Store(pathNone)
 		return nil
-	case algo.KernelCopy: // a one-rank collective (avg divides by one)
+	case gpuplan.KernelCopy: // a one-rank collective (avg divides by one)
 		g.last.Store(pathCopy)
 		return g.copyAsync(o.Recv, o.Send, in.Bytes(), s)
-	case algo.KernelZeroCopy:
+	case gpuplan.KernelZeroCopy:
 		return g.zeroCopy(o, bufs, ch.Grid, s)
-	case algo.KernelOneShot, algo.KernelPush, algo.KernelPipelined:
+	case gpuplan.KernelOneShot, gpuplan.KernelPush, gpuplan.KernelPipelined:
 		g.countStaged(o)
 		return g.run(o, ch, s)
 	}
@@ -58,11 +58,11 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 // capturing reports whether s is being captured, for an input in whose
 // choice depends on it (CaptureMatters). A one-rank copy is a copy node in
 // any capture (1.0 µs a replay on an H100, against 2.4 µs for the one-shot
-// kernel); an eager one below algo.GPUSingleCopyMin is a kernel, whose
+// kernel); an eager one below gpuplan.SingleCopyMin is a kernel, whose
 // launch costs the host less than a copy (0.85x NCCL's eager copy there).
 // A zero-copy candidate asks whether graph registration applies to s
 // (regs.View.Capturing), and otherwise takes the eager registrations.
-func (g *Backend) capturing(in algo.GPUInput, s cuda.Stream) (bool, error) {
+func (g *Backend) capturing(in gpuplan.Input, s cuda.Stream) (bool, error) {
 	if in.NRanks == 1 {
 		captured, _, err := capture.Capturing(g.drv, gccl.Stream(s))
 		return captured, err
@@ -115,12 +115,12 @@ func (g *Backend) comm(n int, area func(int) uintptr, bytes int) kernels.Comm {
 // and area, this rank's buffers and the root: the one-shot and push
 // kernels through the direct areas, the pipelined ones through the bulk
 // areas.
-func (g *Backend) run(o *engine.Op, ch algo.GPUChoice, s cuda.Stream) error {
+func (g *Backend) run(o *engine.Op, ch gpuplan.Choice, s cuda.Stream) error {
 	c := g.base
 	switch ch.Area {
-	case algo.DirectArea:
+	case gpuplan.DirectArea:
 		c = g.comm(g.nranks, g.direct, ch.AreaBytes)
-	case algo.BulkArea:
+	case gpuplan.BulkArea:
 		c = g.comm(g.nranks, g.bulk, ch.AreaBytes)
 	}
 	c.In[g.rank], c.Out[g.rank], c.Root = o.Send, o.Recv, int32(o.Root)

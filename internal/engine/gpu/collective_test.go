@@ -13,6 +13,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
@@ -138,7 +139,7 @@ func stagedStandIns(rs []*regRank) (ran func() map[string]int) {
 	for _, x := range rs {
 		bulk := uint64(x.g.set.BulkBytes)
 		for name, k := range standIns {
-			scratch := uint64(algo.GPUDirectBytes) // one-shot and push kernels use the direct area
+			scratch := uint64(gpuplan.DirectBytes) // one-shot and push kernels use the direct area
 			if strings.Contains(name, "staged") || strings.Contains(name, "pipelined") {
 				scratch = bulk
 			}
@@ -162,8 +163,8 @@ func stagedStandIns(rs []*regRank) (ran func() map[string]int) {
 }
 
 // TestStagedCollectives runs every collective on buffers that are not
-// registered (one-shot up to algo.GPULLMax, the push all-reduce up to
-// algo.GPUPushMax, staged above) through the engine on fake GPUs, in and out of
+// registered (one-shot up to gpuplan.LLMax, the push all-reduce up to
+// gpuplan.PushMax, staged above) through the engine on fake GPUs, in and out of
 // place, with random inputs, roots and poisoned outputs, and checks every
 // element on every rank: the engine passes each rank's buffers, root and
 // counts as the kernels expect them.
@@ -251,7 +252,7 @@ func runStaged(t *testing.T, rs []*regRank, rng *rand.Rand, k algo.Kind, count i
 // TestSingleRankCopies: on a one-rank communicator a collective with a
 // built-in operator does nothing in place, is one copy node when captured
 // (no kernel), launches the one-shot kernel eagerly below
-// algo.GPUSingleCopyMin and is one copy (no kernel) eagerly from there; every
+// gpuplan.SingleCopyMin and is one copy (no kernel) eagerly from there; every
 // element of the poisoned output is checked, and LastGPUPath names the path.
 func TestSingleRankCopies(t *testing.T) {
 	rs := regWorld(t, 1)
@@ -261,7 +262,7 @@ func TestSingleRankCopies(t *testing.T) {
 	run := func(k algo.Kind, op gccl.RedOp, mode string) {
 		count := 1 + rng.IntN(5000)
 		if mode == "eager large" {
-			count += algo.GPUSingleCopyMin / 4
+			count += gpuplan.SingleCopyMin / 4
 		}
 		in, _ := randInt32s(rng, count)
 		send, err := x.d.Alloc(8 * count)

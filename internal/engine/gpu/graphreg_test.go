@@ -9,6 +9,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/stretchr/testify/assert"
@@ -24,7 +25,7 @@ import (
 // destroying the graph and its executable releases the registrations.
 func TestGraphRegistration(t *testing.T) {
 	const n = 2
-	count := algo.GPUPushMax/4 + 5 // int32, past the push kernel
+	count := gpuplan.PushMax/4 + 5 // int32, past the push kernel
 	rs := regWorld(t, n)
 	rng := rand.New(rand.NewPCG(21, 22))
 	sends, recvs, graphs := captureAllReduce(t, rs, count, func(int, uintptr, uintptr) {})
@@ -80,7 +81,7 @@ func TestGraphRegistration(t *testing.T) {
 // instead of living until the communicator is destroyed.
 func TestGraphRegistrationFailureReleases(t *testing.T) {
 	const n = 2
-	count := algo.GPUPushMax/4 + 5 // int32, past the push kernel
+	count := gpuplan.PushMax/4 + 5 // int32, past the push kernel
 	rs := regWorld(t, n)
 	stagedStandIns(rs)
 	sends, recvs, graphs := captureAllReduce(t, rs, count, func(r int, _, recv uintptr) { rs[r].drv.failIPC.Store(recv) })

@@ -13,6 +13,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
@@ -130,7 +131,7 @@ func registerCheckingKernel(f *cudafake.Fake, lr *launchRank, n, me int) cudafak
 			ok = ok && c.Scratch[r] != 0 && c.Flags[r] != 0
 		}
 		ok = ok && c.Counters != 0 && c.AbortFlag != 0 && c.Status != 0 && c.TimeoutNs == uint64(10*time.Second) &&
-			c.ScratchBytes == algo.GPUDirectBytes
+			c.ScratchBytes == gpuplan.DirectBytes
 		if !ok {
 			return fmt.Errorf("one-shot stand-in on rank %d: unexpected launch %+v count %d scalar %#x at %#x grid %v", me, c, count, bits, ptr, grid)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/transport/peermem"
 	"github.com/stretchr/testify/assert"
@@ -15,7 +16,7 @@ import (
 // TestSameSettings: ranks whose GPU settings differ are told which setting
 // to align, with ErrInvalidUsage; a short entry is a remote error.
 func TestSameSettings(t *testing.T) {
-	mine := gpuSettings{32, 4, algo.AllAlgorithms, algo.AllProtocols, 16 << 10, algo.GPULLMax, algo.GPUPushMax}
+	mine := gpuSettings{32, 4, algo.AllAlgorithms, algo.AllProtocols, 16 << 10, gpuplan.LLMax, gpuplan.PushMax}
 	_, err := sameSettings(mine, append(mine.encode(), 9, 9, 9), 1)
 	require.NoError(t, err)
 	smaller := mine
@@ -29,7 +30,7 @@ func TestSameSettings(t *testing.T) {
 	other[2].Protos = 1 << algo.LL                   // LL forced
 	other[3].BulkKiB = 64 << 10
 	other[4].LLMax = 64 << 10
-	other[5].PushMax = algo.GPUPushMax + 16
+	other[5].PushMax = gpuplan.PushMax + 16
 	other[6].Algos = algo.AllAlgorithms &^ (1 << algo.ZeroCopy)
 	for _, o := range other {
 		_, err := sameSettings(mine, append(o.encode(), 1, 2), 2)
@@ -46,7 +47,7 @@ func TestSameSettings(t *testing.T) {
 }
 
 // TestSettingsFromEnv: the backend's settings are the environment's, as
-// algo.NewGPUSettings resolves them (GCCL_GPU_BUFFSIZE clamped and
+// gpuplan.NewSettings resolves them (GCCL_GPU_BUFFSIZE clamped and
 // rounded, GCCL_ALGO and GCCL_PROTO parsed once by package env).
 func TestSettingsFromEnv(t *testing.T) {
 	t.Cleanup(func() { env.Reload() })
@@ -56,10 +57,10 @@ func TestSettingsFromEnv(t *testing.T) {
 	}
 	env.Reload()
 	g := launchWorld(t, 1, false)[0].g
-	want := algo.GPUSettings{MaxChannels: 8, BulkBytes: 3<<20 + 64<<10, LLMax: 4096, PushMax: 65536,
+	want := gpuplan.Settings{MaxChannels: 8, BulkBytes: 3<<20 + 64<<10, LLMax: 4096, PushMax: 65536,
 		Algos: algo.AllAlgorithms &^ (1 << algo.ZeroCopy), Protos: 1 << algo.LL}
 	assert.Equal(t, want, g.set)
-	assert.Equal(t, algo.GPUFlagsBytes+algo.GPUDirectBytes+want.BulkBytes, g.set.BufBytes())
+	assert.Equal(t, gpuplan.FlagsBytes+gpuplan.DirectBytes+want.BulkBytes, g.set.BufBytes())
 }
 
 // TestSharesGPUInProcess: only two ranks on one GPU of one process (same

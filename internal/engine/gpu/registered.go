@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
@@ -20,7 +21,7 @@ func (g *Backend) Stats() engine.Stats {
 	return engine.Stats{StagedBytes: g.stats.staged.Load(), ZeroCopyOps: g.stats.zeroCopy.Load()}
 }
 
-// lookup finds o's registered buffers as algo's lookup l asks (nil when it
+// lookup finds o's registered buffers as gpuplan's lookup l asks (nil when it
 // asks none, or they are not all in registrations usable zero-copy):
 //
 //   - EagerLookup: every buffer the peers touch lies in a collective
@@ -29,14 +30,14 @@ func (g *Backend) Stats() engine.Stats {
 //     limit; up to it the one-shot and push kernels beat zero-copy and
 //     need no registration), so the ranks agree on registrations held for
 //     the graph's lifetime (regs.View.Agree).
-func (g *Backend) lookup(o *engine.Op, l algo.RegLookup) ([]regs.Buf, error) {
+func (g *Backend) lookup(o *engine.Op, l gpuplan.RegLookup) ([]regs.Buf, error) {
 	var bufs []regs.Buf
 	var ok bool
 	var err error
 	switch l {
-	case algo.GraphLookup:
+	case gpuplan.GraphLookup:
 		bufs, ok, err = g.regs.Agree(o)
-	case algo.EagerLookup:
+	case gpuplan.EagerLookup:
 		bufs, ok, err = g.regs.Find(o)
 	}
 	if !ok || err != nil {

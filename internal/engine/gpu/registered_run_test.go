@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
@@ -429,7 +430,7 @@ func TestRegisteredSmallOpsOneShot(t *testing.T) {
 		assert.Zero(t, x.e.Stats().ZeroCopyOps, "rank %d", r)
 	}
 	assert.Equal(t, map[string]int{"gccl_" + kernels.AllReduceOneShot + "_i32_sum": n}, ran())
-	big := algo.GPULLMax/4 + 3 // registered on both ranks: zero-copy
+	big := gpuplan.LLMax/4 + 3 // registered on both ranks: zero-copy
 	for r, x := range rs {
 		in[r], _ = randInt32s(rng, big)
 		x.put(t, base[r], in[r])

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/kernels"
@@ -92,7 +93,7 @@ func p2pPiecesPerPair(n int) int {
 // [lo, lo+q) of each direction; peers with none are left out. A pair's
 // channel count is set.P2PChannels of its larger direction, which both
 // ranks of the pair compute alike.
-func p2pPairs(n, me int, sends, recvs [][]p2pPiece, lo, q int, set algo.GPUSettings) []p2pPair {
+func p2pPairs(n, me int, sends, recvs [][]p2pPiece, lo, q int, set gpuplan.Settings) []p2pPair {
 	var pairs []p2pPair
 	for peer := range n {
 		if peer == me {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
@@ -36,15 +37,15 @@ func TestP2PDescLayout(t *testing.T) {
 		assert.LessOrEqual(t, 2*(n-1)*q, p2pMaxPieces, "n=%d", n)
 		assert.Positive(t, q)
 		// A rank talking to every peer with the most channels stays in the grid.
-		set := algo.DefaultGPUSettings()
+		set := gpuplan.DefaultSettings()
 		maxCh := set.P2PChannels(n, 1<<30)
 		assert.LessOrEqual(t, (n-1)*maxCh, kernels.MaxChannels, "n=%d", n)
 		// Every channel's halves hold at least 4 KiB with the smallest bulk
 		// area, 16 KiB with the default one.
 		g := &Backend{set: set}
-		g.set.BulkBytes = algo.GPUBulkMin
+		g.set.BulkBytes = gpuplan.BulkMin
 		assert.GreaterOrEqual(t, g.p2pRegionBytes(n)/maxCh/2, 4<<10, "n=%d", n)
-		g.set.BulkBytes = algo.GPUBulkBytes
+		g.set.BulkBytes = gpuplan.BulkBytes
 		assert.GreaterOrEqual(t, g.p2pRegionBytes(n)/maxCh/2, 16<<10, "n=%d", n)
 	}
 }
@@ -312,10 +313,10 @@ func TestP2PChannelsAgree(t *testing.T) {
 		if other != a && other != b {
 			sends[other] = []p2pPiece{{3, rng.IntN(1 << 26)}}
 		}
-		pa := p2pPairs(n, a, sends, recvs, 0, 8, algo.DefaultGPUSettings())
+		pa := p2pPairs(n, a, sends, recvs, 0, 8, gpuplan.DefaultSettings())
 		sendsB, recvsB := make([][]p2pPiece, n), make([][]p2pPiece, n)
 		sendsB[a], recvsB[a] = []p2pPiece{{4, ba}}, []p2pPiece{{5, ab}}
-		pb := p2pPairs(n, b, sendsB, recvsB, 0, 8, algo.DefaultGPUSettings())
+		pb := p2pPairs(n, b, sendsB, recvsB, 0, 8, gpuplan.DefaultSettings())
 		require.Len(t, pb, 1)
 		for _, p := range pa {
 			if p.peer == b {

@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
@@ -90,7 +91,7 @@ func newBackendState(dev *device.CUDADevice, s engine.Setup, cfg Config) *Backen
 	set := env.Get()
 	drv, _ := devlink.Driver(dev)
 	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: drv, fns: map[string]*loadedFn{},
-		set: algo.NewGPUSettings(set.MaxNChannels, set.GPUBuffSize, set.GPULLMax, set.GPUPushMax, set.Algos, set.Protos)}
+		set: gpuplan.NewSettings(set.MaxNChannels, set.GPUBuffSize, set.GPULLMax, set.GPUPushMax, set.Algos, set.Protos)}
 	g.regs = regs.New(regs.Config{Regs: cfg.Regs, Net: s.Boot, NRanks: s.NRanks, Device: dev, Driver: g.drv, Timeout: s.Timeout, Log: s.Log})
 	g.sharedCh = min(g.set.MaxChannels, max(1, smCount(g.drv, dev.Ordinal())/gpuSharedKernels))
 	return g

@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
@@ -93,7 +94,7 @@ func (g *Backend) Submit(l *engine.Launch) error {
 	var flags uintptr
 	err := g.dev.Do(func() error {
 		if st, err := g.drv.StreamIsCapturing(s); err != nil || st != cuda.CaptureNone {
-			return errs.First(err, gccl.Errorf(gccl.InvalidUsage, "stream", "%w", algo.ErrViaHostCapture))
+			return errs.First(err, gccl.Errorf(gccl.InvalidUsage, "stream", "%w", gpuplan.ErrViaHostCapture))
 		}
 		var err error
 		if block, err = g.get(size); err != nil {

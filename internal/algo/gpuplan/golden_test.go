@@ -1,6 +1,7 @@
-package algo
+package gpuplan
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,41 +9,44 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gccl/gccl/internal/algo"
 	"github.com/stretchr/testify/require"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden tables under testdata/")
 
 // gpuScenario is one section of a GPU golden table: a way of running
 // every kind at every size.
 type gpuScenario struct {
 	name string
-	mod  func(in *GPUInput)
+	mod  func(in *Input)
 }
 
-// gpuScenarios are the sections of testdata/gpu/n*.txt. "registered"
-// means the lookup ChooseGPU asks for (RegLookup) finds the buffers.
+// gpuScenarios are the sections of testdata/n*.txt. "registered"
+// means the lookup Choose asks for (RegLookup) finds the buffers.
 var gpuScenarios = []gpuScenario{
-	{"eager", func(in *GPUInput) {}},
-	{"eager, registered", func(in *GPUInput) { in.CommRegistered, in.Registered = true, true }},
-	{"eager, communicator has registrations, these buffers not", func(in *GPUInput) { in.CommRegistered = true }},
-	{"captured, graph registration works", func(in *GPUInput) { in.Capturing, in.Registered = true, true }},
-	{"captured, graph registration fails", func(in *GPUInput) { in.Capturing = true }},
-	{"eager, in place", func(in *GPUInput) { in.InPlace = true }},
-	{"eager, PreMulSum (reductions), registered", func(in *GPUInput) {
+	{"eager", func(in *Input) {}},
+	{"eager, registered", func(in *Input) { in.CommRegistered, in.Registered = true, true }},
+	{"eager, communicator has registrations, these buffers not", func(in *Input) { in.CommRegistered = true }},
+	{"captured, graph registration works", func(in *Input) { in.Capturing, in.Registered = true, true }},
+	{"captured, graph registration fails", func(in *Input) { in.Capturing = true }},
+	{"eager, in place", func(in *Input) { in.InPlace = true }},
+	{"eager, PreMulSum (reductions), registered", func(in *Input) {
 		in.PreMulSum, in.CommRegistered, in.Registered = in.Kind.Reduces(), true, true
 	}},
-	{"GCCL_PROTO=LL, registered", func(in *GPUInput) { in.Set.Protos = 1 << LL; in.CommRegistered, in.Registered = true, true }},
-	{"GCCL_PROTO=^LL", func(in *GPUInput) { in.Set.Protos = AllProtocols &^ (1 << LL) }},
-	{"GCCL_PROTO=LL128", func(in *GPUInput) { in.Set.Protos = 1 << LL128 }},
-	{"GCCL_ALGO=^direct, registered", func(in *GPUInput) {
-		in.Set.Algos = AllAlgorithms &^ (1 << Direct)
+	{"GCCL_PROTO=LL, registered", func(in *Input) { in.Set.Protos = 1 << algo.LL; in.CommRegistered, in.Registered = true, true }},
+	{"GCCL_PROTO=^LL", func(in *Input) { in.Set.Protos = algo.AllProtocols &^ (1 << algo.LL) }},
+	{"GCCL_PROTO=LL128", func(in *Input) { in.Set.Protos = 1 << algo.LL128 }},
+	{"GCCL_ALGO=^direct, registered", func(in *Input) {
+		in.Set.Algos = algo.AllAlgorithms &^ (1 << algo.Direct)
 		in.CommRegistered, in.Registered = true, true
 	}},
-	{"GCCL_ALGO=ring (nothing the GPU has: pipelined), registered", func(in *GPUInput) { in.Set.Algos = 1 << Ring; in.CommRegistered, in.Registered = true, true }},
-	{"GCCL_MAX_NCHANNELS=8 GCCL_GPU_LL_MAX=16K GCCL_GPU_PUSH_MAX=4M GCCL_GPU_BUFFSIZE=3M+5", func(in *GPUInput) {
-		in.Set = NewGPUSettings(8, 3<<20+5, 16<<10, 4<<20, AllAlgorithms, AllProtocols)
+	{"GCCL_ALGO=ring (nothing the GPU has: pipelined), registered", func(in *Input) { in.Set.Algos = 1 << algo.Ring; in.CommRegistered, in.Registered = true, true }},
+	{"GCCL_MAX_NCHANNELS=8 GCCL_GPU_LL_MAX=16K GCCL_GPU_PUSH_MAX=4M GCCL_GPU_BUFFSIZE=3M+5", func(in *Input) {
+		in.Set = NewSettings(8, 3<<20+5, 16<<10, 4<<20, algo.AllAlgorithms, algo.AllProtocols)
 	}},
-	{"via the host (peers not mapped)", func(in *GPUInput) { in.PeersMapped = false }},
-	{"via the host, captured", func(in *GPUInput) { in.PeersMapped, in.Capturing = false, true }},
+	{"via the host (peers not mapped)", func(in *Input) { in.PeersMapped = false }},
+	{"via the host, captured", func(in *Input) { in.PeersMapped, in.Capturing = false, true }},
 }
 
 // gpuSizes are the golden tables' rows: every power of two from 8 B to
@@ -57,8 +61,8 @@ func gpuSizes() []int {
 }
 
 // gpuCell is one kind at one size: the choice, compactly.
-func gpuCell(in GPUInput) string {
-	c, err := ChooseGPU(in)
+func gpuCell(in Input) string {
+	c, err := Choose(in)
 	switch {
 	case err == ErrViaHostCapture:
 		return "refused"
@@ -79,13 +83,13 @@ func gpuTable(nranks int) string {
 	fmt.Fprintf(&b, "ChooseGPU, %d rank(s), rank 0, root 0, peer %d; cells: kernel/grid/area\n", nranks, 1%nranks)
 	for _, sc := range gpuScenarios {
 		fmt.Fprintf(&b, "\n== %s\n%-10s", sc.name, "bytes")
-		for k := range numKinds {
+		for k := range algo.NumKinds {
 			fmt.Fprintf(&b, " %-19s", k)
 		}
 		b.WriteString("\n")
 		for _, bytes := range gpuSizes() {
 			fmt.Fprintf(&b, "%-10d", bytes)
-			for k := range numKinds {
+			for k := range algo.NumKinds {
 				in := gpuBase(k, bytes, nranks)
 				sc.mod(&in)
 				fmt.Fprintf(&b, " %-19s", gpuCell(in))
@@ -101,22 +105,22 @@ func gpuTable(nranks int) string {
 }
 
 // gpuBase is the default input for kind at bytes over nranks (rank 0).
-func gpuBase(k Kind, bytes, nranks int) GPUInput {
+func gpuBase(k algo.Kind, bytes, nranks int) Input {
 	es := 1
 	if bytes%4 == 0 {
 		es = 4
 	}
-	return GPUInput{Kind: k, Count: bytes / es, ElemSize: es, NRanks: nranks, Peer: 1 % nranks,
-		PeersMapped: true, Set: DefaultGPUSettings()}
+	return Input{Kind: k, Count: bytes / es, ElemSize: es, NRanks: nranks, Peer: 1 % nranks,
+		PeersMapped: true, Set: DefaultSettings()}
 }
 
-// TestGPUGolden checks ChooseGPU against testdata/gpu/n{1,2,4,8}.txt. Run
+// TestGolden checks Choose against testdata/n{1,2,4,8}.txt. Run
 // with -update to rewrite them after an intended change, and review the
 // diff: every changed cell is a kernel the GPU backend now runs differently.
-func TestGPUGolden(t *testing.T) {
+func TestGolden(t *testing.T) {
 	for _, n := range []int{1, 2, 4, 8} {
 		t.Run(fmt.Sprintf("n%d", n), func(t *testing.T) {
-			path := filepath.Join("testdata", "gpu", fmt.Sprintf("n%d.txt", n))
+			path := filepath.Join("testdata", fmt.Sprintf("n%d.txt", n))
 			got := gpuTable(n)
 			if *update {
 				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
@@ -124,7 +128,7 @@ func TestGPUGolden(t *testing.T) {
 				return
 			}
 			want, err := os.ReadFile(path)
-			require.NoError(t, err, "run go test -run TestGPUGolden -update to create it")
+			require.NoError(t, err, "run go test -run TestGolden -update to create it")
 			require.Equal(t, string(want), got)
 		})
 	}

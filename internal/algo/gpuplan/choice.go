@@ -1,19 +1,21 @@
-package algo
+package gpuplan
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gccl/gccl/internal/algo"
 )
 
-// GPUKernel is how the GPU backend runs one operation: a kernel family of
+// Kernel is how the GPU backend runs one operation: a kernel family of
 // package kernels, a copy, nothing, or the host.
-type GPUKernel uint8
+type Kernel uint8
 
 // The GPU paths.
 const (
 	// KernelNone: nothing to do (no elements, or a one-rank collective in
 	// place).
-	KernelNone GPUKernel = iota
+	KernelNone Kernel = iota
 	// KernelCopy: a device-to-device copy on the stream (a one-rank
 	// collective, a send to self).
 	KernelCopy
@@ -37,64 +39,64 @@ const (
 	// KernelViaHost: the operation runs on the host backend's schedules,
 	// staged through pinned host memory (peers cannot map each other).
 	KernelViaHost
-	numGPUKernels
+	numKernels
 )
 
-var gpuKernelNames = [numGPUKernels]string{"none", "copy", "oneshot", "push", "pipelined", "zerocopy", "p2p", "viahost"}
+var kernelNames = [numKernels]string{"none", "copy", "oneshot", "push", "pipelined", "zerocopy", "p2p", "viahost"}
 
-func (k GPUKernel) String() string {
-	if k < numGPUKernels {
-		return gpuKernelNames[k]
+func (k Kernel) String() string {
+	if k < numKernels {
+		return kernelNames[k]
 	}
-	return fmt.Sprintf("GPUKernel(%d)", int(k))
+	return fmt.Sprintf("Kernel(%d)", int(k))
 }
 
 // Algorithm is the algorithm the kernel implements, Auto for the paths
 // that are none (nothing, a copy, the point-to-point kernel, the host,
 // whose schedule Choose picks).
-func (k GPUKernel) Algorithm() Algorithm {
+func (k Kernel) Algorithm() algo.Algorithm {
 	switch k {
 	case KernelOneShot, KernelPush:
-		return Direct
+		return algo.Direct
 	case KernelPipelined:
-		return Pipelined
+		return algo.Pipelined
 	case KernelZeroCopy:
-		return ZeroCopy
+		return algo.ZeroCopy
 	}
-	return Auto
+	return algo.Auto
 }
 
 // Protocol is the kernel's protocol: LL for the one-shots, else Simple.
-func (k GPUKernel) Protocol() Protocol {
+func (k Kernel) Protocol() algo.Protocol {
 	if k == KernelOneShot {
-		return LL
+		return algo.LL
 	}
-	return Simple
+	return algo.Simple
 }
 
-// gpuFamilies[kernel][kind] is the kernel family of package kernels that
+// families[kernel][kind] is the kernel family of package kernels that
 // runs kind that way: a reduction kernel (kernels.ReductionName adds type
 // and operator) or a data-type independent entry point.
-var gpuFamilies = [numGPUKernels][numKinds]string{
+var families = [numKernels][algo.NumKinds]string{
 	KernelNone: {"none", "none", "none", "none", "none", "none", "none"},
 	KernelCopy: {"copy", "copy", "copy", "copy", "copy", "copy", "copy"},
-	KernelOneShot: {AllReduce: "allreduce_oneshot", Broadcast: "gccl_broadcast_oneshot", Reduce: "reduce_oneshot",
-		AllGather: "gccl_allgather_oneshot", ReduceScatter: "reducescatter_oneshot"},
-	KernelPush: {AllReduce: "allreduce_push"},
-	KernelPipelined: {AllReduce: "allreduce_pipelined", Broadcast: "gccl_broadcast_staged", Reduce: "reduce_staged",
-		AllGather: "gccl_allgather_staged", ReduceScatter: "reducescatter_staged"},
-	KernelZeroCopy: {AllReduce: "allreduce_twoshot", Broadcast: "gccl_broadcast", AllGather: "gccl_allgather",
-		ReduceScatter: "reducescatter"},
-	KernelP2P: {P2PSend: "gccl_p2p", P2PRecv: "gccl_p2p"},
+	KernelOneShot: {algo.AllReduce: "allreduce_oneshot", algo.Broadcast: "gccl_broadcast_oneshot", algo.Reduce: "reduce_oneshot",
+		algo.AllGather: "gccl_allgather_oneshot", algo.ReduceScatter: "reducescatter_oneshot"},
+	KernelPush: {algo.AllReduce: "allreduce_push"},
+	KernelPipelined: {algo.AllReduce: "allreduce_pipelined", algo.Broadcast: "gccl_broadcast_staged", algo.Reduce: "reduce_staged",
+		algo.AllGather: "gccl_allgather_staged", algo.ReduceScatter: "reducescatter_staged"},
+	KernelZeroCopy: {algo.AllReduce: "allreduce_twoshot", algo.Broadcast: "gccl_broadcast", algo.AllGather: "gccl_allgather",
+		algo.ReduceScatter: "reducescatter"},
+	KernelP2P: {algo.P2PSend: "gccl_p2p", algo.P2PRecv: "gccl_p2p"},
 }
 
 // Family is the kernel family (package kernels' name: AllReduceOneShot,
 // AllGatherStaged, ...) that runs kind on path k, the engine's PathNone
 // and PathCopy for those paths, and "" where k has no form for kind (and
 // for KernelViaHost, which launches no kernel of its own).
-func (k GPUKernel) Family(kind Kind) string {
-	if k < numGPUKernels && kind.Valid() {
-		return gpuFamilies[k][kind]
+func (k Kernel) Family(kind algo.Kind) string {
+	if k < numKernels && kind.Valid() {
+		return families[k][kind]
 	}
 	return ""
 }
@@ -121,8 +123,8 @@ func (a Area) String() string {
 	return fmt.Sprintf("Area(%d)", int(a))
 }
 
-// RegLookup is the registration lookup that ChooseGPU's answer depends on
-// (GPUInput.Registered is its outcome); the engine does it before asking.
+// RegLookup is the registration lookup that Choose's answer depends on
+// (Input.Registered is its outcome); the engine does it before asking.
 type RegLookup uint8
 
 // The lookups.
@@ -147,12 +149,12 @@ func (l RegLookup) String() string {
 	return fmt.Sprintf("RegLookup(%d)", int(l))
 }
 
-// GPUInput is what the GPU backend knows about one operation when it
+// Input is what the GPU backend knows about one operation when it
 // chooses how to run it. Everything but Rank, InPlace, Registered and
 // Capturing is the same on every rank, and the choice is made so that
-// ranks cannot disagree (see ChooseGPU).
-type GPUInput struct {
-	Kind Kind
+// ranks cannot disagree (see Choose).
+type Input struct {
+	Kind algo.Kind
 	// Count is in elements as the API takes it: per rank for AllGather,
 	// per block for ReduceScatter, the whole buffer otherwise.
 	Count, ElemSize int
@@ -161,7 +163,7 @@ type GPUInput struct {
 	Peer            int  // P2PSend and P2PRecv
 	InPlace         bool // the send buffer is the receive buffer
 	PreMulSum       bool // the operator is a PreMulSum (scales each input)
-	// PeersMapped: the ranks map each other's memory (GPUPeersMapped);
+	// PeersMapped: the ranks map each other's memory (func PeersMapped);
 	// otherwise the operation goes via the host.
 	PeersMapped bool
 	// Capturing: the stream is being captured into a CUDA graph. Only
@@ -175,26 +177,26 @@ type GPUInput struct {
 	CommRegistered bool
 	// Registered: the lookup RegLookup asked for found the buffers.
 	Registered bool
-	Set        GPUSettings
+	Set        Settings
 }
 
 // Bytes is Count × ElemSize: what one rank contributes.
-func (in GPUInput) Bytes() int { return in.Count * in.ElemSize }
+func (in Input) Bytes() int { return in.Count * in.ElemSize }
 
-// GPUChoice is how one operation runs on the GPU: which path, with how
+// Choice is how one operation runs on the GPU: which path, with how
 // many blocks, with which area as the kernel's scratch and its size
 // (Comm.ScratchBytes).
-type GPUChoice struct {
-	Kernel    GPUKernel
+type Choice struct {
+	Kernel    Kernel
 	Grid      int
 	Area      Area
 	AreaBytes int
 }
 
-func (c GPUChoice) String() string {
+func (c Choice) String() string {
 	return fmt.Sprintf("%s grid=%d area=%s/%d", c.Kernel, c.Grid, c.Area, c.AreaBytes)
 }
 
-// ErrViaHostCapture is ChooseGPU's error for a captured operation that
+// ErrViaHostCapture is Choose's error for a captured operation that
 // would go via the host: a graph replay could not wake the host side.
 var ErrViaHostCapture = errors.New("operations that go via the host (GCCL_P2P_DISABLE, peers on other hosts, more than 8 ranks) cannot be captured in a CUDA graph")

@@ -1,22 +1,24 @@
-package algo
+package gpuplan
 
 import (
 	"fmt"
 	"math"
+
+	"github.com/gccl/gccl/internal/algo"
 )
 
-// ChooseGPU decides how the GPU backend runs one operation; the backend
+// Choose decides how the GPU backend runs one operation; the backend
 // (internal/engine/gpu, collective.go) acts on its answer for collectives.
 // Its point-to-point and via-host answers are what the engine derives from
-// the same functions (GPUSettings.P2PChannels for a launch's pairs,
-// GPUPeersMapped when it picks the backend). The steps, in order:
+// the same functions (Settings.P2PChannels for a launch's pairs,
+// PeersMapped when it picks the backend). The steps, in order:
 //
 //  1. Peers that cannot map each other: via the host; refused while
 //     capturing (ErrViaHostCapture).
 //  2. Nothing to move: none. Point-to-point: a copy to self, else the
 //     point-to-point kernel.
 //  3. One rank, a built-in operator: nothing in place, else a copy when
-//     capturing or from GPUSingleCopyMin bytes; smaller eager copies run a
+//     capturing or from SingleCopyMin bytes; smaller eager copies run a
 //     kernel (its launch costs the host less than a copy's).
 //  4. Direct over LL (the one-shot) when GCCL_ALGO allows direct,
 //     GCCL_PROTO allows LL, the size is within GCCL_GPU_LL_MAX (any size
@@ -35,77 +37,77 @@ import (
 //
 // The error is for inputs the engine validates before (out of range) and
 // for ErrViaHostCapture.
-func ChooseGPU(in GPUInput) (GPUChoice, error) {
+func Choose(in Input) (Choice, error) {
 	if err := in.validate(); err != nil {
-		return GPUChoice{}, err
+		return Choice{}, err
 	}
 	s, bytes := in.Set, in.Bytes()
 	switch {
 	case !in.PeersMapped && in.Capturing: // the via-host backend refuses it
-		return GPUChoice{}, ErrViaHostCapture
+		return Choice{}, ErrViaHostCapture
 	case !in.PeersMapped: // the via-host backend
-		return GPUChoice{Kernel: KernelViaHost, Area: HostArea}, nil
+		return Choice{Kernel: KernelViaHost, Area: HostArea}, nil
 	case in.Count == 0: // point-to-point: the kernel skips empty pieces
-		return GPUChoice{Kernel: KernelNone}, nil
+		return Choice{Kernel: KernelNone}, nil
 	case in.Kind.IsP2P() && in.Peer == in.Rank: // a copy engine transfer
-		return GPUChoice{Kernel: KernelCopy}, nil
+		return Choice{Kernel: KernelCopy}, nil
 	case in.Kind.IsP2P(): // this op as its pair's only piece
-		return GPUChoice{Kernel: KernelP2P, Grid: s.P2PChannels(in.NRanks, bytes), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
+		return Choice{Kernel: KernelP2P, Grid: s.P2PChannels(in.NRanks, bytes), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
 	}
 	if k, done := in.single(); done {
-		return GPUChoice{Kernel: k}, nil
+		return Choice{Kernel: k}, nil
 	}
 	if in.oneShot() {
-		return GPUChoice{Kernel: KernelOneShot, Grid: s.LLGrid(bytes), Area: DirectArea, AreaBytes: GPUDirectBytes}, nil
+		return Choice{Kernel: KernelOneShot, Grid: s.LLGrid(bytes), Area: DirectArea, AreaBytes: DirectBytes}, nil
 	}
 	if in.RegLookup() != NoLookup && in.Registered {
-		return GPUChoice{Kernel: KernelZeroCopy, Grid: s.Channels(bytes), Area: UserArea}, nil
+		return Choice{Kernel: KernelZeroCopy, Grid: s.Channels(bytes), Area: UserArea}, nil
 	}
 	if in.push() {
-		return GPUChoice{Kernel: KernelPush, Grid: s.Channels(bytes), Area: DirectArea, AreaBytes: GPUDirectBytes}, nil
+		return Choice{Kernel: KernelPush, Grid: s.Channels(bytes), Area: DirectArea, AreaBytes: DirectBytes}, nil
 	}
-	return GPUChoice{Kernel: KernelPipelined, Grid: s.Channels(bytes), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
+	return Choice{Kernel: KernelPipelined, Grid: s.Channels(bytes), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
 }
 
 // single is step 3: done when a one-rank collective needs no kernel.
-func (in GPUInput) single() (GPUKernel, bool) {
+func (in Input) single() (Kernel, bool) {
 	switch {
 	case in.NRanks != 1 || in.PreMulSum:
 		return 0, false
 	case in.InPlace:
 		return KernelNone, true
-	case in.Capturing || in.Bytes() >= GPUSingleCopyMin:
+	case in.Capturing || in.Bytes() >= SingleCopyMin:
 		return KernelCopy, true
 	}
 	return 0, false
 }
 
 // oneShot is step 4.
-func (in GPUInput) oneShot() bool {
+func (in Input) oneShot() bool {
 	s, bytes := in.Set, in.Bytes()
-	return s.Algos.Has(Direct) && s.Protos.Has(LL) && (s.Protos.LLForced() || bytes <= s.LLMax) &&
-		LLScratchBytes(bytes, in.NRanks) <= GPUDirectBytes
+	return s.Algos.Has(algo.Direct) && s.Protos.Has(algo.LL) && (s.Protos.LLForced() || bytes <= s.LLMax) &&
+		LLScratchBytes(bytes, in.NRanks) <= DirectBytes
 }
 
 // push is step 6.
-func (in GPUInput) push() bool {
+func (in Input) push() bool {
 	s, bytes := in.Set, in.Bytes()
-	return in.Kind == AllReduce && s.Algos.Has(Direct) && !in.CommRegistered && !s.Protos.LLForced() &&
-		bytes <= s.PushMax && PushScratchBytes(bytes, in.NRanks) <= GPUDirectBytes
+	return in.Kind == algo.AllReduce && s.Algos.Has(algo.Direct) && !in.CommRegistered && !s.Protos.LLForced() &&
+		bytes <= s.PushMax && PushScratchBytes(bytes, in.NRanks) <= DirectBytes
 }
 
 // zeroCopyForm reports whether kind has a zero-copy kernel.
-func zeroCopyForm(k Kind) bool {
-	return k == AllReduce || k == AllGather || k == Broadcast || k == ReduceScatter
+func zeroCopyForm(k algo.Kind) bool {
+	return k == algo.AllReduce || k == algo.AllGather || k == algo.Broadcast || k == algo.ReduceScatter
 }
 
 // RegLookup is the registration lookup whose outcome (Registered) step 5
-// of ChooseGPU reads, NoLookup where it reads none: while capturing, past the push limit, the graph registration
+// of Choose reads, NoLookup where it reads none: while capturing, past the push limit, the graph registration
 // agreement (the one-shot and push kernels beat zero-copy up to there and
 // need no registration); else, when the communicator has registrations,
 // the eager lookup.
-func (in GPUInput) RegLookup() RegLookup {
-	if !in.PeersMapped || in.Count == 0 || !zeroCopyForm(in.Kind) || in.PreMulSum || !in.Set.Algos.Has(ZeroCopy) {
+func (in Input) RegLookup() RegLookup {
+	if !in.PeersMapped || in.Count == 0 || !zeroCopyForm(in.Kind) || in.PreMulSum || !in.Set.Algos.Has(algo.ZeroCopy) {
 		return NoLookup
 	}
 	if _, done := in.single(); done || in.oneShot() {
@@ -120,39 +122,39 @@ func (in GPUInput) RegLookup() RegLookup {
 	return NoLookup
 }
 
-// CaptureMatters reports whether ChooseGPU or RegLookup read Capturing for
+// CaptureMatters reports whether Choose or RegLookup read Capturing for
 // in, so the engine need not ask the driver otherwise: via the host (which
-// refuses captures), one-rank copies below GPUSingleCopyMin, and
+// refuses captures), one-rank copies below SingleCopyMin, and
 // zero-copy candidates past the push limit.
-func (in GPUInput) CaptureMatters() bool {
+func (in Input) CaptureMatters() bool {
 	if !in.PeersMapped {
 		return true
 	}
 	if in.Count == 0 || in.Kind.IsP2P() {
 		return false
 	}
-	if in.NRanks == 1 && !in.PreMulSum && !in.InPlace && in.Bytes() < GPUSingleCopyMin {
+	if in.NRanks == 1 && !in.PreMulSum && !in.InPlace && in.Bytes() < SingleCopyMin {
 		return true
 	}
-	return zeroCopyForm(in.Kind) && !in.PreMulSum && in.Set.Algos.Has(ZeroCopy) && !in.oneShot() &&
+	return zeroCopyForm(in.Kind) && !in.PreMulSum && in.Set.Algos.Has(algo.ZeroCopy) && !in.oneShot() &&
 		in.Bytes() > in.Set.PushMax
 }
 
 // perRank is how many times Count × ElemSize a rank's larger buffer holds.
-func (in GPUInput) perRank() int {
-	if in.Kind == AllGather || in.Kind == ReduceScatter {
+func (in Input) perRank() int {
+	if in.Kind == algo.AllGather || in.Kind == algo.ReduceScatter {
 		return max(1, in.NRanks)
 	}
 	return 1
 }
 
-func (in GPUInput) validate() error {
+func (in Input) validate() error {
 	s := in.Set
 	switch {
 	case !in.Kind.Valid():
 		return fmt.Errorf("unknown operation %d", int(in.Kind))
-	case in.NRanks < 1 || in.PeersMapped && in.NRanks > GPUMaxRanks:
-		return fmt.Errorf("nranks %d out of range [1,%d] for kernels", in.NRanks, GPUMaxRanks)
+	case in.NRanks < 1 || in.PeersMapped && in.NRanks > MaxRanks:
+		return fmt.Errorf("nranks %d out of range [1,%d] for kernels", in.NRanks, MaxRanks)
 	case in.Rank < 0 || in.Rank >= in.NRanks:
 		return fmt.Errorf("rank %d out of range [0,%d)", in.Rank, in.NRanks)
 	case in.Kind.Rooted() && (in.Root < 0 || in.Root >= in.NRanks):
@@ -163,8 +165,8 @@ func (in GPUInput) validate() error {
 		return fmt.Errorf("%v does not reduce; it has no PreMulSum", in.Kind)
 	case in.Count < 0 || in.ElemSize < 1 || in.Count > math.MaxInt/in.ElemSize/in.perRank():
 		return fmt.Errorf("count %d of %d-byte elements out of range", in.Count, in.ElemSize)
-	case s.MaxChannels < 1 || s.MaxChannels > GPUGridMax:
-		return fmt.Errorf("grid cap %d out of range [1,%d]", s.MaxChannels, GPUGridMax)
+	case s.MaxChannels < 1 || s.MaxChannels > GridMax:
+		return fmt.Errorf("grid cap %d out of range [1,%d]", s.MaxChannels, GridMax)
 	case s.BulkBytes < 1 || s.LLMax < 0 || s.PushMax < 0:
 		return fmt.Errorf("bulk area %d, LL limit %d, push limit %d: not positive", s.BulkBytes, s.LLMax, s.PushMax)
 	}

@@ -1,0 +1,20 @@
+// Package gpuplan is the GPU backend's plan for one operation, as pure
+// code in package algo's vocabulary (Kind, Algorithm, Protocol and the
+// GCCL_ALGO / GCCL_PROTO lists): which kernel runs it, with which grid,
+// over which area of the communication buffer. It does no I/O and reads
+// no clock, so its choices are golden-tested (testdata/n{1,2,4,8}.txt,
+// rewritten by go test -run TestGolden -update) and property-tested.
+//
+// Choose is the choice for one operation, from what the engine knows at
+// launch (Input: kind, size, ranks, in place, PreMulSum, peers mapped,
+// capturing, registrations, Settings) to a Choice: the path (Kernel: none,
+// copy, oneshot, push, pipelined, zerocopy, p2p, viahost; Family names its
+// kernel in package kernels), the grid and the area the kernel uses as
+// scratch. Its doc lists the order of the rules. Input.RegLookup and
+// Input.CaptureMatters tell the engine which of its costlier questions (a
+// registration lookup or agreement, a driver call) the answer depends on.
+// The sizes of the communication buffer, the size limits and the grid
+// rules (Settings, Channels, LLGrid, P2PChannels) live here too, so the
+// engine reads them rather than restating them; a test pins what they
+// restate of package kernels.
+package gpuplan

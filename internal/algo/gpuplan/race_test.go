@@ -1,0 +1,5 @@
+//go:build race
+
+package gpuplan
+
+const raceEnabled = true
