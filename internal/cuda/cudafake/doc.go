@@ -2,9 +2,10 @@
 // memory, so packages above internal/cuda test their GPU code paths on
 // machines with no GPU.
 //
-// Device memory is backed by shared-memory files and addressed by
-// synthetic device pointers (far above any host address), so a host
-// dereference of a device pointer is caught instead of silently working.
+// Device memory (package memory, which Fake embeds) is backed by
+// shared-memory files and addressed by synthetic device pointers (far
+// above any host address), so a host dereference of a device pointer is
+// caught instead of silently working.
 // Streams are ordered queues, each drained by a goroutine that runs only
 // while work is queued (an idle stream holds none); events, host
 // functions, stream memory operations (write/wait value), stream capture

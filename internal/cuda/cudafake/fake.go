@@ -2,10 +2,22 @@ package cudafake
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/cuda/cudafake/memory"
 )
+
+// Granularity is the fake's VMM allocation granularity.
+const Granularity = memory.Granularity
+
+// Live is the number of allocations made through any Fake of this process
+// and not yet freed: device memory from cuMemAlloc or cuMemCreate, memory
+// mapped from an IPC handle or an imported FD, and pinned host memory.
+// internal/leakcheck fails a test binary that ends with more than it
+// started with.
+func Live() int { return memory.Live() }
 
 // Config shapes a fake machine; the zero value is one GPU of 1 GiB.
 type Config struct {
@@ -34,18 +46,15 @@ type Kernel func(f *Fake, grid, block cuda.Dim3, args *cuda.Args) error
 // Limits: the current context is process-wide, not per OS thread; stream
 // capture follows one stream (no fork/join through events).
 type Fake struct {
-	cfg Config
+	*memory.Space // the memory calls: allocations, VMM, IPC, host memory, pointer attributes
+
+	cfg   Config
+	nextH atomic.Uint64 // the last handle numbered, of any kind
 
 	mu            sync.Mutex
 	current       int // device of the current context, -1 none
 	retained      []int
-	used          []int
 	peers         map[[2]int]bool
-	nextVA        uintptr
-	regions       []*region // device address ranges, sorted by start
-	hosts         map[uintptr]hostRange
-	phys          map[cuda.MemHandle]*phys
-	nextH         uint64
 	kernels       map[string]Kernel
 	modules       map[cuda.Module]bool
 	funcs         map[cuda.Function]string
@@ -55,7 +64,6 @@ type Fake struct {
 	graphs        map[cuda.Graph]*graph
 	execs         map[cuda.GraphExec]*graph
 	objects       map[cuda.UserObject]*userObject
-	reserved      map[uintptr]int
 	captureID     uint64
 	captureMode   cuda.CaptureMode
 	modeExchanges int
@@ -80,12 +88,12 @@ func New(cfg Config) *Fake {
 	if cfg.VABase == 0 {
 		cfg.VABase = 1 << 60
 	}
-	f := &Fake{cfg: cfg, current: -1, retained: make([]int, cfg.Devices), used: make([]int, cfg.Devices),
-		peers: map[[2]int]bool{}, nextVA: cfg.VABase, hosts: map[uintptr]hostRange{}, phys: map[cuda.MemHandle]*phys{},
-		kernels: map[string]Kernel{}, modules: map[cuda.Module]bool{}, funcs: map[cuda.Function]string{},
+	f := &Fake{cfg: cfg, current: -1, retained: make([]int, cfg.Devices),
+		peers: map[[2]int]bool{}, kernels: map[string]Kernel{}, modules: map[cuda.Module]bool{}, funcs: map[cuda.Function]string{},
 		fnByName: map[string]cuda.Function{}, streams: map[cuda.Stream]*stream{}, events: map[cuda.Event]*event{},
-		graphs: map[cuda.Graph]*graph{}, execs: map[cuda.GraphExec]*graph{}, objects: map[cuda.UserObject]*userObject{},
-		reserved: map[uintptr]int{}}
+		graphs: map[cuda.Graph]*graph{}, execs: map[cuda.GraphExec]*graph{}, objects: map[cuda.UserObject]*userObject{}}
+	f.Space = memory.New(memory.Config{Devices: cfg.Devices, MemBytes: cfg.MemBytes, VABase: cfg.VABase,
+		Current: f.currentDevice, Handle: f.handle})
 	f.streams[0] = newStream(f, 0)
 	return f
 }
@@ -97,12 +105,11 @@ func (f *Fake) RegisterKernel(name string, k Kernel) {
 	f.kernels[name] = k
 }
 
-func fail(fn string, r cuda.Result) error { return cuda.NewError(fn, r, "(cudafake)") }
+var fail = memory.Fail
 
-func (f *Fake) handle() uint64 {
-	f.nextH++
-	return f.nextH
-}
+// handle numbers a new handle: streams, events, modules, functions,
+// graphs, executables, user objects and memory handles share one sequence.
+func (f *Fake) handle() uint64 { return f.nextH.Add(1) }
 
 func (f *Fake) Version() (int, error)     { return f.cfg.Version, nil }
 func (f *Fake) DeviceCount() (int, error) { return f.cfg.Devices, nil }
@@ -115,10 +122,7 @@ func (f *Fake) DeviceGet(ordinal int) (cuda.Device, error) {
 }
 
 func (f *Fake) checkDev(fn string, d cuda.Device) error {
-	if int(d) < 0 || int(d) >= f.cfg.Devices {
-		return fail(fn, cuda.ErrorInvalidDevice)
-	}
-	return nil
+	return memory.CheckDevice(fn, d, f.cfg.Devices)
 }
 
 func (f *Fake) DeviceAttribute(attr cuda.DeviceAttr, dev cuda.Device) (int, error) {
@@ -220,6 +224,13 @@ func (f *Fake) CtxGetCurrent() (cuda.Context, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return cuda.Context(f.current + 1), nil
+}
+
+// currentDevice is the current device (for the memory calls).
+func (f *Fake) currentDevice(fn string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.currentDev(fn)
 }
 
 // currentDev is the current device; callers hold f.mu.

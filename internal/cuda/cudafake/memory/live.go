@@ -1,4 +1,4 @@
-package cudafake
+package memory
 
 import "sync/atomic"
 
