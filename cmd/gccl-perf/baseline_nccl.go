@@ -155,7 +155,7 @@ func (b *ncclBaseline) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, i
 	if _, err := nccl.DataType(t, b.version); err != nil {
 		return fmt.Errorf("baseline nccl: %w", err)
 	}
-	if reducing(op) {
+	if op.Reducing() {
 		if _, err := nccl.RedOp(redop, b.version); err != nil {
 			return fmt.Errorf("baseline nccl: %w", err)
 		}

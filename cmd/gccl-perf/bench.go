@@ -40,7 +40,7 @@ type opResult struct {
 // sweep measures op at every size of the configuration.
 func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
 	res = opResult{op: op, gcclWrong: -1, baseWrong: -1}
-	if rooted(op) && r.cfg.root >= r.nranks {
+	if op.Rooted() && r.cfg.root >= r.nranks {
 		return res, fmt.Errorf("-r %d is not a rank of this %d-rank run", r.cfg.root, r.nranks)
 	}
 	sizes, err := r.cfg.sizes(op, r.nranks)
@@ -96,10 +96,10 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []library
 	}
 	bytes := l.sizeBytes(t, r.nranks)
 	row := perf.Row{Size: bytes, Count: int(bytes) / t.Size(), Type: t.String(), RedOp: "-", Root: -1}
-	if reducing(op) {
+	if op.Reducing() {
 		row.RedOp = r.cfg.redop.String()
 	}
-	if rooted(op) {
+	if op.Rooted() {
 		row.Root = r.cfg.root
 	}
 	in := inputs{seed: r.cfg.seed + uint64(size), t: t}

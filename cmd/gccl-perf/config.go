@@ -163,7 +163,7 @@ func (c *config) checks(size int64) bool {
 // block per rank, a whole number of blocks.
 func (c *config) sizes(op perf.Op, nranks int) ([]int64, error) {
 	align := int64(c.dtype.Size())
-	if blocked(op) {
+	if op.Blocked() {
 		align *= int64(nranks)
 	}
 	factor := c.factor

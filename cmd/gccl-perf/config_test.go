@@ -103,7 +103,7 @@ func TestSizesAreWholeBlocks(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEmpty(t, s)
 		align := int64(8)
-		if blocked(op) {
+		if op.Blocked() {
 			align = 24
 		}
 		for _, v := range s {

@@ -150,7 +150,7 @@ func firstOps(m *memMeter, cost initCost, run func() error) (initCost, error) {
 // its sweep; ok is false when no operation can.
 func (r *ranker) firstOp() (op perf.Op, sizes []int64, ok bool) {
 	for _, op := range r.cfg.ops {
-		if rooted(op) && r.cfg.root >= r.nranks {
+		if op.Rooted() && r.cfg.root >= r.nranks {
 			continue
 		}
 		if _, err := newLayout(op, 0, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace); err != nil {

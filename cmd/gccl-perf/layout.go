@@ -25,20 +25,6 @@ type call struct {
 func (c call) next() int { return (c.Rank + 1) % c.NRanks }
 func (c call) prev() int { return (c.Rank + c.NRanks - 1) % c.NRanks }
 
-// blocked reports whether op splits its buffers into one block per rank, so
-// that its count argument is size / nranks (as nccl-tests counts it).
-func blocked(op perf.Op) bool {
-	return op == perf.AllGather || op == perf.ReduceScatter || op == perf.AllToAll
-}
-
-// reducing reports whether op applies the reduction operator.
-func reducing(op perf.Op) bool {
-	return op == perf.AllReduce || op == perf.ReduceScatter || op == perf.Reduce
-}
-
-// rooted reports whether op has a root.
-func rooted(op perf.Op) bool { return op == perf.Broadcast || op == perf.Reduce }
-
 // layout is where one size's data lives on one rank, in elements.
 type layout struct {
 	op        perf.Op
@@ -57,7 +43,7 @@ type layout struct {
 func newLayout(op perf.Op, size int64, t gccl.DataType, rank, nranks int, inplace bool) (layout, error) {
 	elems := int(size / int64(t.Size()))
 	l := layout{op: op, count: elems, sendElems: elems, recvElems: elems, inplace: inplace}
-	if blocked(op) {
+	if op.Blocked() {
 		l.count = elems / nranks
 		switch op {
 		case perf.AllGather:
@@ -96,7 +82,7 @@ func (l layout) place(base uintptr, t gccl.DataType) (send, recv uintptr) {
 // sizeBytes is the size nccl-tests reports for the layout.
 func (l layout) sizeBytes(t gccl.DataType, nranks int) int64 {
 	n := l.count
-	if blocked(l.op) {
+	if l.op.Blocked() {
 		n *= nranks
 	}
 	return int64(n) * int64(t.Size())

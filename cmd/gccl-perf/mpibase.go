@@ -36,7 +36,7 @@ func (m *mpiBaseline) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, in
 	if mpiboot.MPIType(t) != nil {
 		return fmt.Errorf("baseline mpi: type %v not supported (MPI has int8..uint64, float32, float64)", t)
 	}
-	if reducing(op) && mpiboot.MPIOp(redop) != nil {
+	if op.Reducing() && mpiboot.MPIOp(redop) != nil {
 		return fmt.Errorf("baseline mpi: operator %v not supported (MPI has sum, prod, max, min)", redop)
 	}
 	if inplace && op == perf.ReduceScatter {
