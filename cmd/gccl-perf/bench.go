@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 )
@@ -18,10 +20,10 @@ type ranker struct {
 	nranks int
 	dev    device.Device
 	reg    gcclRegister // registers with gccl's communicator, for -register
-	gccl   library
-	base   baseline // nil without one
-	clk    clock    // times every library alike
-	mem    *memView // GPU: the memory-traffic view; nil elsewhere
+	gccl   lib.Library
+	base   lib.Baseline // nil without one
+	clk    clock.Clock  // times every library alike
+	mem    *memView     // GPU: the memory-traffic view; nil elsewhere
 	x      exchanger
 	out    io.Writer // the table (rank 0), else io.Discard
 	prog   io.Writer // progress (rank 0 with -progress), else nil
@@ -51,7 +53,7 @@ func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
 		fmt.Fprintf(r.out, "# %s skipped: %v\n\n", op, err)
 		return res, nil
 	}
-	libs := []library{r.gccl}
+	libs := []lib.Library{r.gccl}
 	if r.base != nil {
 		if err := r.base.Supports(op, r.cfg.dtype, r.cfg.redop, r.cfg.inplace); err != nil {
 			fmt.Fprintf(r.out, "# %v\n", err)
@@ -88,7 +90,7 @@ func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
 }
 
 // measureSize measures every library at one size and returns the row.
-func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []library, i, n int) (perf.Row, error) {
+func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []lib.Library, i, n int) (perf.Row, error) {
 	t := r.cfg.dtype
 	c, l, err := r.callAt(op, size, mem)
 	if err != nil {
@@ -103,11 +105,11 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []library
 		row.Root = r.cfg.root
 	}
 	in := inputs{seed: r.cfg.seed + uint64(size), t: t}
-	for k, lib := range libs {
-		r.showProgress(op, bytes, i, n, lib.Name())
-		m, err := r.measure(lib, l, c, mem, in)
+	for k, library := range libs {
+		r.showProgress(op, bytes, i, n, library.Name())
+		m, err := r.measure(library, l, c, mem, in)
 		if err != nil {
-			return row, fmt.Errorf("%s: %w", lib.Name(), err)
+			return row, fmt.Errorf("%s: %w", library.Name(), err)
 		}
 		if k == 0 {
 			row.Gccl = m
@@ -124,25 +126,25 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []library
 }
 
 // callAt is op's call at size bytes on the sweep memory at mem, and its layout.
-func (r *ranker) callAt(op perf.Op, size int64, mem uintptr) (call, layout, error) {
+func (r *ranker) callAt(op perf.Op, size int64, mem uintptr) (lib.Call, layout, error) {
 	t := r.cfg.dtype
 	l, err := newLayout(op, size, t, r.rank, r.nranks, r.cfg.inplace)
 	if err != nil {
-		return call{}, l, err
+		return lib.Call{}, l, err
 	}
 	send, recv := l.place(mem, t)
-	return call{Op: op, Send: send, Recv: recv, Count: l.count, Type: t, RedOp: r.cfg.redop,
+	return lib.Call{Op: op, Send: send, Recv: recv, Count: l.count, Type: t, RedOp: r.cfg.redop,
 		Root: r.cfg.root, Rank: r.rank, NRanks: r.nranks}, l, nil
 }
 
 // measure runs lib once checked (when -check), then the warm-up and timed
 // iterations, and agrees with the other ranks on the outcome.
-func (r *ranker) measure(lib library, l layout, c call, mem uintptr, in inputs) (perf.Measure, error) {
-	mine, localErr := r.runLocal(lib, l, c, mem, in)
+func (r *ranker) measure(library lib.Library, l layout, c lib.Call, mem uintptr, in inputs) (perf.Measure, error) {
+	mine, localErr := r.runLocal(library, l, c, mem, in)
 	if localErr != nil {
 		mine.failed = true
 	}
-	all, err := agree(r.x, mine, r.clk.samples())
+	all, err := agree(r.x, mine, r.clk.Samples())
 	if localErr != nil {
 		return perf.Measure{}, localErr
 	}
@@ -156,7 +158,7 @@ func (r *ranker) measure(lib library, l layout, c call, mem uintptr, in inputs) 
 // result of the timed graph launches is checked again (the inputs are
 // unchanged, so each replay must rewrite the same result); the wrong count
 // is the worse of the two checks.
-func (r *ranker) runLocal(lib library, l layout, c call, mem uintptr, in inputs) (report, error) {
+func (r *ranker) runLocal(library lib.Library, l layout, c lib.Call, mem uintptr, in inputs) (report, error) {
 	rep := report{wrong: -1}
 	var st staged
 	check := r.cfg.checks(l.sizeBytes(c.Type, c.NRanks))
@@ -165,14 +167,14 @@ func (r *ranker) runLocal(lib library, l layout, c call, mem uintptr, in inputs)
 		if st, err = stage(r.dev, mem, l, in, c); err != nil {
 			return rep, err
 		}
-		if err := r.clk.once(lib, c); err != nil {
+		if err := r.clk.Once(library, c); err != nil {
 			return rep, err
 		}
 		if rep.wrong, err = verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check); err != nil {
 			return rep, err
 		}
 	}
-	times, err := r.clk.times(lib, c, l.sizeBytes(c.Type, c.NRanks))
+	times, err := r.clk.Times(library, c, l.sizeBytes(c.Type, c.NRanks))
 	if err != nil {
 		return rep, err
 	}
@@ -198,7 +200,7 @@ func (r *ranker) title(op perf.Op, mem *arena) string {
 	}
 	return fmt.Sprintf("gccl-perf %s: %d ranks, device %v, %v %v, %s, iters %d, warmup %d, check %v, %s, %s",
 		op, r.nranks, r.dev.Kind(), r.cfg.dtype, r.cfg.redop, place, r.cfg.iters, r.cfg.warmup, r.cfg.check,
-		r.clk.describe(), regs)
+		r.clk.Describe(), regs)
 }
 
 // addWrong adds one row's wrong count w to total; -1 (not checked) in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/mpiboot"
 )
@@ -116,7 +117,7 @@ func localDevice(cfg config, r int) int {
 // baseline that measured its own init (NCCL), then agrees with the other
 // ranks on every library's init cost. gcclCost is this rank's gccl init.
 func (r *ranker) initCosts(gcclCost initCost) (initSummary, error) {
-	libs, costs := []library{r.gccl}, []initCost{gcclCost}
+	libs, costs := []lib.Library{r.gccl}, []initCost{gcclCost}
 	base, baseName := initCost{took: -1}, ""
 	if ic, ok := r.base.(initCoster); ok {
 		libs, costs = append(libs, r.base), append(costs, ic.initCost())

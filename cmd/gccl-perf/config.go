@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/internal/perf"
 )
 
@@ -151,6 +152,11 @@ func (c *config) validate() error {
 		return fmt.Errorf("-baseline mpi needs one rank per MPI process: launch with mpirun and drop -np")
 	}
 	return nil
+}
+
+// clock is how the run's clock times.
+func (c *config) clock() clock.Settings {
+	return clock.Settings{Warmup: c.warmup, Iters: c.iters, Graph: c.graph, Launches: c.launches, Batch: c.batch, Timeout: c.timeout}
 }
 
 // checks reports whether a size is checked (-check and -checkmax).

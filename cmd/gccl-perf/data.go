@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/reduce"
 )
@@ -96,7 +97,7 @@ type staged struct {
 // the expected value, so an element the operation never writes cannot pass;
 // undefined elements (a non-root's reduce result) get 0xA5. In place, the
 // input is written last, over the poison of the overlapping part.
-func stage(d device.Device, base uintptr, l layout, in inputs, c call) (staged, error) {
+func stage(d device.Device, base uintptr, l layout, in inputs, c lib.Call) (staged, error) {
 	sz := c.Type.Size()
 	st := staged{want: make([]byte, l.recvElems*sz), known: make([]bool, l.recvElems)}
 	in.expect(st.want, st.known, l.expected(c.Rank, c.NRanks, c.Root), c.RedOp)

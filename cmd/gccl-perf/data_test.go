@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/gccl/gccl/internal/reduce"
@@ -105,7 +106,7 @@ func TestStageAndVerify(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Free(mem)
 	in := inputs{seed: 5, t: ty}
-	c := call{Op: perf.AllGather, Type: ty, Rank: 1, NRanks: 4}
+	c := lib.Call{Op: perf.AllGather, Type: ty, Rank: 1, NRanks: 4}
 	c.Send, c.Recv = l.place(mem, ty)
 	st, err := stage(d, mem, l, in, c)
 	require.NoError(t, err)

@@ -6,7 +6,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/perf"
 )
 
@@ -175,7 +178,7 @@ func (r *ranker) firstOp() (op perf.Op, sizes []int64, ok bool) {
 // (firstOp, unchecked, as the clock runs them) on memory allocated before
 // any is measured, and sets costs[i].memFirst of libs[i]. On the host, or
 // when no operation can run, the costs are left as they are.
-func (r *ranker) measureFirstOps(libs []library, costs []initCost) (err error) {
+func (r *ranker) measureFirstOps(libs []lib.Library, costs []initCost) (err error) {
 	m := meterOf(r.dev)
 	op, sizes, ok := r.firstOp()
 	if m == nil || !ok || costs[0].memInit < 0 { // gccl's init unmeasured: a shared GPU
@@ -190,15 +193,15 @@ func (r *ranker) measureFirstOps(libs []library, costs []initCost) (err error) {
 		return fmt.Errorf("first operations: %w", err)
 	}
 	defer func() { err = errors.Join(err, mem.free()) }()
-	for i, lib := range libs {
+	for i, library := range libs {
 		costs[i], err = firstOps(m, costs[i], func() error {
 			for _, size := range sizes {
 				c, _, err := r.callAt(op, size, mem.base)
 				if err != nil {
 					return err
 				}
-				if err := r.clk.once(lib, c); err != nil {
-					return fmt.Errorf("%s: first %s at %d bytes: %w", lib.Name(), op, size, err)
+				if err := r.clk.Once(library, c); err != nil {
+					return fmt.Errorf("%s: first %s at %d bytes: %w", library.Name(), op, size, err)
 				}
 			}
 			return nil
@@ -219,4 +222,10 @@ func closeAll(closes []func() error) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// gpuDriver is the CUDA driver that dev calls.
+func gpuDriver(dev *device.CUDADevice) cuda.Driver {
+	drv, _ := devlink.Driver(dev)
+	return drv
 }

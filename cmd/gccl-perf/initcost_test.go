@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/perf"
@@ -66,10 +68,7 @@ func TestInitLineHostRanks(t *testing.T) {
 // fakeMeter is a meter on a fresh fake GPU with memBytes of memory.
 func fakeMeter(t *testing.T, memBytes int) (*memMeter, *cudafake.Fake) {
 	f := cudafake.New(cudafake.Config{MemBytes: memBytes})
-	d, err := openFakeGPU(f, 0, 10*time.Second)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, d.Close()) })
-	return meterOf(d), f
+	return meterOf(perftest.OpenGPU(t, f)), f
 }
 
 // timeInit on the fake GPU: the memory figure is exactly what the init
@@ -122,18 +121,18 @@ func TestTimeInitOnFakeGPU(t *testing.T) {
 // lazyLib is a fakeLib that allocates lazy bytes of device memory on its
 // first launch and keeps them, as NCCL connects its buffers lazily.
 type lazyLib struct {
-	*fakeLib
+	*perftest.Lib
 	lazy int
 	once sync.Once
 	kept uintptr
 }
 
-func (l *lazyLib) Launch(c call) (err error) {
-	l.once.Do(func() { l.kept, err = l.drv.MemAlloc(l.lazy) })
+func (l *lazyLib) Launch(c lib.Call) (err error) {
+	l.once.Do(func() { l.kept, err = perftest.Driver(l.Dev).MemAlloc(l.lazy) })
 	if err != nil {
 		return err
 	}
-	return l.fakeLib.Launch(c)
+	return l.Lib.Launch(c)
 }
 
 // The first operations' memory is each library's own: the lazy
@@ -142,9 +141,9 @@ func (l *lazyLib) Launch(c call) (err error) {
 func TestFirstOpsOnFakeGPU(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, uint64(time.Now().UnixNano())))
 	for _, mode := range []string{"-graph=false", "-graph=true"} {
-		lib, base := fakePair(t, 0)
-		g, b := &lazyLib{fakeLib: lib, lazy: 1 + rng.IntN(4<<20)}, &lazyLib{fakeLib: base, lazy: 1 + rng.IntN(4<<20)}
-		r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "1K", "-e", "1M", "-n", "1", "-w", "0", mode}, lib, nil)
+		fake, base := fakePair(t, 0)
+		g, b := &lazyLib{Lib: fake, lazy: 1 + rng.IntN(4<<20)}, &lazyLib{Lib: base, lazy: 1 + rng.IntN(4<<20)}
+		r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "1K", "-e", "1M", "-n", "1", "-w", "0", mode}, fake, nil)
 		r.gccl, r.base = g, b
 		m := meterOf(r.dev)
 		free0, err := m.free()
@@ -152,12 +151,12 @@ func TestFirstOpsOnFakeGPU(t *testing.T) {
 		costs := []initCost{{took: time.Millisecond, memInit: rng.Int64N(1 << 30), memFirst: -1},
 			{took: time.Millisecond, memInit: rng.Int64N(1 << 30), memFirst: -1}}
 		init := []int64{costs[0].memInit, costs[1].memInit}
-		require.NoError(t, r.measureFirstOps([]library{g, b}, costs))
+		require.NoError(t, r.measureFirstOps([]lib.Library{g, b}, costs))
 		assert.Equal(t, init[0]+int64(g.lazy), costs[0].memFirst, mode)
 		assert.Equal(t, init[1]+int64(b.lazy), costs[1].memFirst, mode)
 		assert.Equal(t, init, []int64{costs[0].memInit, costs[1].memInit}, "the init figures stay")
-		assert.EqualValues(t, 2, lib.ran.Load(), "%s: smallest and largest size", mode)
-		assert.EqualValues(t, 2, base.ran.Load(), mode)
+		assert.EqualValues(t, 2, fake.Ran.Load(), "%s: smallest and largest size", mode)
+		assert.EqualValues(t, 2, base.Ran.Load(), mode)
 		free1, err := m.free()
 		require.NoError(t, err)
 		assert.Equal(t, free0-int64(g.lazy+b.lazy), free1, "only the lazy memory is left")
@@ -166,18 +165,18 @@ func TestFirstOpsOnFakeGPU(t *testing.T) {
 
 // A library whose first operation fails fails the measurement.
 func TestFirstOpsFailure(t *testing.T) {
-	lib, _ := fakePair(t, 0)
-	lib.fail = os.ErrClosed
-	r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "64"}, lib, nil)
+	fake, _ := fakePair(t, 0)
+	fake.Fail = os.ErrClosed
+	r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "64"}, fake, nil)
 	costs := []initCost{{memInit: 0, memFirst: -1}}
-	assert.ErrorIs(t, r.measureFirstOps([]library{lib}, costs), os.ErrClosed)
+	assert.ErrorIs(t, r.measureFirstOps([]lib.Library{fake}, costs), os.ErrClosed)
 }
 
 // firstOp skips the operations that cannot run and takes the smallest and
 // largest sizes of the first that can.
 func TestFirstOpChoice(t *testing.T) {
-	lib, _ := fakePair(t, 0)
-	r, _ := fakeRanker(t, []string{"-op", "all", "-b", "64", "-e", "4K", "-f", "4", "-r", "3", "-inplace"}, lib, nil)
+	fake, _ := fakePair(t, 0)
+	r, _ := fakeRanker(t, []string{"-op", "all", "-b", "64", "-e", "4K", "-f", "4", "-r", "3", "-inplace"}, fake, nil)
 	r.nranks = 2 // root 3 is not a rank: broadcast and reduce are skipped, as the in-place sendrecv and alltoall
 	r.cfg.ops = []perf.Op{perf.Broadcast, perf.SendRecv, perf.Reduce, perf.AllToAll, perf.AllGather}
 	op, sizes, ok := r.firstOp()

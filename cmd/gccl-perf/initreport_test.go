@@ -90,12 +90,12 @@ var gpuInitLine = regexp.MustCompile(`^# init: gccl ([0-9.]+) ms \(median ([0-9.
 // and the ratios are gccl/baseline of the slowest time and largest memory.
 func TestWriteInitLine(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, uint64(time.Now().UnixNano())))
-	lib := func(name string) initStats {
+	stats := func(name string) initStats {
 		med := time.Duration(1e6 + rng.Int64N(1e9))
 		mem := 1<<20 + rng.Int64N(1<<32)
 		return initStats{name: name, medianTime: med, maxTime: med + time.Duration(rng.Int64N(1e8)), memInit: mem, memFirst: mem + rng.Int64N(1<<30)}
 	}
-	g, b := lib("gccl"), lib("nccl")
+	g, b := stats("gccl"), stats("nccl")
 	var out bytes.Buffer
 	writeInit(&out, initSummary{gccl: g, base: &b})
 	m := gpuInitLine.FindStringSubmatch(out.String())

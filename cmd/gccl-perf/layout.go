@@ -7,24 +7,6 @@ import (
 	"github.com/gccl/gccl/internal/perf"
 )
 
-// call is one operation as every library runs it: the same buffers and
-// arguments for gccl and for the baseline.
-type call struct {
-	Op     perf.Op
-	Send   uintptr
-	Recv   uintptr
-	Count  int // the operation's count argument (for blocked operations, per block)
-	Type   gccl.DataType
-	RedOp  gccl.RedOp
-	Root   int
-	Rank   int
-	NRanks int
-}
-
-// next and prev are the peers of the send/recv ring.
-func (c call) next() int { return (c.Rank + 1) % c.NRanks }
-func (c call) prev() int { return (c.Rank + c.NRanks - 1) % c.NRanks }
-
 // layout is where one size's data lives on one rank, in elements.
 type layout struct {
 	op        perf.Op

@@ -9,6 +9,8 @@ import (
 	"runtime/pprof"
 	"sync"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/env"
@@ -150,13 +152,13 @@ func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchan
 		return fail(err)
 	}
 	defer d.DestroyStream(s)
-	clk, err := newClock(cfg, d, s)
+	clk, err := clock.New(cfg.clock(), d, s)
 	if err != nil {
 		return fail(err)
 	}
 	defer clk.Close()
 	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, reg: commRegister(c),
-		gccl: &gcclLib{comm: c, device: d, stream: s}, clk: clk}
+		gccl: lib.NewGccl(lib.Env{Comm: c, Device: d, Stream: s}), clk: clk}
 	var paths pathSource
 	if e, err := commlink.Engine(c); err == nil {
 		paths = e
@@ -171,7 +173,7 @@ func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchan
 			r.prog = stderr
 		}
 	}
-	if r.base, err = openBaseline(cfg.baseline, baselineEnv{comm: c, device: d, stream: s}); err != nil {
+	if r.base, err = openBaseline(cfg.baseline, lib.Env{Comm: c, Device: d, Stream: s}); err != nil {
 		return fail(err)
 	}
 	if r.base != nil {
@@ -213,8 +215,8 @@ func (r *ranker) sweepAll(stderr io.Writer) ([]opResult, int) {
 
 // closeBaseline closes the baseline, or aborts it after a failure when it
 // can, so that no rank waits for a peer that gave up.
-func closeBaseline(b baseline, failed bool) {
-	if a, ok := b.(aborter); ok && failed {
+func closeBaseline(b lib.Baseline, failed bool) {
+	if a, ok := b.(lib.Aborter); ok && failed {
 		_ = a.Abort()
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine/gpu"
@@ -27,7 +29,7 @@ type pathSource interface {
 // same events, the yardstick of those bytes.
 type memView struct {
 	paths    pathSource
-	timer    *eventTimer // rank 0: times the copies; nil elsewhere
+	timer    *clock.Timer // rank 0: times the copies; nil elsewhere
 	dev      *device.CUDADevice
 	gpu      uint64 // which GPU this rank runs on (host and ordinal)
 	src, dst uintptr
@@ -48,7 +50,7 @@ func newMemView(cfg config, paths pathSource, d device.Device, s gccl.Stream, ra
 		iters: cfg.iters, batch: cfg.batch}
 	if rank == 0 {
 		var err error
-		if m.timer, err = newEventTimer(gpu, s, cfg.timeout); err != nil {
+		if m.timer, err = clock.NewTimer(gpu, s, cfg.timeout); err != nil {
 			return nil, err
 		}
 	}
@@ -93,8 +95,8 @@ func (m *memView) copyTime(size int64) (time.Duration, error) {
 		}
 		m.size = size
 	}
-	drv, s := gpuDriver(m.dev), m.timer.stream
-	b := batchFor(m.batch, size)
+	drv, s := gpuDriver(m.dev), m.timer.Stream()
+	b := clock.BatchFor(m.batch, size)
 	copies := func(n int) func() error {
 		return func() error {
 			for range n {
@@ -105,12 +107,12 @@ func (m *memView) copyTime(size int64) (time.Duration, error) {
 			return nil
 		}
 	}
-	if _, err := m.timer.time(copies(m.warmup * b)); err != nil {
+	if _, err := m.timer.Time(copies(m.warmup * b)); err != nil {
 		return 0, err
 	}
 	times := make([]time.Duration, 0, m.iters)
 	for range m.iters {
-		d, err := m.timer.time(copies(b))
+		d, err := m.timer.Time(copies(b))
 		if err != nil {
 			return 0, err
 		}
@@ -127,7 +129,7 @@ var opKinds = map[perf.Op][]algo.Kind{
 
 // traffic is this rank's traffic for c run with path; ok is false where
 // the model has no figure (all-to-all, an unknown path).
-func traffic(path string, c call, inPlace bool) (gpu.Traffic, bool) {
+func traffic(path string, c lib.Call, inPlace bool) (gpu.Traffic, bool) {
 	var sum gpu.Traffic
 	kinds := opKinds[c.Op]
 	for _, k := range kinds {
@@ -143,7 +145,7 @@ func traffic(path string, c call, inPlace bool) (gpu.Traffic, bool) {
 // row agrees with the other ranks on the memory view of c, which gccl ran
 // in t: every rank adds its traffic, rank 0 times the copy of size bytes.
 // It is nil when a rank has no traffic figure.
-func (m *memView) row(x exchanger, c call, size int64, t time.Duration, inPlace bool) (*perf.Memory, error) {
+func (m *memView) row(x exchanger, c lib.Call, size int64, t time.Duration, inPlace bool) (*perf.Memory, error) {
 	path := m.paths.LastGPUPath()
 	tr, ok := traffic(path, c, inPlace)
 	var copyT time.Duration

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
 	"github.com/gccl/gccl/internal/engine/gpu"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/gccl/gccl/kernels"
@@ -23,10 +25,10 @@ func (p fixedPath) LastGPUPath() string { return string(p) }
 // time, a reference copy of the same size timed on the stream, and the
 // table and summary show the columns.
 func TestSweepOnFakeGPUWithMemoryView(t *testing.T) {
-	lib, _ := fakePair(t, 200*time.Microsecond)
-	r, out := fakeRanker(t, []string{"-op", "broadcast", "-b", "16M", "-e", "32M", "-n", "3", "-w", "1"}, lib, nil)
+	fake, _ := fakePair(t, 200*time.Microsecond)
+	r, out := fakeRanker(t, []string{"-op", "broadcast", "-b", "16M", "-e", "32M", "-n", "3", "-w", "1"}, fake, nil)
 	var err error
-	r.mem, err = newMemView(r.cfg, fixedPath(gpu.PathCopy), lib.dev, lib.gstream, 0)
+	r.mem, err = newMemView(r.cfg, fixedPath(gpu.PathCopy), fake.Dev, fake.Stream, 0)
 	require.NoError(t, err)
 	require.NotNil(t, r.mem)
 	t.Cleanup(func() { assert.NoError(t, r.mem.Close()) })
@@ -51,7 +53,7 @@ func TestSweepOnFakeGPUWithMemoryView(t *testing.T) {
 
 // Without -mem, or off a GPU, there is no view.
 func TestMemViewOff(t *testing.T) {
-	d, s := fakeGPU(t)
+	d, s := perftest.GPU(t)
 	m, err := newMemView(mustParse(t, "-mem=false"), fixedPath("x"), d, s, 0)
 	require.NoError(t, err)
 	require.Nil(t, m)
@@ -63,7 +65,7 @@ func TestMemViewOff(t *testing.T) {
 
 // traffic adds a Send/Recv pair's sides and knows no all-to-all.
 func TestTrafficOfCalls(t *testing.T) {
-	c := call{Op: perf.SendRecv, Count: 1 << 20, Type: gccl.Float32, Rank: 1, NRanks: 4}
+	c := lib.Call{Op: perf.SendRecv, Count: 1 << 20, Type: gccl.Float32, Rank: 1, NRanks: 4}
 	tr, ok := traffic(kernels.P2P, c, false)
 	require.True(t, ok)
 	require.Equal(t, gpu.Traffic{Read: 8 << 20, Write: 8 << 20}, tr)
@@ -79,7 +81,7 @@ func TestTrafficOfCalls(t *testing.T) {
 // Ranks on one GPU add up; across GPUs the busiest counts; rank 0's copy
 // time is everyone's; a rank without a figure leaves the row without a view.
 func TestMemViewRowAgrees(t *testing.T) {
-	d, s := fakeGPU(t)
+	d, s := perftest.GPU(t)
 	run := func(gpus []uint64, paths []string) (*perf.Memory, error) {
 		n := len(gpus)
 		x := newLocalExchanger(n, 10*time.Second)
@@ -95,7 +97,7 @@ func TestMemViewRowAgrees(t *testing.T) {
 		var wg sync.WaitGroup
 		for r := range n {
 			wg.Go(func() {
-				c := call{Op: perf.Broadcast, Count: 1 << 18, Type: gccl.Float32, Root: 0, Rank: r, NRanks: n}
+				c := lib.Call{Op: perf.Broadcast, Count: 1 << 18, Type: gccl.Float32, Root: 0, Rank: r, NRanks: n}
 				mems[r], errs[r] = views[r].row(x.rank(r), c, 1<<20, time.Millisecond, false)
 			})
 		}
