@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
@@ -24,7 +25,7 @@ type ranker struct {
 	base   lib.Baseline // nil without one
 	clk    clock.Clock  // times every library alike
 	mem    *memView     // GPU: the memory-traffic view; nil elsewhere
-	x      exchanger
+	x      exchange.Exchanger
 	out    io.Writer // the table (rank 0), else io.Discard
 	prog   io.Writer // progress (rank 0 with -progress), else nil
 	check  checker
@@ -142,24 +143,24 @@ func (r *ranker) callAt(op perf.Op, size int64, mem uintptr) (lib.Call, layout, 
 func (r *ranker) measure(library lib.Library, l layout, c lib.Call, mem uintptr, in inputs) (perf.Measure, error) {
 	mine, localErr := r.runLocal(library, l, c, mem, in)
 	if localErr != nil {
-		mine.failed = true
+		mine.Failed = true
 	}
-	all, err := agree(r.x, mine, r.clk.Samples())
+	all, err := exchange.Agree(r.x, mine, r.clk.Samples())
 	if localErr != nil {
 		return perf.Measure{}, localErr
 	}
 	if err != nil {
 		return perf.Measure{}, err
 	}
-	return perf.NewMeasure(c.Op, l.sizeBytes(c.Type, c.NRanks), c.NRanks, all.times, all.wrong), nil
+	return perf.NewMeasure(c.Op, l.sizeBytes(c.Type, c.NRanks), c.NRanks, all.Times, all.Wrong), nil
 }
 
 // runLocal is this rank's part of measure. With -graph, out of place, the
 // result of the timed graph launches is checked again (the inputs are
 // unchanged, so each replay must rewrite the same result); the wrong count
 // is the worse of the two checks.
-func (r *ranker) runLocal(library lib.Library, l layout, c lib.Call, mem uintptr, in inputs) (report, error) {
-	rep := report{wrong: -1}
+func (r *ranker) runLocal(library lib.Library, l layout, c lib.Call, mem uintptr, in inputs) (exchange.Report, error) {
+	rep := exchange.Report{Wrong: -1}
 	var st staged
 	check := r.cfg.checks(l.sizeBytes(c.Type, c.NRanks))
 	if check {
@@ -170,7 +171,7 @@ func (r *ranker) runLocal(library lib.Library, l layout, c lib.Call, mem uintptr
 		if err := r.clk.Once(library, c); err != nil {
 			return rep, err
 		}
-		if rep.wrong, err = verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check); err != nil {
+		if rep.Wrong, err = verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check); err != nil {
 			return rep, err
 		}
 	}
@@ -178,13 +179,13 @@ func (r *ranker) runLocal(library lib.Library, l layout, c lib.Call, mem uintptr
 	if err != nil {
 		return rep, err
 	}
-	rep.times = times
+	rep.Times = times
 	if check && r.cfg.graph && !r.cfg.inplace {
 		again, err := verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check)
 		if err != nil {
 			return rep, err
 		}
-		rep.wrong = max(rep.wrong, again)
+		rep.Wrong = max(rep.Wrong, again)
 	}
 	return rep, nil
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"math/rand/v2"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
@@ -118,55 +116,4 @@ func TestStageAndVerify(t *testing.T) {
 	wrong, err = verify(d, c.Recv, st, ty, 4, countWrong)
 	require.NoError(t, err)
 	assert.Zero(t, wrong)
-}
-
-func TestLocalExchangerAgrees(t *testing.T) {
-	const n, iters = 3, 4
-	x := newLocalExchanger(n, 5*time.Second)
-	outs := make([]report, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		wg.Go(func() {
-			for round := range 3 { // rounds reuse the exchanger
-				times := make([]time.Duration, iters)
-				for i := range times {
-					times[i] = time.Duration((r+1)*(i+1)+round) * time.Microsecond
-				}
-				outs[r], errs[r] = agree(x.rank(r), report{wrong: int64(r), times: times}, iters)
-			}
-		})
-	}
-	wg.Wait()
-	for r := range n {
-		require.NoError(t, errs[r])
-		assert.Equal(t, int64(0+1+2), outs[r].wrong)
-		for i := range iters {
-			assert.Equal(t, time.Duration(n*(i+1)+2)*time.Microsecond, outs[r].times[i], "max over ranks")
-		}
-	}
-}
-
-func TestLocalExchangerFailuresAndTimeout(t *testing.T) {
-	x := newLocalExchanger(2, 5*time.Second)
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for r := range 2 {
-		wg.Go(func() {
-			mine := report{times: []time.Duration{1}}
-			if r == 1 {
-				mine = report{} // failed before timing anything
-			}
-			_, errs[r] = agree(x.rank(r), mine, 1)
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		require.ErrorContains(t, err, "rank 1 failed")
-	}
-	lone := newLocalExchanger(2, 50*time.Millisecond)
-	start := time.Now()
-	_, err := lone.rank(0).Allgather([]byte{1})
-	require.ErrorIs(t, err, gccl.ErrTimeout)
-	assert.Less(t, time.Since(start), 2*time.Second)
 }

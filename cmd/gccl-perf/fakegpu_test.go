@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
 	"github.com/gccl/gccl/internal/memalloc"
 	"github.com/gccl/gccl/internal/perf"
@@ -27,7 +28,7 @@ func fakeRanker(t *testing.T, args []string, fake *perftest.Lib, base *perftest.
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, clk.Close()) })
 	r := &ranker{cfg: cfg, nranks: 1, dev: d, reg: perftest.CacheRegister(perftest.OneRank(t, d)), gccl: fake, clk: clk, out: &out, check: countWrong,
-		x: newLocalExchanger(1, 10*time.Second).rank(0)}
+		x: exchange.NewLocal(1, 10*time.Second).Rank(0)}
 	if base != nil {
 		r.base = base
 	}

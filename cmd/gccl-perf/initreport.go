@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/internal/perf"
 )
 
@@ -37,7 +38,7 @@ const initWords = 7
 // agreeInit all-gathers every rank's init costs (base.took < 0: the
 // baseline has none) and combines them; every rank gets the same summary.
 // A rank that failed (failed true) makes every rank return an error.
-func agreeInit(x exchanger, gccl, base initCost, baseName string, failed bool) (initSummary, error) {
+func agreeInit(x exchange.Exchanger, gccl, base initCost, baseName string, failed bool) (initSummary, error) {
 	words := []int64{0, int64(gccl.took), gccl.memInit, gccl.memFirst, int64(base.took), base.memInit, base.memFirst}
 	if failed {
 		words[0] = 1

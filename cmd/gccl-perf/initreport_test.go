@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,11 +20,11 @@ import (
 // agreeAll runs agreeInit on n goroutine ranks with the given costs.
 func agreeAll(t *testing.T, g, b []initCost, failed int) ([]initSummary, []error) {
 	n := len(g)
-	x := newLocalExchanger(n, 5*time.Second)
+	x := exchange.NewLocal(n, 5*time.Second)
 	sums, errs := make([]initSummary, n), make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
-		wg.Go(func() { sums[r], errs[r] = agreeInit(x.rank(r), g[r], b[r], "nccl", r == failed) })
+		wg.Go(func() { sums[r], errs[r] = agreeInit(x.Rank(r), g[r], b[r], "nccl", r == failed) })
 	}
 	wg.Wait()
 	return sums, errs

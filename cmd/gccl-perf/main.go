@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/internal/commlink"
@@ -109,7 +110,7 @@ func runMPI(cfg config, stdout, stderr io.Writer, h hooks) int {
 		return exitError
 	}
 	defer c.Close()
-	status := runRank(cfg, c, cost, rank, size, mpiExchanger{}, stdout, stderr, h)
+	status := runRank(cfg, c, cost, rank, size, exchange.MPI{}, stdout, stderr, h)
 	if status == exitError && size > 1 {
 		_ = mpiboot.Abort(exitError) // no rank may be left waiting for this one
 	}
@@ -124,14 +125,14 @@ func runLocal(cfg config, stdout, stderr io.Writer, h hooks) int {
 		return exitError
 	}
 	defer closeMeters() // after the communicators' Close
-	x := newLocalExchanger(cfg.np, cfg.timeout)
+	x := exchange.NewLocal(cfg.np, cfg.timeout)
 	stderr = &lockedWriter{w: stderr} // every rank reports its own errors
 	status := make([]int, cfg.np)
 	var wg sync.WaitGroup
 	for r, c := range comms {
 		wg.Go(func() {
 			defer c.Close()
-			status[r] = runRank(cfg, c, costs[r], r, cfg.np, x.rank(r), stdout, stderr, h)
+			status[r] = runRank(cfg, c, costs[r], r, cfg.np, x.Rank(r), stdout, stderr, h)
 		})
 	}
 	wg.Wait()
@@ -141,7 +142,7 @@ func runLocal(cfg config, stdout, stderr io.Writer, h hooks) int {
 // runRank is one rank's whole run: stream, clock, libraries, their init
 // costs (cost is gccl's, measured by the caller), every operation's sweep;
 // rank 0 prints the init line, the tables, the summary and the files.
-func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchanger, stdout, stderr io.Writer, h hooks) (status int) {
+func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchange.Exchanger, stdout, stderr io.Writer, h hooks) (status int) {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", rank, err)
 		return exitError

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
@@ -145,7 +146,7 @@ func traffic(path string, c lib.Call, inPlace bool) (gpu.Traffic, bool) {
 // row agrees with the other ranks on the memory view of c, which gccl ran
 // in t: every rank adds its traffic, rank 0 times the copy of size bytes.
 // It is nil when a rank has no traffic figure.
-func (m *memView) row(x exchanger, c lib.Call, size int64, t time.Duration, inPlace bool) (*perf.Memory, error) {
+func (m *memView) row(x exchange.Exchanger, c lib.Call, size int64, t time.Duration, inPlace bool) (*perf.Memory, error) {
 	path := m.paths.LastGPUPath()
 	tr, ok := traffic(path, c, inPlace)
 	var copyT time.Duration

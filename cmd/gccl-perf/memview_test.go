@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
 	"github.com/gccl/gccl/internal/engine/gpu"
@@ -84,7 +85,7 @@ func TestMemViewRowAgrees(t *testing.T) {
 	d, s := perftest.GPU(t)
 	run := func(gpus []uint64, paths []string) (*perf.Memory, error) {
 		n := len(gpus)
-		x := newLocalExchanger(n, 10*time.Second)
+		x := exchange.NewLocal(n, 10*time.Second)
 		views := make([]*memView, n)
 		for r := range n {
 			var err error
@@ -98,7 +99,7 @@ func TestMemViewRowAgrees(t *testing.T) {
 		for r := range n {
 			wg.Go(func() {
 				c := lib.Call{Op: perf.Broadcast, Count: 1 << 18, Type: gccl.Float32, Root: 0, Rank: r, NRanks: n}
-				mems[r], errs[r] = views[r].row(x.rank(r), c, 1<<20, time.Millisecond, false)
+				mems[r], errs[r] = views[r].row(x.Rank(r), c, 1<<20, time.Millisecond, false)
 			})
 		}
 		wg.Wait()
