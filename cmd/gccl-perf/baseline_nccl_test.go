@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
@@ -37,7 +38,7 @@ func TestNCCLBaselineWithoutLibrary(t *testing.T) {
 	cfg := mustParse(t, "-np", "2", "-baseline", "nccl", "-b", "1K", "-e", "1K", "-timeout", "10s")
 	var errs bytes.Buffer
 	start := time.Now()
-	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
 	assert.Contains(t, errs.String(), "baseline nccl: libnccl.so.2 not found")
 	assert.Less(t, time.Since(start), 8*time.Second, "a missing library must fail fast on every rank")
 }

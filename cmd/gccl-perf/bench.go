@@ -5,8 +5,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/layout"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
@@ -28,7 +30,7 @@ type ranker struct {
 	x      exchange.Exchanger
 	out    io.Writer // the table (rank 0), else io.Discard
 	prog   io.Writer // progress (rank 0 with -progress), else nil
-	check  checker
+	check  check.Checker
 }
 
 // opResult is the outcome of one operation's sweep.
@@ -50,7 +52,7 @@ func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	if _, err := newLayout(op, 0, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace); err != nil {
+	if _, err := layout.New(op, 0, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace); err != nil {
 		fmt.Fprintf(r.out, "# %s skipped: %v\n\n", op, err)
 		return res, nil
 	}
@@ -97,7 +99,7 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []lib.Lib
 	if err != nil {
 		return perf.Row{}, err
 	}
-	bytes := l.sizeBytes(t, r.nranks)
+	bytes := l.SizeBytes(t, r.nranks)
 	row := perf.Row{Size: bytes, Count: int(bytes) / t.Size(), Type: t.String(), RedOp: "-", Root: -1}
 	if op.Reducing() {
 		row.RedOp = r.cfg.redop.String()
@@ -105,7 +107,7 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []lib.Lib
 	if op.Rooted() {
 		row.Root = r.cfg.root
 	}
-	in := inputs{seed: r.cfg.seed + uint64(size), t: t}
+	in := check.Inputs{Seed: r.cfg.seed + uint64(size), Type: t}
 	for k, library := range libs {
 		r.showProgress(op, bytes, i, n, library.Name())
 		m, err := r.measure(library, l, c, mem, in)
@@ -127,20 +129,20 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []lib.Lib
 }
 
 // callAt is op's call at size bytes on the sweep memory at mem, and its layout.
-func (r *ranker) callAt(op perf.Op, size int64, mem uintptr) (lib.Call, layout, error) {
+func (r *ranker) callAt(op perf.Op, size int64, mem uintptr) (lib.Call, layout.Layout, error) {
 	t := r.cfg.dtype
-	l, err := newLayout(op, size, t, r.rank, r.nranks, r.cfg.inplace)
+	l, err := layout.New(op, size, t, r.rank, r.nranks, r.cfg.inplace)
 	if err != nil {
 		return lib.Call{}, l, err
 	}
-	send, recv := l.place(mem, t)
-	return lib.Call{Op: op, Send: send, Recv: recv, Count: l.count, Type: t, RedOp: r.cfg.redop,
+	send, recv := l.Place(mem, t)
+	return lib.Call{Op: op, Send: send, Recv: recv, Count: l.Count, Type: t, RedOp: r.cfg.redop,
 		Root: r.cfg.root, Rank: r.rank, NRanks: r.nranks}, l, nil
 }
 
 // measure runs lib once checked (when -check), then the warm-up and timed
 // iterations, and agrees with the other ranks on the outcome.
-func (r *ranker) measure(library lib.Library, l layout, c lib.Call, mem uintptr, in inputs) (perf.Measure, error) {
+func (r *ranker) measure(library lib.Library, l layout.Layout, c lib.Call, mem uintptr, in check.Inputs) (perf.Measure, error) {
 	mine, localErr := r.runLocal(library, l, c, mem, in)
 	if localErr != nil {
 		mine.Failed = true
@@ -152,36 +154,36 @@ func (r *ranker) measure(library lib.Library, l layout, c lib.Call, mem uintptr,
 	if err != nil {
 		return perf.Measure{}, err
 	}
-	return perf.NewMeasure(c.Op, l.sizeBytes(c.Type, c.NRanks), c.NRanks, all.Times, all.Wrong), nil
+	return perf.NewMeasure(c.Op, l.SizeBytes(c.Type, c.NRanks), c.NRanks, all.Times, all.Wrong), nil
 }
 
 // runLocal is this rank's part of measure. With -graph, out of place, the
 // result of the timed graph launches is checked again (the inputs are
 // unchanged, so each replay must rewrite the same result); the wrong count
 // is the worse of the two checks.
-func (r *ranker) runLocal(library lib.Library, l layout, c lib.Call, mem uintptr, in inputs) (exchange.Report, error) {
+func (r *ranker) runLocal(library lib.Library, l layout.Layout, c lib.Call, mem uintptr, in check.Inputs) (exchange.Report, error) {
 	rep := exchange.Report{Wrong: -1}
-	var st staged
-	check := r.cfg.checks(l.sizeBytes(c.Type, c.NRanks))
-	if check {
+	var st check.Staged
+	checked := r.cfg.checks(l.SizeBytes(c.Type, c.NRanks))
+	if checked {
 		var err error
-		if st, err = stage(r.dev, mem, l, in, c); err != nil {
+		if st, err = check.Stage(r.dev, mem, l, in, c); err != nil {
 			return rep, err
 		}
 		if err := r.clk.Once(library, c); err != nil {
 			return rep, err
 		}
-		if rep.Wrong, err = verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check); err != nil {
+		if rep.Wrong, err = check.Verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check); err != nil {
 			return rep, err
 		}
 	}
-	times, err := r.clk.Times(library, c, l.sizeBytes(c.Type, c.NRanks))
+	times, err := r.clk.Times(library, c, l.SizeBytes(c.Type, c.NRanks))
 	if err != nil {
 		return rep, err
 	}
 	rep.Times = times
-	if check && r.cfg.graph && !r.cfg.inplace {
-		again, err := verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check)
+	if checked && r.cfg.graph && !r.cfg.inplace {
+		again, err := check.Verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check)
 		if err != nil {
 			return rep, err
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
@@ -27,7 +28,7 @@ func fakeRanker(t *testing.T, args []string, fake *perftest.Lib, base *perftest.
 	clk, err := clock.New(cfg.clock(), d, fake.Stream)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, clk.Close()) })
-	r := &ranker{cfg: cfg, nranks: 1, dev: d, reg: perftest.CacheRegister(perftest.OneRank(t, d)), gccl: fake, clk: clk, out: &out, check: countWrong,
+	r := &ranker{cfg: cfg, nranks: 1, dev: d, reg: perftest.CacheRegister(perftest.OneRank(t, d)), gccl: fake, clk: clk, out: &out, check: check.CountWrong,
 		x: exchange.NewLocal(1, 10*time.Second).Rank(0)}
 	if base != nil {
 		r.base = base

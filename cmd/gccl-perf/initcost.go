@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/layout"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
@@ -156,7 +157,7 @@ func (r *ranker) firstOp() (op perf.Op, sizes []int64, ok bool) {
 		if op.Rooted() && r.cfg.root >= r.nranks {
 			continue
 		}
-		if _, err := newLayout(op, 0, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace); err != nil {
+		if _, err := layout.New(op, 0, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace); err != nil {
 			continue
 		}
 		if r.base != nil && r.base.Supports(op, r.cfg.dtype, r.cfg.redop, r.cfg.inplace) != nil {

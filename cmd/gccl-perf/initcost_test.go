@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
 	"github.com/gccl/gccl/internal/cuda"
@@ -34,7 +35,7 @@ func TestInitLineHostRanks(t *testing.T) {
 		"-timeout", "30s", "-json", jsonPath)
 	var out, errs bytes.Buffer
 	start := time.Now()
-	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: countWrong}), "stderr: %s", errs.String())
+	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: check.CountWrong}), "stderr: %s", errs.String())
 	wall := time.Since(start)
 	first := strings.SplitN(out.String(), "\n", 2)[0]
 	m := hostInitLine.FindStringSubmatch(first)

@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"sync"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
@@ -35,12 +36,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gccl-perf:", err)
 		os.Exit(exitUsage)
 	}
-	os.Exit(run(cfg, os.Stdout, os.Stderr, hooks{check: countWrong}))
+	os.Exit(run(cfg, os.Stdout, os.Stderr, hooks{check: check.CountWrong}))
 }
 
 // hooks are what tests replace.
 type hooks struct {
-	check checker
+	check check.Checker
 }
 
 // run runs the configured sweeps and returns the exit status.

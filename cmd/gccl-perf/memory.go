@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gccl/gccl/bufreg"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/layout"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
@@ -110,11 +111,11 @@ func (r *ranker) alloc(op perf.Op, sizes []int64, withBase bool) (*arena, error)
 func (r *ranker) arenaBytes(op perf.Op, sizes []int64) (int, error) {
 	most := 0
 	for _, s := range sizes {
-		l, err := newLayout(op, s, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace)
+		l, err := layout.New(op, s, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace)
 		if err != nil {
 			return 0, err
 		}
-		most = max(most, l.memElems)
+		most = max(most, l.MemElems)
 	}
 	return most * r.cfg.dtype.Size(), nil
 }

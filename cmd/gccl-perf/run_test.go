@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -56,7 +57,7 @@ func TestEndToEndTwoRanks(t *testing.T) {
 	cfg := mustParse(t, "-np", "2", "-b", "8", "-e", "4K", "-f", "4", "-n", "3", "-w", "1", "-timeout", "30s",
 		"-csv", csvPath, "-json", jsonPath, "-png", filepath.Join(dir, "r.png"), "-progress")
 	var out, errs bytes.Buffer
-	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: countWrong}), "stderr: %s", errs.String())
+	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: check.CountWrong}), "stderr: %s", errs.String())
 	rows := tables(t, out.String())["allreduce"]
 	require.Len(t, rows, 5, out.String()) // 8, 32, 128, 512, 2K
 	for i, r := range rows {
@@ -90,7 +91,7 @@ func TestEndToEndEveryOperation(t *testing.T) {
 		cfg := mustParse(t, "-np", "3", "-op", "all", "-b", "12", "-e", "3000", "-f", "8", "-n", "2", "-w", "0",
 			"-t", "int32", "-o", "max", "-r", "2", "-timeout", "30s", inplace)
 		var out, errs bytes.Buffer
-		require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: countWrong}), "stderr: %s", errs.String())
+		require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: check.CountWrong}), "stderr: %s", errs.String())
 		got := tables(t, out.String())
 		for _, op := range cfg.ops {
 			if inplace == "-inplace=true" && (op == "sendrecv" || op == "alltoall") {
@@ -112,7 +113,7 @@ func TestEndToEndCountsCorruptedResults(t *testing.T) {
 	corrupt := func(got, want []byte, ty gccl.DataType, nranks int) int64 {
 		bad := append([]byte{}, got...)
 		bad[len(bad)-1] ^= 0x7F // the last element's top byte
-		return countWrong(bad, want, ty, nranks)
+		return check.CountWrong(bad, want, ty, nranks)
 	}
 	var out bytes.Buffer
 	require.Equal(t, exitWrong, run(cfg, &out, io.Discard, hooks{check: corrupt}))
@@ -145,18 +146,18 @@ func TestGraphOnHostIsRefused(t *testing.T) {
 	cfg := mustParse(t, "-np", "2", "-graph", "-timeout", "10s")
 	var errs bytes.Buffer
 	start := time.Now()
-	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
 	assert.Contains(t, errs.String(), "not supported on host")
 	assert.Less(t, time.Since(start), 5*time.Second)
 
 	cfg = mustParse(t, "-np", "2", "-op", "broadcast", "-r", "2", "-timeout", "10s")
 	errs.Reset()
-	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
 	assert.Contains(t, errs.String(), "-r 2 is not a rank")
 
 	cfg = mustParse(t, "-np", "2", "-baseline", "nccl", "-timeout", "10s")
 	errs.Reset()
-	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
 	assert.Contains(t, errs.String(), "baseline nccl") // not built in, or no libnccl/GPU here
 }
 
@@ -167,7 +168,7 @@ func TestEndToEndRegisteredHost(t *testing.T) {
 	cfg := mustParse(t, "-np", "3", "-op", "all", "-b", "96", "-e", "6K", "-f", "8", "-n", "2", "-w", "1",
 		"-t", "int32", "-register", "-timeout", "30s")
 	var out, errs bytes.Buffer
-	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: countWrong}), "stderr: %s", errs.String())
+	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: check.CountWrong}), "stderr: %s", errs.String())
 	got := tables(t, out.String())
 	for _, op := range cfg.ops {
 		require.Len(t, got[string(op)], 3, "%s:\n%s", op, out.String())
@@ -185,7 +186,7 @@ func TestOpAllFilesPerOperation(t *testing.T) {
 	dir := t.TempDir()
 	cfg := mustParse(t, "-np", "2", "-op", "all", "-b", "64", "-e", "256", "-n", "1", "-w", "0", "-timeout", "30s",
 		"-csv", filepath.Join(dir, "r.csv"), "-png", filepath.Join(dir, "r.png"))
-	require.Equal(t, exitOK, run(cfg, io.Discard, io.Discard, hooks{check: countWrong}))
+	require.Equal(t, exitOK, run(cfg, io.Discard, io.Discard, hooks{check: check.CountWrong}))
 	for _, op := range cfg.ops {
 		f, err := os.Open(filepath.Join(dir, "r-"+string(op)+".csv"))
 		require.NoError(t, err, op)
