@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
@@ -217,15 +218,7 @@ func ncclOpsOf(c lib.Call) ([]nccl.Op, error) {
 	return []nccl.Op{o}, nil
 }
 
-// registrar is a baseline that can register the sweep's memory with its
-// library (NCCL: ncclCommRegister) for zero-copy runs: the sweep registers
-// each allocation after Alloc and deregisters it before Free.
-type registrar interface {
-	Register(p uintptr, size int) error
-	Deregister(p uintptr) error
-}
-
-var _ registrar = (*ncclBaseline)(nil)
+var _ arena.Registrar = (*ncclBaseline)(nil)
 
 // Register registers size bytes at p with the NCCL communicator.
 func (b *ncclBaseline) Register(p uintptr, size int) error {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
@@ -22,7 +23,7 @@ type ranker struct {
 	rank   int
 	nranks int
 	dev    device.Device
-	reg    gcclRegister // registers with gccl's communicator, for -register
+	reg    arena.GcclRegister // registers with gccl's communicator, for -register
 	gccl   lib.Library
 	base   lib.Baseline // nil without one
 	clk    clock.Clock  // times every library alike
@@ -69,14 +70,14 @@ func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
 		return res, err
 	}
 	defer func() {
-		if ferr := mem.free(); ferr != nil && err == nil {
+		if ferr := mem.Free(); ferr != nil && err == nil {
 			err = fmt.Errorf("%s: releasing the buffers: %w", op, ferr)
 		}
 	}()
 	tab := perf.Table{W: r.out, Baseline: res.baseName, Memory: r.mem != nil}
 	tab.Header(r.title(op, mem))
 	for i, size := range sizes {
-		row, err := r.measureSize(op, size, mem.base, libs, i, len(sizes))
+		row, err := r.measureSize(op, size, mem.Base, libs, i, len(sizes))
 		if err != nil {
 			return res, fmt.Errorf("%s at %d bytes: %w", op, size, err)
 		}
@@ -192,14 +193,42 @@ func (r *ranker) runLocal(library lib.Library, l layout.Layout, c lib.Call, mem 
 	return rep, nil
 }
 
-func (r *ranker) title(op perf.Op, mem *arena) string {
+// alloc allocates the memory for the largest layout of op's sweep,
+// registered with gccl and with the baseline (when it runs this op and can
+// register) under -register.
+func (r *ranker) alloc(op perf.Op, sizes []int64, withBase bool) (*arena.Arena, error) {
+	bytes, err := r.arenaBytes(op, sizes)
+	if err != nil {
+		return nil, err
+	}
+	regs := map[string]arena.Registrar{}
+	if reg, ok := r.base.(arena.Registrar); ok && withBase {
+		regs[r.base.Name()] = reg
+	}
+	return arena.New(r.dev, bytes, r.cfg.register, r.reg, regs)
+}
+
+// arenaBytes is the memory the largest layout of op at sizes needs.
+func (r *ranker) arenaBytes(op perf.Op, sizes []int64) (int, error) {
+	most := 0
+	for _, s := range sizes {
+		l, err := layout.New(op, s, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace)
+		if err != nil {
+			return 0, err
+		}
+		most = max(most, l.MemElems)
+	}
+	return most * r.cfg.dtype.Size(), nil
+}
+
+func (r *ranker) title(op perf.Op, mem *arena.Arena) string {
 	place := "out-of-place"
 	if r.cfg.inplace {
 		place = "in-place"
 	}
 	regs := "buffers not registered"
-	if len(mem.registeredWith) > 0 {
-		regs = "buffers registered with " + strings.Join(mem.registeredWith, " and ")
+	if len(mem.RegisteredWith) > 0 {
+		regs = "buffers registered with " + strings.Join(mem.RegisteredWith, " and ")
 	}
 	return fmt.Sprintf("gccl-perf %s: %d ranks, device %v, %v %v, %s, iters %d, warmup %d, check %v, %s, %s",
 		op, r.nranks, r.dev.Kind(), r.cfg.dtype, r.cfg.redop, place, r.cfg.iters, r.cfg.warmup, r.cfg.check,

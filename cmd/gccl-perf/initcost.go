@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/layout"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
@@ -189,15 +190,15 @@ func (r *ranker) measureFirstOps(libs []lib.Library, costs []initCost) (err erro
 	if err != nil {
 		return err
 	}
-	mem, err := newArena(r.dev, bytes, false, nil, nil)
+	mem, err := arena.New(r.dev, bytes, false, nil, nil)
 	if err != nil {
 		return fmt.Errorf("first operations: %w", err)
 	}
-	defer func() { err = errors.Join(err, mem.free()) }()
+	defer func() { err = errors.Join(err, mem.Free()) }()
 	for i, library := range libs {
 		costs[i], err = firstOps(m, costs[i], func() error {
 			for _, size := range sizes {
-				c, _, err := r.callAt(op, size, mem.base)
+				c, _, err := r.callAt(op, size, mem.Base)
 				if err != nil {
 					return err
 				}

@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"sync"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
@@ -159,7 +160,7 @@ func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchan
 		return fail(err)
 	}
 	defer clk.Close()
-	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, reg: commRegister(c),
+	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, reg: arena.CommRegister(c),
 		gccl: lib.NewGccl(lib.Env{Comm: c, Device: d, Stream: s}), clk: clk}
 	var paths pathSource
 	if e, err := commlink.Engine(c); err == nil {
