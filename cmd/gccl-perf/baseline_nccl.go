@@ -9,6 +9,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/initcost"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
@@ -33,7 +34,7 @@ type ncclBaseline struct {
 	stream  gccl.Stream
 	regs    map[uintptr]uintptr // registered base -> ncclCommRegister handle
 	failed  bool                // an operation failed or timed out: Close aborts
-	cost    initCost            // ncclCommInitRank's time and memory
+	cost    initcost.Cost       // ncclCommInitRank's time and memory
 }
 
 func newNCCLBaseline(e lib.Env) (lib.Baseline, error) {
@@ -68,7 +69,7 @@ func newNCCLBaseline(e lib.Env) (lib.Baseline, error) {
 		return nil, fmt.Errorf("baseline nccl: %w", err)
 	}
 	b := &ncclBaseline{version: nl.Version(), dev: dev, stream: e.Stream, regs: map[uintptr]uintptr{}}
-	b.cost, err = timeInit(meterOf(dev), func() error {
+	b.cost, err = initcost.Measure(initcost.MeterOf(dev), func() error {
 		return dev.Do(func() (err error) {
 			b.comm, err = nl.InitRank(e.Comm.Count(), id, e.Comm.Rank(), timeout)
 			return err
@@ -83,10 +84,10 @@ func newNCCLBaseline(e lib.Env) (lib.Baseline, error) {
 	return b, nil
 }
 
-// initCost is the wall time and device memory of ncclCommInitRank on this
-// rank (timeInit: every rank starts it right after the unique ID's
+// InitCost is the wall time and device memory of ncclCommInitRank on this
+// rank (initcost.Measure: every rank starts it right after the unique ID's
 // all-gather, and the context already exists).
-func (b *ncclBaseline) initCost() initCost { return b.cost }
+func (b *ncclBaseline) InitCost() initcost.Cost { return b.cost }
 
 // keepNCCLOffNVLS sets NCCL_NVLS_ENABLE=0 for the NCCL in this process
 // unless the user enabled NVLS explicitly (GCCL_NVLS_ENABLE or

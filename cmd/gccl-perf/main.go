@@ -13,6 +13,7 @@ import (
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/initcost"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/internal/commlink"
@@ -144,7 +145,7 @@ func runLocal(cfg config, stdout, stderr io.Writer, h hooks) int {
 // runRank is one rank's whole run: stream, clock, libraries, their init
 // costs (cost is gccl's, measured by the caller), every operation's sweep;
 // rank 0 prints the init line, the tables, the summary and the files.
-func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchange.Exchanger, stdout, stderr io.Writer, h hooks) (status int) {
+func runRank(cfg config, c *comm.Comm, cost initcost.Cost, rank, nranks int, x exchange.Exchanger, stdout, stderr io.Writer, h hooks) (status int) {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", rank, err)
 		return exitError

@@ -12,6 +12,8 @@ import (
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine/gpu"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/gccl/gccl/transport/topo"
@@ -193,4 +195,10 @@ func (m *memView) row(x exchange.Exchanger, c lib.Call, size int64, t time.Durat
 		mem.Bytes = max(mem.Bytes, b)
 	}
 	return mem, nil
+}
+
+// gpuDriver is the CUDA driver that dev calls.
+func gpuDriver(dev *device.CUDADevice) cuda.Driver {
+	drv, _ := devlink.Driver(dev)
+	return drv
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/initcost"
 	"github.com/gccl/gccl/internal/perf"
 )
 
@@ -119,7 +120,7 @@ func ratioMean(rows []perf.Row, minSize int64) float64 {
 // (the JSON also has the init costs).
 // With several operations, the CSV and PNG names get the operation's name
 // before the extension (out.csv -> out-allreduce.csv).
-func writeFiles(cfg config, results []opResult, init initSummary) error {
+func writeFiles(cfg config, results []opResult, init initcost.Summary) error {
 	for _, res := range results {
 		if len(res.rows) == 0 {
 			continue
@@ -196,7 +197,7 @@ type jsonRun struct {
 	Rows []jsonRow `json:"rows"`
 }
 
-func writeJSON(w io.Writer, results []opResult, init initSummary) error {
+func writeJSON(w io.Writer, results []opResult, init initcost.Summary) error {
 	rows := []jsonRow{}
 	for _, res := range results {
 		for _, r := range res.rows {
@@ -222,7 +223,7 @@ func writeJSON(w io.Writer, results []opResult, init initSummary) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonRun{Init: init.json(), Rows: rows})
+	return enc.Encode(jsonRun{Init: initJSON(init), Rows: rows})
 }
 
 func us(m perf.Measure) float64 { return float64(m.Time.Nanoseconds()) / 1e3 }

@@ -29,7 +29,8 @@ func NewTimer(dev *device.CUDADevice, s gccl.Stream, timeout time.Duration) (*Ti
 	if timeout <= 0 {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "timeout", "the event timer needs a deadline > 0, got %v", timeout)
 	}
-	t := &Timer{dev: dev, drv: gpuDriver(dev), stream: cuda.Stream(s), timeout: timeout}
+	drv, _ := devlink.Driver(dev)
+	t := &Timer{dev: dev, drv: drv, stream: cuda.Stream(s), timeout: timeout}
 	err := dev.Do(func() (err error) {
 		if t.start, err = t.drv.EventCreate(cuda.EventDefault); err != nil {
 			return err
@@ -143,9 +144,3 @@ func (t *Timer) Close() error {
 
 // Stream is the stream the timer records its events on.
 func (t *Timer) Stream() cuda.Stream { return t.stream }
-
-// gpuDriver is the CUDA driver that dev calls.
-func gpuDriver(dev *device.CUDADevice) cuda.Driver {
-	drv, _ := devlink.Driver(dev)
-	return drv
-}

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/initcost"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
-	"github.com/gccl/gccl/internal/cuda"
-	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,60 +66,7 @@ func TestInitLineHostRanks(t *testing.T) {
 	assert.Len(t, js.Rows, 3)
 }
 
-// fakeMeter is a meter on a fresh fake GPU with memBytes of memory.
-func fakeMeter(t *testing.T, memBytes int) (*memMeter, *cudafake.Fake) {
-	f := cudafake.New(cudafake.Config{MemBytes: memBytes})
-	return meterOf(perftest.OpenGPU(t, f)), f
-}
-
-// timeInit on the fake GPU: the memory figure is exactly what the init
-// allocated (cuMemAlloc and cuMemCreate), whatever was allocated before;
-// the time includes asynchronous work the init left on a stream.
-func TestTimeInitOnFakeGPU(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, uint64(time.Now().UnixNano())))
-	m, f := fakeMeter(t, 256<<20)
-	_, err := m.dev.Alloc(1 + rng.IntN(1<<20)) // before the init: not counted
-	require.NoError(t, err)
-	g, err := f.MemGetAllocationGranularity(0, cuda.HandlePosixFD, false)
-	require.NoError(t, err)
-	n, k := 1+rng.IntN(8<<20), 1+rng.IntN(4)
-	const lag = 30 * time.Millisecond
-	var handle cuda.MemHandle
-	cost, err := timeInit(m, func() error {
-		return m.dev.Do(func() (err error) {
-			if _, err = f.MemAlloc(n); err != nil {
-				return err
-			}
-			if handle, err = f.MemCreate(k*g, 0, cuda.HandlePosixFD); err != nil {
-				return err
-			}
-			s, err := f.StreamCreate(cuda.StreamNonBlocking)
-			if err != nil {
-				return err
-			}
-			return f.LaunchHostFunc(s, func() { time.Sleep(lag) })
-		})
-	})
-	require.NoError(t, err)
-	assert.EqualValues(t, n+k*g, cost.memInit, "n %d, %d x %d", n, k, g)
-	assert.EqualValues(t, -1, cost.memFirst)
-	assert.GreaterOrEqual(t, cost.took, lag, "the init's asynchronous work is waited for")
-
-	// Freeing in the init shows as a smaller (even negative) figure.
-	cost, err = timeInit(m, func() error { return m.dev.Do(func() error { return f.MemRelease(handle) }) })
-	require.NoError(t, err)
-	assert.EqualValues(t, -k*g, cost.memInit)
-
-	// On the host nothing is measured but the time.
-	cost, err = timeInit(nil, func() error { time.Sleep(lag); return nil })
-	require.NoError(t, err)
-	assert.Equal(t, int64(-1), cost.memInit)
-	assert.GreaterOrEqual(t, cost.took, lag)
-	_, err = timeInit(nil, func() error { return os.ErrDeadlineExceeded })
-	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
-}
-
-// lazyLib is a fakeLib that allocates lazy bytes of device memory on its
+// lazyLib is a perftest.Lib that allocates lazy bytes of device memory on its
 // first launch and keeps them, as NCCL connects its buffers lazily.
 type lazyLib struct {
 	*perftest.Lib
@@ -146,20 +93,17 @@ func TestFirstOpsOnFakeGPU(t *testing.T) {
 		g, b := &lazyLib{Lib: fake, lazy: 1 + rng.IntN(4<<20)}, &lazyLib{Lib: base, lazy: 1 + rng.IntN(4<<20)}
 		r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "1K", "-e", "1M", "-n", "1", "-w", "0", mode}, fake, nil)
 		r.gccl, r.base = g, b
-		m := meterOf(r.dev)
-		free0, err := m.free()
-		require.NoError(t, err)
-		costs := []initCost{{took: time.Millisecond, memInit: rng.Int64N(1 << 30), memFirst: -1},
-			{took: time.Millisecond, memInit: rng.Int64N(1 << 30), memFirst: -1}}
-		init := []int64{costs[0].memInit, costs[1].memInit}
+		free0 := freeBytes(t, fake.Dev)
+		costs := []initcost.Cost{{Took: time.Millisecond, MemInit: rng.Int64N(1 << 30), MemFirst: -1},
+			{Took: time.Millisecond, MemInit: rng.Int64N(1 << 30), MemFirst: -1}}
+		init := []int64{costs[0].MemInit, costs[1].MemInit}
 		require.NoError(t, r.measureFirstOps([]lib.Library{g, b}, costs))
-		assert.Equal(t, init[0]+int64(g.lazy), costs[0].memFirst, mode)
-		assert.Equal(t, init[1]+int64(b.lazy), costs[1].memFirst, mode)
-		assert.Equal(t, init, []int64{costs[0].memInit, costs[1].memInit}, "the init figures stay")
+		assert.Equal(t, init[0]+int64(g.lazy), costs[0].MemFirst, mode)
+		assert.Equal(t, init[1]+int64(b.lazy), costs[1].MemFirst, mode)
+		assert.Equal(t, init, []int64{costs[0].MemInit, costs[1].MemInit}, "the init figures stay")
 		assert.EqualValues(t, 2, fake.Ran.Load(), "%s: smallest and largest size", mode)
 		assert.EqualValues(t, 2, base.Ran.Load(), mode)
-		free1, err := m.free()
-		require.NoError(t, err)
+		free1 := freeBytes(t, fake.Dev)
 		assert.Equal(t, free0-int64(g.lazy+b.lazy), free1, "only the lazy memory is left")
 	}
 }
@@ -169,7 +113,7 @@ func TestFirstOpsFailure(t *testing.T) {
 	fake, _ := fakePair(t, 0)
 	fake.Fail = os.ErrClosed
 	r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "64"}, fake, nil)
-	costs := []initCost{{memInit: 0, memFirst: -1}}
+	costs := []initcost.Cost{{MemInit: 0, MemFirst: -1}}
 	assert.ErrorIs(t, r.measureFirstOps([]lib.Library{fake}, costs), os.ErrClosed)
 }
 
@@ -187,4 +131,14 @@ func TestFirstOpChoice(t *testing.T) {
 	r.cfg.ops = []perf.Op{perf.Broadcast, perf.SendRecv}
 	_, _, ok = r.firstOp()
 	assert.False(t, ok)
+}
+
+// freeBytes is d's free memory, as cuMemGetInfo reads it.
+func freeBytes(t *testing.T, d *device.CUDADevice) int64 {
+	var free int
+	require.NoError(t, d.Do(func() (err error) {
+		free, _, err = perftest.Driver(d).MemGetInfo()
+		return err
+	}))
+	return int64(free)
 }
