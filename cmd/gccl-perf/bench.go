@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/layout"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/memview"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 )
@@ -25,9 +26,9 @@ type ranker struct {
 	dev    device.Device
 	reg    arena.GcclRegister // registers with gccl's communicator, for -register
 	gccl   lib.Library
-	base   lib.Baseline // nil without one
-	clk    clock.Clock  // times every library alike
-	mem    *memView     // GPU: the memory-traffic view; nil elsewhere
+	base   lib.Baseline  // nil without one
+	clk    clock.Clock   // times every library alike
+	mem    *memview.View // GPU: the memory-traffic view; nil elsewhere
 	x      exchange.Exchanger
 	out    io.Writer // the table (rank 0), else io.Discard
 	prog   io.Writer // progress (rank 0 with -progress), else nil
@@ -122,7 +123,7 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []lib.Lib
 		}
 	}
 	if r.mem != nil {
-		if row.Mem, err = r.mem.row(r.x, c, bytes, row.Gccl.Time, r.cfg.inplace); err != nil {
+		if row.Mem, err = r.mem.Row(r.x, c, bytes, row.Gccl.Time, r.cfg.inplace); err != nil {
 			return row, fmt.Errorf("memory view: %w", err)
 		}
 	}

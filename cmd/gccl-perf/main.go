@@ -9,13 +9,16 @@ import (
 	"runtime/pprof"
 	"sync"
 
+	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/initcost"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/memview"
 	"github.com/gccl/gccl/comm"
+	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/mpiboot"
@@ -163,11 +166,11 @@ func runRank(cfg config, c *comm.Comm, cost initcost.Cost, rank, nranks int, x e
 	defer clk.Close()
 	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, reg: arena.CommRegister(c),
 		gccl: lib.NewGccl(lib.Env{Comm: c, Device: d, Stream: s}), clk: clk}
-	var paths pathSource
+	var paths memview.PathSource
 	if e, err := commlink.Engine(c); err == nil {
 		paths = e
 	}
-	if r.mem, err = newMemView(cfg, paths, d, s, rank); err != nil {
+	if r.mem, err = memView(cfg, paths, d, s, rank); err != nil {
 		return fail(err)
 	}
 	defer r.mem.Close()
@@ -215,6 +218,14 @@ func (r *ranker) sweepAll(stderr io.Writer) ([]opResult, int) {
 		results = append(results, res)
 	}
 	return results, status
+}
+
+// memView is the memory-traffic view of a GPU rank (-mem), or nil.
+func memView(cfg config, paths memview.PathSource, d device.Device, s gccl.Stream, rank int) (*memview.View, error) {
+	if !cfg.mem {
+		return nil, nil
+	}
+	return memview.New(cfg.clock(), paths, d, s, rank)
 }
 
 // closeBaseline closes the baseline, or aborts it after a failure when it

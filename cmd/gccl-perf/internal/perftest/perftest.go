@@ -148,3 +148,8 @@ func CacheRegister(c *regcache.Cache) func(p uintptr, size int) (func() error, e
 		return func() error { return regcache.Deregister(h) }, nil
 	}
 }
+
+// Path is a path source (memview.PathSource) that always names one path.
+type Path string
+
+func (p Path) LastGPUPath() string { return string(p) }
