@@ -11,6 +11,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/baseline"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
@@ -180,7 +181,7 @@ func runRank(cfg config, c *comm.Comm, cost initcost.Cost, rank, nranks int, x e
 			r.prog = stderr
 		}
 	}
-	if r.base, err = openBaseline(cfg.baseline, lib.Env{Comm: c, Device: d, Stream: s}); err != nil {
+	if r.base, err = baseline.Open(cfg.baseline, lib.Env{Comm: c, Device: d, Stream: s}); err != nil {
 		return fail(err)
 	}
 	if r.base != nil {

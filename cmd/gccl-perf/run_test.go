@@ -14,6 +14,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
+	"github.com/gccl/gccl/internal/nccl"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -203,4 +204,17 @@ func TestOpAllFilesPerOperation(t *testing.T) {
 	}
 	_, err := os.Stat(filepath.Join(dir, "r.csv"))
 	assert.True(t, os.IsNotExist(err), "no unsuffixed file with -op all")
+}
+
+// Without libnccl.so.2, -baseline nccl fails fast on every rank, saying why.
+func TestNCCLBaselineWithoutLibrary(t *testing.T) {
+	if nl, err := nccl.Load(); err == nil {
+		t.Skipf("libnccl.so.2 is present (NCCL %s); the missing-library path is not exercised", nccl.VersionString(nl.Version()))
+	}
+	cfg := mustParse(t, "-np", "2", "-baseline", "nccl", "-b", "1K", "-e", "1K", "-timeout", "10s")
+	var errs bytes.Buffer
+	start := time.Now()
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
+	assert.Contains(t, errs.String(), "baseline nccl: libnccl.so.2 not found")
+	assert.Less(t, time.Since(start), 8*time.Second, "a missing library must fail fast on every rank")
 }

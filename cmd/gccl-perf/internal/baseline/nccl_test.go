@@ -1,9 +1,7 @@
-package main
+package baseline
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -11,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
@@ -28,19 +25,13 @@ func TestNCCLBaselineWithoutLibrary(t *testing.T) {
 	}
 	host, err := device.Open(device.Host, 0)
 	require.NoError(t, err)
-	_, err = openBaseline("nccl", lib.Env{Device: host})
+	_, err = Open("nccl", lib.Env{Device: host})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, nccl.ErrNoLibrary)
 	assert.ErrorIs(t, err, gccl.ErrSystem)
 	assert.Equal(t, "baseline nccl", err.(*gccl.Error).Arg)
 	assert.Contains(t, err.Error(), "baseline nccl: libnccl.so.2 not found")
 
-	cfg := mustParse(t, "-np", "2", "-baseline", "nccl", "-b", "1K", "-e", "1K", "-timeout", "10s")
-	var errs bytes.Buffer
-	start := time.Now()
-	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
-	assert.Contains(t, errs.String(), "baseline nccl: libnccl.so.2 not found")
-	assert.Less(t, time.Since(start), 8*time.Second, "a missing library must fail fast on every rank")
 }
 
 func TestNCCLBaselineLoadFailures(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"context"
@@ -18,8 +18,6 @@ import (
 	"github.com/gccl/gccl/internal/nccl"
 	"github.com/gccl/gccl/internal/perf"
 )
-
-func init() { baselines["nccl"] = newNCCLBaseline }
 
 // openNCCL loads libnccl.so.2; tests replace it.
 var openNCCL = nccl.Load

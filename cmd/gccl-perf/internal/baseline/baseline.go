@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"fmt"
@@ -8,13 +8,16 @@ import (
 
 // baselines maps -baseline names to constructors; every rank calls the
 // constructor at the same point (it may be collective). "mpi" is MPI's own
-// collectives; "nccl" is registered by the GPU build (dlopen of
-// libnccl.so.2 through internal/nccl) and missing elsewhere.
+// collectives; "nccl" loads libnccl.so.2 (through internal/nccl) when it
+// is opened, and fails then where there is none.
 var baselines = map[string]func(lib.Env) (lib.Baseline, error){
-	"mpi": newMPIBaseline,
+	"mpi":  newMPIBaseline,
+	"nccl": newNCCLBaseline,
 }
 
-func openBaseline(name string, env lib.Env) (lib.Baseline, error) {
+// Open opens the baseline called name (-baseline) on every rank; "none"
+// is no baseline (nil).
+func Open(name string, env lib.Env) (lib.Baseline, error) {
 	if name == "none" {
 		return nil, nil
 	}
