@@ -12,6 +12,7 @@ import (
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/layout"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/memview"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/report"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 )
@@ -30,23 +31,14 @@ type ranker struct {
 	clk    clock.Clock   // times every library alike
 	mem    *memview.View // GPU: the memory-traffic view; nil elsewhere
 	x      exchange.Exchanger
-	out    io.Writer // the table (rank 0), else io.Discard
-	prog   io.Writer // progress (rank 0 with -progress), else nil
+	out    io.Writer        // the table (rank 0), else io.Discard
+	prog   *report.Progress // rank 0 with -progress, else nil
 	check  check.Checker
 }
 
-// opResult is the outcome of one operation's sweep.
-type opResult struct {
-	op        perf.Op
-	rows      []perf.Row
-	baseName  string // "" when the baseline did not run
-	gcclWrong int64
-	baseWrong int64
-}
-
 // sweep measures op at every size of the configuration.
-func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
-	res = opResult{op: op, gcclWrong: -1, baseWrong: -1}
+func (r *ranker) sweep(op perf.Op) (res report.Result, err error) {
+	res = report.NewResult(op)
 	if op.Rooted() && r.cfg.root >= r.nranks {
 		return res, fmt.Errorf("-r %d is not a rank of this %d-rank run", r.cfg.root, r.nranks)
 	}
@@ -63,10 +55,10 @@ func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
 		if err := r.base.Supports(op, r.cfg.dtype, r.cfg.redop, r.cfg.inplace); err != nil {
 			fmt.Fprintf(r.out, "# %v\n", err)
 		} else {
-			libs, res.baseName = append(libs, r.base), r.base.Name()
+			libs, res.Baseline = append(libs, r.base), r.base.Name()
 		}
 	}
-	mem, err := r.alloc(op, sizes, res.baseName != "")
+	mem, err := r.alloc(op, sizes, res.Baseline != "")
 	if err != nil {
 		return res, err
 	}
@@ -75,7 +67,7 @@ func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
 			err = fmt.Errorf("%s: releasing the buffers: %w", op, ferr)
 		}
 	}()
-	tab := perf.Table{W: r.out, Baseline: res.baseName, Memory: r.mem != nil}
+	tab := perf.Table{W: r.out, Baseline: res.Baseline, Memory: r.mem != nil}
 	tab.Header(r.title(op, mem))
 	for i, size := range sizes {
 		row, err := r.measureSize(op, size, mem.Base, libs, i, len(sizes))
@@ -83,14 +75,10 @@ func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
 			return res, fmt.Errorf("%s at %d bytes: %w", op, size, err)
 		}
 		tab.Row(row)
-		res.rows = append(res.rows, row)
-		res.gcclWrong = addWrong(res.gcclWrong, row.Gccl.Wrong)
-		if row.Base != nil {
-			res.baseWrong = addWrong(res.baseWrong, row.Base.Wrong)
-		}
+		res.Add(row)
 	}
-	r.clearProgress()
-	r.summary(res)
+	r.prog.Clear()
+	report.WriteOpSummary(r.out, res, r.cfg.uncheckedAbove())
 	return res, nil
 }
 
@@ -111,7 +99,7 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []lib.Lib
 	}
 	in := check.Inputs{Seed: r.cfg.seed + uint64(size), Type: t}
 	for k, library := range libs {
-		r.showProgress(op, bytes, i, n, library.Name())
+		r.prog.Show(op, bytes, i, n, library.Name())
 		m, err := r.measure(library, l, c, mem, in)
 		if err != nil {
 			return row, fmt.Errorf("%s: %w", library.Name(), err)
@@ -234,16 +222,4 @@ func (r *ranker) title(op perf.Op, mem *arena.Arena) string {
 	return fmt.Sprintf("gccl-perf %s: %d ranks, device %v, %v %v, %s, iters %d, warmup %d, check %v, %s, %s",
 		op, r.nranks, r.dev.Kind(), r.cfg.dtype, r.cfg.redop, place, r.cfg.iters, r.cfg.warmup, r.cfg.check,
 		r.clk.Describe(), regs)
-}
-
-// addWrong adds one row's wrong count w to total; -1 (not checked) in
-// either is no count, so the total is -1 only when no row was checked.
-func addWrong(total, w int64) int64 {
-	switch {
-	case w < 0:
-		return total
-	case total < 0:
-		return w
-	}
-	return total + w
 }

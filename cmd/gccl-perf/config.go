@@ -9,6 +9,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/report"
 	"github.com/gccl/gccl/internal/perf"
 )
 
@@ -157,6 +158,20 @@ func (c *config) validate() error {
 // clock is how the run's clock times.
 func (c *config) clock() clock.Settings {
 	return clock.Settings{Warmup: c.warmup, Iters: c.iters, Graph: c.graph, Launches: c.launches, Batch: c.batch, Timeout: c.timeout}
+}
+
+// uncheckedAbove is the size above which -checkmax left sizes unchecked,
+// 0 when it did not.
+func (c *config) uncheckedAbove() int64 {
+	if !c.check {
+		return 0
+	}
+	return c.checkMax
+}
+
+// files are the -csv, -png and -json outputs.
+func (c *config) files() report.Files {
+	return report.Files{CSV: c.csv, PNG: c.png, JSON: c.json, Ops: len(c.ops), Type: c.dtype}
 }
 
 // checks reports whether a size is checked (-check and -checkmax).

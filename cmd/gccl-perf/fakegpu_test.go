@@ -12,6 +12,7 @@ import (
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/report"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,8 +52,8 @@ func TestSweepOnFakeGPU(t *testing.T) {
 			r, out := fakeRanker(t, args, fake, base)
 			res, err := r.sweep(perf.Broadcast)
 			require.NoError(t, err)
-			require.Len(t, res.rows, 3, out.String())
-			for _, row := range res.rows {
+			require.Len(t, res.Rows, 3, out.String())
+			for _, row := range res.Rows {
 				assert.Zero(t, row.Gccl.Wrong, "size %d", row.Size)
 				require.NotNil(t, row.Base)
 				assert.Zero(t, row.Base.Wrong, "size %d", row.Size)
@@ -83,8 +84,8 @@ func TestSweepOnFakeGPUCountsWrong(t *testing.T) {
 		r, out := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "256", "-n", "2", "-w", "0", mode}, fake, nil)
 		res, err := r.sweep(perf.Broadcast)
 		require.NoError(t, err)
-		require.Len(t, res.rows, 3)
-		for _, row := range res.rows {
+		require.Len(t, res.Rows, 3)
+		for _, row := range res.Rows {
 			assert.EqualValues(t, 1, row.Gccl.Wrong, "%s size %d", mode, row.Size)
 		}
 		assert.Contains(t, out.String(), "3 FAILED")
@@ -107,7 +108,7 @@ func TestWriteSummaryOfRun(t *testing.T) {
 	r.cfg.ops = []perf.Op{perf.Broadcast, perf.SendRecv}
 	results, status := r.sweepAll(io.Discard)
 	require.Equal(t, exitOK, status)
-	writeSummary(out, results)
+	report.WriteRunSummary(out, results)
 	i := strings.Index(out.String(), "# Summary: time ratio gccl/fakebase")
 	require.Positive(t, i, out.String())
 	summary := out.String()[i:]
@@ -116,7 +117,7 @@ func TestWriteSummaryOfRun(t *testing.T) {
 	assert.Contains(t, summary, "(2)", "two sizes in the small band")
 
 	var none bytes.Buffer
-	writeSummary(&none, []opResult{{op: perf.AllReduce, rows: results[0].rows}})
+	report.WriteRunSummary(&none, []report.Result{{Op: perf.AllReduce, Rows: results[0].Rows}})
 	assert.Empty(t, none.String(), "no summary without a baseline")
 }
 

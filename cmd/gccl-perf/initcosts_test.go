@@ -49,10 +49,7 @@ func TestInitLineHostRanks(t *testing.T) {
 	assert.Less(t, maxMS, float64(wall.Milliseconds())+1)
 	assert.Equal(t, 1, strings.Count(out.String(), "# init:"), "one init line per run")
 
-	var js struct {
-		Init *jsonInit `json:"init"`
-		Rows []jsonRow `json:"rows"`
-	}
+	var js runJSON
 	b, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &js))

@@ -18,6 +18,7 @@ import (
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/initcost"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/memview"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/report"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/commlink"
@@ -178,7 +179,7 @@ func runRank(cfg config, c *comm.Comm, cost initcost.Cost, rank, nranks int, x e
 	if rank == 0 {
 		r.out = stdout
 		if cfg.progress {
-			r.prog = stderr
+			r.prog = report.NewProgress(stderr)
 		}
 	}
 	if r.base, err = baseline.Open(cfg.baseline, lib.Env{Comm: c, Device: d, Stream: s}); err != nil {
@@ -191,21 +192,21 @@ func runRank(cfg config, c *comm.Comm, cost initcost.Cost, rank, nranks int, x e
 	if err != nil {
 		return fail(err)
 	}
-	writeInit(r.out, init)
+	report.WriteInit(r.out, init)
 	results, status := r.sweepAll(stderr)
 	if status == exitError || rank != 0 {
 		return status
 	}
-	writeSummary(r.out, results)
-	if err := writeFiles(cfg, results, init); err != nil {
+	report.WriteRunSummary(r.out, results)
+	if err := cfg.files().Write(results, init); err != nil {
 		return fail(err)
 	}
 	return status
 }
 
 // sweepAll runs every operation's sweep; a failure stops the run.
-func (r *ranker) sweepAll(stderr io.Writer) ([]opResult, int) {
-	var results []opResult
+func (r *ranker) sweepAll(stderr io.Writer) ([]report.Result, int) {
+	var results []report.Result
 	status := exitOK
 	for _, op := range r.cfg.ops {
 		res, err := r.sweep(op)
@@ -213,7 +214,7 @@ func (r *ranker) sweepAll(stderr io.Writer) ([]opResult, int) {
 			fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", r.rank, err)
 			return results, exitError
 		}
-		if res.gcclWrong > 0 {
+		if res.GcclWrong > 0 {
 			status = exitWrong
 		}
 		results = append(results, res)

@@ -25,8 +25,8 @@ func TestSweepOnFakeGPUWithMemoryView(t *testing.T) {
 	t.Cleanup(func() { assert.NoError(t, r.mem.Close()) })
 	res, err := r.sweep(perf.Broadcast)
 	require.NoError(t, err)
-	require.Len(t, res.rows, 2)
-	for _, row := range res.rows {
+	require.Len(t, res.Rows, 2)
+	for _, row := range res.Rows {
 		m := row.Mem
 		require.NotNil(t, m, "size %d", row.Size)
 		assert.Equal(t, 2*row.Size, m.Bytes)

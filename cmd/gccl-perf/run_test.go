@@ -46,6 +46,26 @@ func tables(t *testing.T, out string) map[string][]tableRow {
 	return got
 }
 
+// runJSON is what the tests read of the -json output.
+type runJSON struct {
+	Init *struct {
+		Gccl     initJSON  `json:"gccl"`
+		Baseline *initJSON `json:"baseline"`
+	} `json:"init"`
+	Rows []struct {
+		TimeUS float64 `json:"time_us"`
+	} `json:"rows"`
+}
+
+// initJSON is one library's init costs in the -json output.
+type initJSON struct {
+	Library  string  `json:"library"`
+	TimeMS   float64 `json:"time_ms"`
+	MedianMS float64 `json:"median_time_ms"`
+	MemInit  *int64  `json:"mem_init_bytes"`
+	MemFirst *int64  `json:"mem_after_first_op_bytes"`
+}
+
 func mustParse(t *testing.T, args ...string) config {
 	c, err := parseFlags(args, io.Discard)
 	require.NoError(t, err)
@@ -74,7 +94,7 @@ func TestEndToEndTwoRanks(t *testing.T) {
 	recs, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
 	assert.Len(t, recs, 1+5)
-	var js jsonRun
+	var js runJSON
 	b, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &js))

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func TestWriteInitLine(t *testing.T) {
 	}
 	g, b := stats("gccl"), stats("nccl")
 	var out bytes.Buffer
-	writeInit(&out, initcost.Summary{Gccl: g, Base: &b})
+	WriteInit(&out, initcost.Summary{Gccl: g, Base: &b})
 	m := gpuInitLine.FindStringSubmatch(out.String())
 	require.NotNil(t, m, "%q", out.String())
 	f := make([]float64, len(m))
@@ -50,13 +50,13 @@ func TestWriteInitLine(t *testing.T) {
 	// Not measured after the first op, and a baseline that took no memory.
 	g.MemFirst, b.MemInit = -1, 0
 	out.Reset()
-	writeInit(&out, initcost.Summary{Gccl: g, Base: &b})
+	WriteInit(&out, initcost.Summary{Gccl: g, Base: &b})
 	assert.Contains(t, out.String(), "device memory (after first op N/A) | nccl")
 	assert.Contains(t, out.String(), " 0.0 MiB device memory")
 	assert.Regexp(t, `ratio t [0-9.]+ mem n/a \(after first op n/a\)\n$`, out.String())
 
 	// The host backend.
 	out.Reset()
-	writeInit(&out, initcost.Summary{Gccl: initcost.Stats{Name: "gccl", MaxTime: 12340 * time.Microsecond, MedianTime: 11 * time.Millisecond, MemInit: -1, MemFirst: -1}})
+	WriteInit(&out, initcost.Summary{Gccl: initcost.Stats{Name: "gccl", MaxTime: 12340 * time.Microsecond, MedianTime: 11 * time.Millisecond, MemInit: -1, MemFirst: -1}})
 	assert.Equal(t, "# init: gccl 12.3 ms (median 11.0 ms), device memory N/A (host backend)\n", out.String())
 }

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 	"github.com/gccl/gccl/internal/perf"
 )
 
-// writeInit prints the init line of the header:
+// WriteInit prints the init line of the header:
 //
 //	# init: gccl 123.4 ms (median 120.1 ms), 24.0 MiB device memory (after first op 24.0 MiB) | nccl 456.7 ms (median 450.2 ms), 612.0 MiB device memory (after first op 700.0 MiB) | ratio t 0.27 mem 0.04 (after first op 0.03)
 //
 // or, on the host backend, "# init: gccl 12.3 ms (median 11.9 ms), device memory N/A (host backend)".
-func writeInit(w io.Writer, s initcost.Summary) {
+func WriteInit(w io.Writer, s initcost.Summary) {
 	parts := []string{initStatsString(s.Gccl)}
 	if b := s.Base; b != nil {
 		parts = append(parts, initStatsString(*b), fmt.Sprintf("ratio t %s mem %s (after first op %s)",
@@ -51,40 +51,4 @@ func memRatio(a, b int64) float64 {
 		return math.NaN()
 	}
 	return float64(a) / float64(b)
-}
-
-// jsonInit is the -json output's "init" object; times in milliseconds,
-// memory in bytes (null: not measured).
-type jsonInit struct {
-	Gccl     jsonInitLib  `json:"gccl"`
-	Baseline *jsonInitLib `json:"baseline,omitempty"`
-}
-
-type jsonInitLib struct {
-	Library  string  `json:"library"`
-	TimeMS   float64 `json:"time_ms"`        // the slowest rank's
-	MedianMS float64 `json:"median_time_ms"` // over ranks
-	MemInit  *int64  `json:"mem_init_bytes"`
-	MemFirst *int64  `json:"mem_after_first_op_bytes"`
-}
-
-func initJSON(s initcost.Summary) *jsonInit {
-	j := &jsonInit{Gccl: initLibJSON(s.Gccl)}
-	if s.Base != nil {
-		b := initLibJSON(*s.Base)
-		j.Baseline = &b
-	}
-	return j
-}
-
-func initLibJSON(s initcost.Stats) jsonInitLib {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	bytes := func(b int64) *int64 {
-		if b < 0 {
-			return nil
-		}
-		return &b
-	}
-	return jsonInitLib{Library: s.Name, TimeMS: ms(s.MaxTime), MedianMS: ms(s.MedianTime),
-		MemInit: bytes(s.MemInit), MemFirst: bytes(s.MemFirst)}
 }
