@@ -35,7 +35,7 @@ type config struct {
 	baseline string // "none", "mpi" or "nccl"
 	np       int    // > 0: that many goroutine ranks in one process; 0: one rank per MPI process
 	device   int    // -np: every rank on this GPU (ranks share it); < 0: rank r on GPU r
-	mem      bool   // GPU: the memory-traffic columns (memview.go)
+	mem      bool   // GPU: the memory-traffic columns (internal/memview)
 	csv      string
 	png      string
 	json     string

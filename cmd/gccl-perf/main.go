@@ -166,8 +166,9 @@ func runRank(cfg config, c *comm.Comm, cost initcost.Cost, rank, nranks int, x e
 		return fail(err)
 	}
 	defer clk.Close()
+	env := lib.Env{Comm: c, Device: d, Stream: s}
 	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, reg: arena.CommRegister(c),
-		gccl: lib.NewGccl(lib.Env{Comm: c, Device: d, Stream: s}), clk: clk}
+		gccl: lib.NewGccl(env), clk: clk}
 	var paths memview.PathSource
 	if e, err := commlink.Engine(c); err == nil {
 		paths = e
@@ -182,7 +183,7 @@ func runRank(cfg config, c *comm.Comm, cost initcost.Cost, rank, nranks int, x e
 			r.prog = report.NewProgress(stderr)
 		}
 	}
-	if r.base, err = baseline.Open(cfg.baseline, lib.Env{Comm: c, Device: d, Stream: s}); err != nil {
+	if r.base, err = baseline.Open(cfg.baseline, env); err != nil {
 		return fail(err)
 	}
 	if r.base != nil {
