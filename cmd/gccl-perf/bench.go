@@ -5,6 +5,14 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/layout"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/memview"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/report"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 )
@@ -17,97 +25,84 @@ type ranker struct {
 	rank   int
 	nranks int
 	dev    device.Device
-	reg    gcclRegister // registers with gccl's communicator, for -register
-	gccl   library
-	base   baseline // nil without one
-	clk    clock    // times every library alike
-	mem    *memView // GPU: the memory-traffic view; nil elsewhere
-	x      exchanger
-	out    io.Writer // the table (rank 0), else io.Discard
-	prog   io.Writer // progress (rank 0 with -progress), else nil
-	check  checker
-}
-
-// opResult is the outcome of one operation's sweep.
-type opResult struct {
-	op        perf.Op
-	rows      []perf.Row
-	baseName  string // "" when the baseline did not run
-	gcclWrong int64
-	baseWrong int64
+	reg    arena.GcclRegister // registers with gccl's communicator, for -register
+	gccl   lib.Library
+	base   lib.Baseline  // nil without one
+	clk    clock.Clock   // times every library alike
+	mem    *memview.View // GPU: the memory-traffic view; nil elsewhere
+	x      exchange.Exchanger
+	out    io.Writer        // the table (rank 0), else io.Discard
+	prog   *report.Progress // rank 0 with -progress, else nil
+	check  check.Checker
 }
 
 // sweep measures op at every size of the configuration.
-func (r *ranker) sweep(op perf.Op) (res opResult, err error) {
-	res = opResult{op: op, gcclWrong: -1, baseWrong: -1}
-	if rooted(op) && r.cfg.root >= r.nranks {
+func (r *ranker) sweep(op perf.Op) (res report.Result, err error) {
+	res = report.NewResult(op)
+	if op.Rooted() && r.cfg.root >= r.nranks {
 		return res, fmt.Errorf("-r %d is not a rank of this %d-rank run", r.cfg.root, r.nranks)
 	}
 	sizes, err := r.cfg.sizes(op, r.nranks)
 	if err != nil {
 		return res, err
 	}
-	if _, err := newLayout(op, 0, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace); err != nil {
+	if _, err := layout.New(op, 0, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace); err != nil {
 		fmt.Fprintf(r.out, "# %s skipped: %v\n\n", op, err)
 		return res, nil
 	}
-	libs := []library{r.gccl}
+	libs := []lib.Library{r.gccl}
 	if r.base != nil {
 		if err := r.base.Supports(op, r.cfg.dtype, r.cfg.redop, r.cfg.inplace); err != nil {
 			fmt.Fprintf(r.out, "# %v\n", err)
 		} else {
-			libs, res.baseName = append(libs, r.base), r.base.Name()
+			libs, res.Baseline = append(libs, r.base), r.base.Name()
 		}
 	}
-	mem, err := r.alloc(op, sizes, res.baseName != "")
+	mem, err := r.alloc(op, sizes, res.Baseline != "")
 	if err != nil {
 		return res, err
 	}
 	defer func() {
-		if ferr := mem.free(); ferr != nil && err == nil {
+		if ferr := mem.Free(); ferr != nil && err == nil {
 			err = fmt.Errorf("%s: releasing the buffers: %w", op, ferr)
 		}
 	}()
-	tab := perf.Table{W: r.out, Baseline: res.baseName, Memory: r.mem != nil}
+	tab := perf.Table{W: r.out, Baseline: res.Baseline, Memory: r.mem != nil}
 	tab.Header(r.title(op, mem))
 	for i, size := range sizes {
-		row, err := r.measureSize(op, size, mem.base, libs, i, len(sizes))
+		row, err := r.measureSize(op, size, mem.Base, libs, i, len(sizes))
 		if err != nil {
 			return res, fmt.Errorf("%s at %d bytes: %w", op, size, err)
 		}
 		tab.Row(row)
-		res.rows = append(res.rows, row)
-		res.gcclWrong = addWrong(res.gcclWrong, row.Gccl.Wrong)
-		if row.Base != nil {
-			res.baseWrong = addWrong(res.baseWrong, row.Base.Wrong)
-		}
+		res.Add(row)
 	}
-	r.clearProgress()
-	r.summary(res)
+	r.prog.Clear()
+	report.WriteOpSummary(r.out, res, r.cfg.uncheckedAbove())
 	return res, nil
 }
 
 // measureSize measures every library at one size and returns the row.
-func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []library, i, n int) (perf.Row, error) {
+func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []lib.Library, i, n int) (perf.Row, error) {
 	t := r.cfg.dtype
 	c, l, err := r.callAt(op, size, mem)
 	if err != nil {
 		return perf.Row{}, err
 	}
-	bytes := l.sizeBytes(t, r.nranks)
+	bytes := l.SizeBytes(t, r.nranks)
 	row := perf.Row{Size: bytes, Count: int(bytes) / t.Size(), Type: t.String(), RedOp: "-", Root: -1}
-	if reducing(op) {
+	if op.Reducing() {
 		row.RedOp = r.cfg.redop.String()
 	}
-	if rooted(op) {
+	if op.Rooted() {
 		row.Root = r.cfg.root
 	}
-	in := inputs{seed: r.cfg.seed + uint64(size), t: t}
-	for k, lib := range libs {
-		r.showProgress(op, bytes, i, n, lib.Name())
-		m, err := r.measure(lib, l, c, mem, in)
+	in := check.Inputs{Seed: r.cfg.seed + uint64(size), Type: t}
+	for k, library := range libs {
+		r.prog.Show(op, bytes, i, n, library.Name())
+		m, err := r.measure(library, l, c, mem, in)
 		if err != nil {
-			return row, fmt.Errorf("%s: %w", lib.Name(), err)
+			return row, fmt.Errorf("%s: %w", library.Name(), err)
 		}
 		if k == 0 {
 			row.Gccl = m
@@ -116,7 +111,7 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []library
 		}
 	}
 	if r.mem != nil {
-		if row.Mem, err = r.mem.row(r.x, c, bytes, row.Gccl.Time, r.cfg.inplace); err != nil {
+		if row.Mem, err = r.mem.Row(r.x, c, bytes, row.Gccl.Time, r.cfg.inplace); err != nil {
 			return row, fmt.Errorf("memory view: %w", err)
 		}
 	}
@@ -124,91 +119,107 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []library
 }
 
 // callAt is op's call at size bytes on the sweep memory at mem, and its layout.
-func (r *ranker) callAt(op perf.Op, size int64, mem uintptr) (call, layout, error) {
+func (r *ranker) callAt(op perf.Op, size int64, mem uintptr) (lib.Call, layout.Layout, error) {
 	t := r.cfg.dtype
-	l, err := newLayout(op, size, t, r.rank, r.nranks, r.cfg.inplace)
+	l, err := layout.New(op, size, t, r.rank, r.nranks, r.cfg.inplace)
 	if err != nil {
-		return call{}, l, err
+		return lib.Call{}, l, err
 	}
-	send, recv := l.place(mem, t)
-	return call{Op: op, Send: send, Recv: recv, Count: l.count, Type: t, RedOp: r.cfg.redop,
+	send, recv := l.Place(mem, t)
+	return lib.Call{Op: op, Send: send, Recv: recv, Count: l.Count, Type: t, RedOp: r.cfg.redop,
 		Root: r.cfg.root, Rank: r.rank, NRanks: r.nranks}, l, nil
 }
 
 // measure runs lib once checked (when -check), then the warm-up and timed
 // iterations, and agrees with the other ranks on the outcome.
-func (r *ranker) measure(lib library, l layout, c call, mem uintptr, in inputs) (perf.Measure, error) {
-	mine, localErr := r.runLocal(lib, l, c, mem, in)
+func (r *ranker) measure(library lib.Library, l layout.Layout, c lib.Call, mem uintptr, in check.Inputs) (perf.Measure, error) {
+	mine, localErr := r.runLocal(library, l, c, mem, in)
 	if localErr != nil {
-		mine.failed = true
+		mine.Failed = true
 	}
-	all, err := agree(r.x, mine, r.clk.samples())
+	all, err := exchange.Agree(r.x, mine, r.clk.Samples())
 	if localErr != nil {
 		return perf.Measure{}, localErr
 	}
 	if err != nil {
 		return perf.Measure{}, err
 	}
-	return perf.NewMeasure(c.Op, l.sizeBytes(c.Type, c.NRanks), c.NRanks, all.times, all.wrong), nil
+	return perf.NewMeasure(c.Op, l.SizeBytes(c.Type, c.NRanks), c.NRanks, all.Times, all.Wrong), nil
 }
 
 // runLocal is this rank's part of measure. With -graph, out of place, the
 // result of the timed graph launches is checked again (the inputs are
 // unchanged, so each replay must rewrite the same result); the wrong count
 // is the worse of the two checks.
-func (r *ranker) runLocal(lib library, l layout, c call, mem uintptr, in inputs) (report, error) {
-	rep := report{wrong: -1}
-	var st staged
-	check := r.cfg.checks(l.sizeBytes(c.Type, c.NRanks))
-	if check {
+func (r *ranker) runLocal(library lib.Library, l layout.Layout, c lib.Call, mem uintptr, in check.Inputs) (exchange.Report, error) {
+	rep := exchange.Report{Wrong: -1}
+	var st check.Staged
+	checked := r.cfg.checks(l.SizeBytes(c.Type, c.NRanks))
+	if checked {
 		var err error
-		if st, err = stage(r.dev, mem, l, in, c); err != nil {
+		if st, err = check.Stage(r.dev, mem, l, in, c); err != nil {
 			return rep, err
 		}
-		if err := r.clk.once(lib, c); err != nil {
+		if err := r.clk.Once(library, c); err != nil {
 			return rep, err
 		}
-		if rep.wrong, err = verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check); err != nil {
+		if rep.Wrong, err = check.Verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check); err != nil {
 			return rep, err
 		}
 	}
-	times, err := r.clk.times(lib, c, l.sizeBytes(c.Type, c.NRanks))
+	times, err := r.clk.Times(library, c, l.SizeBytes(c.Type, c.NRanks))
 	if err != nil {
 		return rep, err
 	}
-	rep.times = times
-	if check && r.cfg.graph && !r.cfg.inplace {
-		again, err := verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check)
+	rep.Times = times
+	if checked && r.cfg.graph && !r.cfg.inplace {
+		again, err := check.Verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check)
 		if err != nil {
 			return rep, err
 		}
-		rep.wrong = max(rep.wrong, again)
+		rep.Wrong = max(rep.Wrong, again)
 	}
 	return rep, nil
 }
 
-func (r *ranker) title(op perf.Op, mem *arena) string {
+// alloc allocates the memory for the largest layout of op's sweep,
+// registered with gccl and with the baseline (when it runs this op and can
+// register) under -register.
+func (r *ranker) alloc(op perf.Op, sizes []int64, withBase bool) (*arena.Arena, error) {
+	bytes, err := r.arenaBytes(op, sizes)
+	if err != nil {
+		return nil, err
+	}
+	regs := map[string]arena.Registrar{}
+	if reg, ok := r.base.(arena.Registrar); ok && withBase {
+		regs[r.base.Name()] = reg
+	}
+	return arena.New(r.dev, bytes, r.cfg.register, r.reg, regs)
+}
+
+// arenaBytes is the memory the largest layout of op at sizes needs.
+func (r *ranker) arenaBytes(op perf.Op, sizes []int64) (int, error) {
+	most := 0
+	for _, s := range sizes {
+		l, err := layout.New(op, s, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace)
+		if err != nil {
+			return 0, err
+		}
+		most = max(most, l.MemElems)
+	}
+	return most * r.cfg.dtype.Size(), nil
+}
+
+func (r *ranker) title(op perf.Op, mem *arena.Arena) string {
 	place := "out-of-place"
 	if r.cfg.inplace {
 		place = "in-place"
 	}
 	regs := "buffers not registered"
-	if len(mem.registeredWith) > 0 {
-		regs = "buffers registered with " + strings.Join(mem.registeredWith, " and ")
+	if len(mem.RegisteredWith) > 0 {
+		regs = "buffers registered with " + strings.Join(mem.RegisteredWith, " and ")
 	}
 	return fmt.Sprintf("gccl-perf %s: %d ranks, device %v, %v %v, %s, iters %d, warmup %d, check %v, %s, %s",
 		op, r.nranks, r.dev.Kind(), r.cfg.dtype, r.cfg.redop, place, r.cfg.iters, r.cfg.warmup, r.cfg.check,
-		r.clk.describe(), regs)
-}
-
-// addWrong adds one row's wrong count w to total; -1 (not checked) in
-// either is no count, so the total is -1 only when no row was checked.
-func addWrong(total, w int64) int64 {
-	switch {
-	case w < 0:
-		return total
-	case total < 0:
-		return w
-	}
-	return total + w
+		r.clk.Describe(), regs)
 }

@@ -2,9 +2,9 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/initcost"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/mpiboot"
 )
@@ -21,17 +21,17 @@ func commConfig(cfg config, ordinal int) *comm.Config {
 // measures the init with m: rank 0's unique ID is broadcast and the ranks
 // meet at a barrier first, so that the timed part is comm.InitRankConfig
 // alone, started together (as the NCCL baseline's ncclCommInitRank is).
-func newMPIComm(cfg config, gpu int, m *memMeter) (*comm.Comm, initCost, error) {
+func newMPIComm(cfg config, gpu int, m *initcost.Meter) (*comm.Comm, initcost.Cost, error) {
 	id, err := mpiboot.ShareUniqueID()
 	if err != nil {
-		return nil, unmeasured, err
+		return nil, initcost.Unmeasured, err
 	}
 	if err := mpiboot.Barrier(); err != nil {
-		return nil, unmeasured, err
+		return nil, initcost.Unmeasured, err
 	}
 	rank, size := mpiboot.World()
 	var c *comm.Comm
-	cost, err := timeInit(m, func() (err error) {
+	cost, err := initcost.Measure(m, func() (err error) {
 		c, err = comm.InitRankConfig(size, id, rank, commConfig(cfg, gpu))
 		return err
 	})
@@ -46,7 +46,7 @@ func newMPIComm(cfg config, gpu int, m *memMeter) (*comm.Comm, initCost, error) 
 // the meter of its init. Processes that share one GPU (-device with more
 // than one process on the host) are not metered: cuMemGetInfo counts the
 // whole device, and the others allocate at the same time.
-func mpiDevice(cfg config) (gpu int, m *memMeter, close func() error, err error) {
+func mpiDevice(cfg config) (gpu int, m *initcost.Meter, close func() error, err error) {
 	gpu = mpiboot.LocalRank()
 	if cfg.device >= 0 {
 		gpu = cfg.device
@@ -54,7 +54,7 @@ func mpiDevice(cfg config) (gpu int, m *memMeter, close func() error, err error)
 			return gpu, nil, func() error { return nil }, nil
 		}
 	}
-	m, close, err = openMeter(gpu)
+	m, close, err = initcost.OpenMeter(gpu)
 	return gpu, m, close, err
 }
 
@@ -62,13 +62,13 @@ func mpiDevice(cfg config) (gpu int, m *memMeter, close func() error, err error)
 // (rank r on device r, as comm.InitAllN, or every rank on device
 // cfg.device), each init timed and measured on its device. closeMeters releases the meters' devices; call it after
 // the communicators are closed. If a rank fails, every rank is aborted.
-func newLocalComms(cfg config) (comms []*comm.Comm, costs []initCost, closeMeters func() error, err error) {
+func newLocalComms(cfg config) (comms []*comm.Comm, costs []initcost.Cost, closeMeters func() error, err error) {
 	n := cfg.np
 	id, err := comm.NewUniqueID()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	meters, closes := make([]*memMeter, n), make([]func() error, n)
+	meters, closes := make([]*initcost.Meter, n), make([]func() error, n)
 	closeMeters = func() error { return closeAll(closes) }
 	// Ranks sharing one GPU in this process share its context: a meter's
 	// cuCtxSynchronize would wait for another rank's kernel, which waits
@@ -77,16 +77,16 @@ func newLocalComms(cfg config) (comms []*comm.Comm, costs []initCost, closeMeter
 		if cfg.device >= 0 && n > 1 {
 			break
 		}
-		if meters[r], closes[r], err = openMeter(localDevice(cfg, r)); err != nil {
+		if meters[r], closes[r], err = initcost.OpenMeter(localDevice(cfg, r)); err != nil {
 			return nil, nil, nil, errors.Join(err, closeMeters())
 		}
 	}
-	comms, costs = make([]*comm.Comm, n), make([]initCost, n)
+	comms, costs = make([]*comm.Comm, n), make([]initcost.Cost, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
 		wg.Go(func() {
-			costs[r], errs[r] = timeInit(meters[r], func() (err error) {
+			costs[r], errs[r] = initcost.Measure(meters[r], func() (err error) {
 				comms[r], err = comm.InitRankConfig(n, id, r, commConfig(cfg, localDevice(cfg, r)))
 				return err
 			})
@@ -112,23 +112,13 @@ func localDevice(cfg config, r int) int {
 	return r
 }
 
-// initCosts measures, on a GPU, the first operations of gccl and of a
-// baseline that measured its own init (NCCL), then agrees with the other
-// ranks on every library's init cost. gcclCost is this rank's gccl init.
-func (r *ranker) initCosts(gcclCost initCost) (initSummary, error) {
-	libs, costs := []library{r.gccl}, []initCost{gcclCost}
-	base, baseName := initCost{took: -1}, ""
-	if ic, ok := r.base.(initCoster); ok {
-		libs, costs = append(libs, r.base), append(costs, ic.initCost())
-		baseName = r.base.Name()
+// closeAll runs every close, joining their errors.
+func closeAll(closes []func() error) error {
+	var errs []error
+	for _, c := range closes {
+		if c != nil {
+			errs = append(errs, c())
+		}
 	}
-	localErr := r.measureFirstOps(libs, costs)
-	if len(costs) > 1 {
-		base = costs[1]
-	}
-	sum, err := agreeInit(r.x, costs[0], base, baseName, localErr != nil)
-	if localErr != nil {
-		return sum, fmt.Errorf("measuring the first operations: %w", localErr)
-	}
-	return sum, err
+	return errors.Join(errs...)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/report"
 	"github.com/gccl/gccl/internal/perf"
 )
 
@@ -33,7 +35,7 @@ type config struct {
 	baseline string // "none", "mpi" or "nccl"
 	np       int    // > 0: that many goroutine ranks in one process; 0: one rank per MPI process
 	device   int    // -np: every rank on this GPU (ranks share it); < 0: rank r on GPU r
-	mem      bool   // GPU: the memory-traffic columns (memview.go)
+	mem      bool   // GPU: the memory-traffic columns (internal/memview)
 	csv      string
 	png      string
 	json     string
@@ -153,6 +155,25 @@ func (c *config) validate() error {
 	return nil
 }
 
+// clock is how the run's clock times.
+func (c *config) clock() clock.Settings {
+	return clock.Settings{Warmup: c.warmup, Iters: c.iters, Graph: c.graph, Launches: c.launches, Batch: c.batch, Timeout: c.timeout}
+}
+
+// uncheckedAbove is the size above which -checkmax left sizes unchecked,
+// 0 when it did not.
+func (c *config) uncheckedAbove() int64 {
+	if !c.check {
+		return 0
+	}
+	return c.checkMax
+}
+
+// files are the -csv, -png and -json outputs.
+func (c *config) files() report.Files {
+	return report.Files{CSV: c.csv, PNG: c.png, JSON: c.json, Ops: len(c.ops), Type: c.dtype}
+}
+
 // checks reports whether a size is checked (-check and -checkmax).
 func (c *config) checks(size int64) bool {
 	return c.check && (c.checkMax == 0 || size <= c.checkMax)
@@ -163,7 +184,7 @@ func (c *config) checks(size int64) bool {
 // block per rank, a whole number of blocks.
 func (c *config) sizes(op perf.Op, nranks int) ([]int64, error) {
 	align := int64(c.dtype.Size())
-	if blocked(op) {
+	if op.Blocked() {
 		align *= int64(nranks)
 	}
 	factor := c.factor

@@ -83,14 +83,23 @@
 // MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce, MPI_Sendrecv and
 // MPI_Alltoall (mpiboot.Collectives) on the same host buffers; it needs
 // mpirun and MPI's native types (int8..uint64, float32, float64) and
-// operators (sum, prod, max, min). "nccl" is registered by the GPU build
-// in the baselines table. A baseline is a small interface (Name, Supports,
-// Close, plus Run for the host backend or Launch for GPU streams; Register
-// and Deregister for -register), so others plug in the same way.
+// operators (sum, prod, max, min). "nccl" loads libnccl.so.2 when the run
+// starts (internal/nccl) and fails then, on every rank, where there is
+// none. A baseline is a small interface (Name, Supports, Close, plus Run
+// for the host backend or Launch for GPU streams; Register and Deregister
+// for -register), so others plug in the same way (internal/baseline).
 //
 // -inplace runs the in-place forms as NCCL defines them (send/recv and
 // all-to-all have none and are skipped). The host backend has no CUDA
 // graphs: -graph there stops with an error saying so.
+//
+// The code: this package reads the flags, creates the communicators and
+// drives each rank's sweep; its internal packages are the parts: lib (the
+// libraries and the call they run), baseline, clock (timing), layout,
+// check (random inputs, poisoned outputs, wrong elements), arena (the
+// sweep's memory and registrations), exchange (the ranks' agreement),
+// initcost, memview and report (everything printed or written but the
+// table rows, which internal/perf formats).
 //
 // Exit status: 0 success, 1 a failure (printed on stderr by the rank that
 // saw it; under mpirun the job is aborted so no rank waits), 2 bad flags,

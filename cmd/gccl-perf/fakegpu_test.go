@@ -8,57 +8,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gccl/gccl/device"
-	"github.com/gccl/gccl/internal/memalloc"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/report"
 	"github.com/gccl/gccl/internal/perf"
-	"github.com/gccl/gccl/internal/regcache"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// oneRank is the registration cache of a one-rank communicator on d,
-// closed after the test.
-func oneRank(t *testing.T, d device.Device) *regcache.Cache {
-	c := regcache.New(regcache.Owner{Device: d, NRanks: 1})
-	t.Cleanup(func() { assert.NoError(t, c.Close()) })
-	return c
-}
-
-// cacheRegister registers with c, as commRegister does with a
-// communicator's cache.
-func cacheRegister(c *regcache.Cache) gcclRegister {
-	return func(p uintptr, size int) (func() error, error) {
-		h, err := c.Register(p, size)
-		if err != nil {
-			return nil, err
-		}
-		return func() error { return regcache.Deregister(h) }, nil
-	}
-}
-
-// fakeRanker is one rank's ranker on a fake GPU measuring lib as "gccl"
+// fakeRanker is one rank's ranker on a fake GPU measuring fake as "gccl"
 // (and base as the baseline when not nil), with the real checker.
-func fakeRanker(t *testing.T, args []string, lib *fakeLib, base *fakeLib) (*ranker, *bytes.Buffer) {
+func fakeRanker(t *testing.T, args []string, fake *perftest.Lib, base *perftest.Lib) (*ranker, *bytes.Buffer) {
 	t.Helper()
 	cfg := mustParse(t, append([]string{"-timeout", "10s"}, args...)...)
 	var out bytes.Buffer
-	d := lib.dev
-	clk, err := newClock(cfg, d, lib.gstream)
+	d := fake.Dev
+	clk, err := clock.New(cfg.clock(), d, fake.Stream)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, clk.Close()) })
-	r := &ranker{cfg: cfg, nranks: 1, dev: d, reg: cacheRegister(oneRank(t, d)), gccl: lib, clk: clk, out: &out, check: countWrong,
-		x: newLocalExchanger(1, 10*time.Second).rank(0)}
+	r := &ranker{cfg: cfg, nranks: 1, dev: d, reg: perftest.CacheRegister(perftest.OneRank(t, d)), gccl: fake, clk: clk, out: &out, check: check.CountWrong,
+		x: exchange.NewLocal(1, 10*time.Second).Rank(0)}
 	if base != nil {
 		r.base = base
 	}
 	return r, &out
 }
 
-func fakePair(t *testing.T, delay time.Duration) (*fakeLib, *fakeLib) {
-	d, s := fakeGPU(t)
-	lib, base := newFakeLib(d, s, delay), newFakeLib(d, s, delay)
-	base.name = "fakebase"
-	return lib, base
+func fakePair(t *testing.T, delay time.Duration) (*perftest.Lib, *perftest.Lib) {
+	d, s := perftest.GPU(t)
+	return perftest.NewLib("fake", d, s, delay), perftest.NewLib("fakebase", d, s, delay)
 }
 
 // A sweep on the fake GPU, eager and through graphs, with and without
@@ -67,13 +47,13 @@ func fakePair(t *testing.T, delay time.Duration) (*fakeLib, *fakeLib) {
 func TestSweepOnFakeGPU(t *testing.T) {
 	for _, mode := range [][]string{{}, {"-graph", "-launches", "2"}, {"-register"}, {"-graph", "-register", "-inplace"}} {
 		t.Run(strings.Join(mode, " "), func(t *testing.T) {
-			lib, base := fakePair(t, 200*time.Microsecond)
+			fake, base := fakePair(t, 200*time.Microsecond)
 			args := append([]string{"-op", "broadcast", "-b", "1K", "-e", "16K", "-f", "4", "-n", "3", "-w", "1"}, mode...)
-			r, out := fakeRanker(t, args, lib, base)
+			r, out := fakeRanker(t, args, fake, base)
 			res, err := r.sweep(perf.Broadcast)
 			require.NoError(t, err)
-			require.Len(t, res.rows, 3, out.String())
-			for _, row := range res.rows {
+			require.Len(t, res.Rows, 3, out.String())
+			for _, row := range res.Rows {
 				assert.Zero(t, row.Gccl.Wrong, "size %d", row.Size)
 				require.NotNil(t, row.Base)
 				assert.Zero(t, row.Base.Wrong, "size %d", row.Size)
@@ -90,7 +70,7 @@ func TestSweepOnFakeGPU(t *testing.T) {
 			} else {
 				assert.Contains(t, head, "eager")
 			}
-			assert.Empty(t, base.regs, "the baseline's registration is undone at the sweep's end")
+			assert.Zero(t, base.Registered(), "the baseline's registration is undone at the sweep's end")
 		})
 	}
 }
@@ -99,13 +79,13 @@ func TestSweepOnFakeGPU(t *testing.T) {
 // in a graph (where the result after the timed launches is checked again).
 func TestSweepOnFakeGPUCountsWrong(t *testing.T) {
 	for _, mode := range []string{"-graph=false", "-graph=true"} {
-		lib, _ := fakePair(t, 0)
-		lib.short = true
-		r, out := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "256", "-n", "2", "-w", "0", mode}, lib, nil)
+		fake, _ := fakePair(t, 0)
+		fake.Short = true
+		r, out := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "256", "-n", "2", "-w", "0", mode}, fake, nil)
 		res, err := r.sweep(perf.Broadcast)
 		require.NoError(t, err)
-		require.Len(t, res.rows, 3)
-		for _, row := range res.rows {
+		require.Len(t, res.Rows, 3)
+		for _, row := range res.Rows {
 			assert.EqualValues(t, 1, row.Gccl.Wrong, "%s size %d", mode, row.Size)
 		}
 		assert.Contains(t, out.String(), "3 FAILED")
@@ -114,21 +94,21 @@ func TestSweepOnFakeGPUCountsWrong(t *testing.T) {
 
 // A failing library fails the sweep with its error, every rank agreeing.
 func TestSweepOnFakeGPUFailure(t *testing.T) {
-	lib, _ := fakePair(t, 0)
-	lib.fail = io.ErrUnexpectedEOF
-	r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "64", "-graph"}, lib, nil)
+	fake, _ := fakePair(t, 0)
+	fake.Fail = io.ErrUnexpectedEOF
+	r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "64", "-graph"}, fake, nil)
 	_, err := r.sweep(perf.Broadcast)
 	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 }
 
 // The summary covers the operations the baseline ran, after every table.
 func TestWriteSummaryOfRun(t *testing.T) {
-	lib, base := fakePair(t, 100*time.Microsecond)
-	r, out := fakeRanker(t, []string{"-op", "all", "-b", "8", "-e", "64", "-f", "8", "-n", "2", "-w", "0"}, lib, base)
+	fake, base := fakePair(t, 100*time.Microsecond)
+	r, out := fakeRanker(t, []string{"-op", "all", "-b", "8", "-e", "64", "-f", "8", "-n", "2", "-w", "0"}, fake, base)
 	r.cfg.ops = []perf.Op{perf.Broadcast, perf.SendRecv}
 	results, status := r.sweepAll(io.Discard)
 	require.Equal(t, exitOK, status)
-	writeSummary(out, results)
+	report.WriteRunSummary(out, results)
 	i := strings.Index(out.String(), "# Summary: time ratio gccl/fakebase")
 	require.Positive(t, i, out.String())
 	summary := out.String()[i:]
@@ -137,44 +117,22 @@ func TestWriteSummaryOfRun(t *testing.T) {
 	assert.Contains(t, summary, "(2)", "two sizes in the small band")
 
 	var none bytes.Buffer
-	writeSummary(&none, []opResult{{op: perf.AllReduce, rows: results[0].rows}})
+	report.WriteRunSummary(&none, []report.Result{{Op: perf.AllReduce, Rows: results[0].Rows}})
 	assert.Empty(t, none.String(), "no summary without a baseline")
 }
 
 // stuckReg is a registrar whose deregistration fails.
-type stuckReg struct{ *fakeLib }
+type stuckReg struct{ *perftest.Lib }
 
 func (s stuckReg) Deregister(p uintptr) error { return errors.New("deregistration refused") }
 
 // A registration that cannot be undone fails the sweep instead of being
-// ignored, and an arena that failed half way undoes what it did.
+// ignored.
 func TestArenaReleaseFailures(t *testing.T) {
-	lib, base := fakePair(t, 0)
-	r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "64", "-n", "1", "-register"}, lib, nil)
+	fake, base := fakePair(t, 0)
+	r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "64", "-e", "64", "-n", "1", "-register"}, fake, nil)
 	r.base = stuckReg{base}
 	_, err := r.sweep(perf.Broadcast)
 	assert.ErrorContains(t, err, "releasing the buffers")
 	assert.ErrorContains(t, err, "deregistration refused")
-
-	// A registrar refusing: gccl's registration and the allocation are undone.
-	var refused uintptr
-	regs := oneRank(t, lib.dev)
-	a, err := newArena(lib.dev, 4096, true, cacheRegister(regs), map[string]registrar{"no": refusing{&refused}})
-	require.ErrorContains(t, err, "registration refused")
-	assert.Nil(t, a)
-	require.NotZero(t, refused)
-	_, live := memalloc.Size(refused)
-	assert.False(t, live, "the bufreg.MemAlloc memory is freed")
-	_, _, found := regs.Lookup(refused, 1)
-	assert.False(t, found, "gccl's registration is undone")
-	assert.NoError(t, (*arena)(nil).free())
 }
-
-// refusing is a registrar that refuses, remembering the address.
-type refusing struct{ at *uintptr }
-
-func (r refusing) Register(p uintptr, size int) error {
-	*r.at = p
-	return errors.New("registration refused")
-}
-func (r refusing) Deregister(p uintptr) error { return nil }

@@ -9,7 +9,18 @@ import (
 	"runtime/pprof"
 	"sync"
 
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/baseline"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/initcost"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/memview"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/report"
 	"github.com/gccl/gccl/comm"
+	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/commlink"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/mpiboot"
@@ -32,12 +43,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gccl-perf:", err)
 		os.Exit(exitUsage)
 	}
-	os.Exit(run(cfg, os.Stdout, os.Stderr, hooks{check: countWrong}))
+	os.Exit(run(cfg, os.Stdout, os.Stderr, hooks{check: check.CountWrong}))
 }
 
 // hooks are what tests replace.
 type hooks struct {
-	check checker
+	check check.Checker
 }
 
 // run runs the configured sweeps and returns the exit status.
@@ -107,7 +118,7 @@ func runMPI(cfg config, stdout, stderr io.Writer, h hooks) int {
 		return exitError
 	}
 	defer c.Close()
-	status := runRank(cfg, c, cost, rank, size, mpiExchanger{}, stdout, stderr, h)
+	status := runRank(cfg, c, cost, rank, size, exchange.MPI{}, stdout, stderr, h)
 	if status == exitError && size > 1 {
 		_ = mpiboot.Abort(exitError) // no rank may be left waiting for this one
 	}
@@ -122,14 +133,14 @@ func runLocal(cfg config, stdout, stderr io.Writer, h hooks) int {
 		return exitError
 	}
 	defer closeMeters() // after the communicators' Close
-	x := newLocalExchanger(cfg.np, cfg.timeout)
+	x := exchange.NewLocal(cfg.np, cfg.timeout)
 	stderr = &lockedWriter{w: stderr} // every rank reports its own errors
 	status := make([]int, cfg.np)
 	var wg sync.WaitGroup
 	for r, c := range comms {
 		wg.Go(func() {
 			defer c.Close()
-			status[r] = runRank(cfg, c, costs[r], r, cfg.np, x.rank(r), stdout, stderr, h)
+			status[r] = runRank(cfg, c, costs[r], r, cfg.np, x.Rank(r), stdout, stderr, h)
 		})
 	}
 	wg.Wait()
@@ -139,7 +150,7 @@ func runLocal(cfg config, stdout, stderr io.Writer, h hooks) int {
 // runRank is one rank's whole run: stream, clock, libraries, their init
 // costs (cost is gccl's, measured by the caller), every operation's sweep;
 // rank 0 prints the init line, the tables, the summary and the files.
-func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchanger, stdout, stderr io.Writer, h hooks) (status int) {
+func runRank(cfg config, c *comm.Comm, cost initcost.Cost, rank, nranks int, x exchange.Exchanger, stdout, stderr io.Writer, h hooks) (status int) {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", rank, err)
 		return exitError
@@ -150,28 +161,29 @@ func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchan
 		return fail(err)
 	}
 	defer d.DestroyStream(s)
-	clk, err := newClock(cfg, d, s)
+	clk, err := clock.New(cfg.clock(), d, s)
 	if err != nil {
 		return fail(err)
 	}
 	defer clk.Close()
-	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, reg: commRegister(c),
-		gccl: &gcclLib{comm: c, device: d, stream: s}, clk: clk}
-	var paths pathSource
+	env := lib.Env{Comm: c, Device: d, Stream: s}
+	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, reg: arena.CommRegister(c),
+		gccl: lib.NewGccl(env), clk: clk}
+	var paths memview.PathSource
 	if e, err := commlink.Engine(c); err == nil {
 		paths = e
 	}
-	if r.mem, err = newMemView(cfg, paths, d, s, rank); err != nil {
+	if r.mem, err = memView(cfg, paths, d, s, rank); err != nil {
 		return fail(err)
 	}
 	defer r.mem.Close()
 	if rank == 0 {
 		r.out = stdout
 		if cfg.progress {
-			r.prog = stderr
+			r.prog = report.NewProgress(stderr)
 		}
 	}
-	if r.base, err = openBaseline(cfg.baseline, baselineEnv{comm: c, device: d, stream: s}); err != nil {
+	if r.base, err = baseline.Open(cfg.baseline, env); err != nil {
 		return fail(err)
 	}
 	if r.base != nil {
@@ -181,21 +193,21 @@ func runRank(cfg config, c *comm.Comm, cost initCost, rank, nranks int, x exchan
 	if err != nil {
 		return fail(err)
 	}
-	writeInit(r.out, init)
+	report.WriteInit(r.out, init)
 	results, status := r.sweepAll(stderr)
 	if status == exitError || rank != 0 {
 		return status
 	}
-	writeSummary(r.out, results)
-	if err := writeFiles(cfg, results, init); err != nil {
+	report.WriteRunSummary(r.out, results)
+	if err := cfg.files().Write(results, init); err != nil {
 		return fail(err)
 	}
 	return status
 }
 
 // sweepAll runs every operation's sweep; a failure stops the run.
-func (r *ranker) sweepAll(stderr io.Writer) ([]opResult, int) {
-	var results []opResult
+func (r *ranker) sweepAll(stderr io.Writer) ([]report.Result, int) {
+	var results []report.Result
 	status := exitOK
 	for _, op := range r.cfg.ops {
 		res, err := r.sweep(op)
@@ -203,7 +215,7 @@ func (r *ranker) sweepAll(stderr io.Writer) ([]opResult, int) {
 			fmt.Fprintf(stderr, "gccl-perf: rank %d: %v\n", r.rank, err)
 			return results, exitError
 		}
-		if res.gcclWrong > 0 {
+		if res.GcclWrong > 0 {
 			status = exitWrong
 		}
 		results = append(results, res)
@@ -211,10 +223,18 @@ func (r *ranker) sweepAll(stderr io.Writer) ([]opResult, int) {
 	return results, status
 }
 
+// memView is the memory-traffic view of a GPU rank (-mem), or nil.
+func memView(cfg config, paths memview.PathSource, d device.Device, s gccl.Stream, rank int) (*memview.View, error) {
+	if !cfg.mem {
+		return nil, nil
+	}
+	return memview.New(cfg.clock(), paths, d, s, rank)
+}
+
 // closeBaseline closes the baseline, or aborts it after a failure when it
 // can, so that no rank waits for a peer that gave up.
-func closeBaseline(b baseline, failed bool) {
-	if a, ok := b.(aborter); ok && failed {
+func closeBaseline(b lib.Baseline, failed bool) {
+	if a, ok := b.(lib.Aborter); ok && failed {
 		_ = a.Abort()
 		return
 	}

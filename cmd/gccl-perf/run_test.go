@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
+	"github.com/gccl/gccl/internal/nccl"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,6 +46,26 @@ func tables(t *testing.T, out string) map[string][]tableRow {
 	return got
 }
 
+// runJSON is what the tests read of the -json output.
+type runJSON struct {
+	Init *struct {
+		Gccl     initJSON  `json:"gccl"`
+		Baseline *initJSON `json:"baseline"`
+	} `json:"init"`
+	Rows []struct {
+		TimeUS float64 `json:"time_us"`
+	} `json:"rows"`
+}
+
+// initJSON is one library's init costs in the -json output.
+type initJSON struct {
+	Library  string  `json:"library"`
+	TimeMS   float64 `json:"time_ms"`
+	MedianMS float64 `json:"median_time_ms"`
+	MemInit  *int64  `json:"mem_init_bytes"`
+	MemFirst *int64  `json:"mem_after_first_op_bytes"`
+}
+
 func mustParse(t *testing.T, args ...string) config {
 	c, err := parseFlags(args, io.Discard)
 	require.NoError(t, err)
@@ -56,7 +78,7 @@ func TestEndToEndTwoRanks(t *testing.T) {
 	cfg := mustParse(t, "-np", "2", "-b", "8", "-e", "4K", "-f", "4", "-n", "3", "-w", "1", "-timeout", "30s",
 		"-csv", csvPath, "-json", jsonPath, "-png", filepath.Join(dir, "r.png"), "-progress")
 	var out, errs bytes.Buffer
-	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: countWrong}), "stderr: %s", errs.String())
+	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: check.CountWrong}), "stderr: %s", errs.String())
 	rows := tables(t, out.String())["allreduce"]
 	require.Len(t, rows, 5, out.String()) // 8, 32, 128, 512, 2K
 	for i, r := range rows {
@@ -72,7 +94,7 @@ func TestEndToEndTwoRanks(t *testing.T) {
 	recs, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
 	assert.Len(t, recs, 1+5)
-	var js jsonRun
+	var js runJSON
 	b, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &js))
@@ -90,7 +112,7 @@ func TestEndToEndEveryOperation(t *testing.T) {
 		cfg := mustParse(t, "-np", "3", "-op", "all", "-b", "12", "-e", "3000", "-f", "8", "-n", "2", "-w", "0",
 			"-t", "int32", "-o", "max", "-r", "2", "-timeout", "30s", inplace)
 		var out, errs bytes.Buffer
-		require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: countWrong}), "stderr: %s", errs.String())
+		require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: check.CountWrong}), "stderr: %s", errs.String())
 		got := tables(t, out.String())
 		for _, op := range cfg.ops {
 			if inplace == "-inplace=true" && (op == "sendrecv" || op == "alltoall") {
@@ -112,7 +134,7 @@ func TestEndToEndCountsCorruptedResults(t *testing.T) {
 	corrupt := func(got, want []byte, ty gccl.DataType, nranks int) int64 {
 		bad := append([]byte{}, got...)
 		bad[len(bad)-1] ^= 0x7F // the last element's top byte
-		return countWrong(bad, want, ty, nranks)
+		return check.CountWrong(bad, want, ty, nranks)
 	}
 	var out bytes.Buffer
 	require.Equal(t, exitWrong, run(cfg, &out, io.Discard, hooks{check: corrupt}))
@@ -145,18 +167,18 @@ func TestGraphOnHostIsRefused(t *testing.T) {
 	cfg := mustParse(t, "-np", "2", "-graph", "-timeout", "10s")
 	var errs bytes.Buffer
 	start := time.Now()
-	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
 	assert.Contains(t, errs.String(), "not supported on host")
 	assert.Less(t, time.Since(start), 5*time.Second)
 
 	cfg = mustParse(t, "-np", "2", "-op", "broadcast", "-r", "2", "-timeout", "10s")
 	errs.Reset()
-	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
 	assert.Contains(t, errs.String(), "-r 2 is not a rank")
 
 	cfg = mustParse(t, "-np", "2", "-baseline", "nccl", "-timeout", "10s")
 	errs.Reset()
-	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
 	assert.Contains(t, errs.String(), "baseline nccl") // not built in, or no libnccl/GPU here
 }
 
@@ -167,7 +189,7 @@ func TestEndToEndRegisteredHost(t *testing.T) {
 	cfg := mustParse(t, "-np", "3", "-op", "all", "-b", "96", "-e", "6K", "-f", "8", "-n", "2", "-w", "1",
 		"-t", "int32", "-register", "-timeout", "30s")
 	var out, errs bytes.Buffer
-	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: countWrong}), "stderr: %s", errs.String())
+	require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: check.CountWrong}), "stderr: %s", errs.String())
 	got := tables(t, out.String())
 	for _, op := range cfg.ops {
 		require.Len(t, got[string(op)], 3, "%s:\n%s", op, out.String())
@@ -185,7 +207,7 @@ func TestOpAllFilesPerOperation(t *testing.T) {
 	dir := t.TempDir()
 	cfg := mustParse(t, "-np", "2", "-op", "all", "-b", "64", "-e", "256", "-n", "1", "-w", "0", "-timeout", "30s",
 		"-csv", filepath.Join(dir, "r.csv"), "-png", filepath.Join(dir, "r.png"))
-	require.Equal(t, exitOK, run(cfg, io.Discard, io.Discard, hooks{check: countWrong}))
+	require.Equal(t, exitOK, run(cfg, io.Discard, io.Discard, hooks{check: check.CountWrong}))
 	for _, op := range cfg.ops {
 		f, err := os.Open(filepath.Join(dir, "r-"+string(op)+".csv"))
 		require.NoError(t, err, op)
@@ -202,4 +224,17 @@ func TestOpAllFilesPerOperation(t *testing.T) {
 	}
 	_, err := os.Stat(filepath.Join(dir, "r.csv"))
 	assert.True(t, os.IsNotExist(err), "no unsuffixed file with -op all")
+}
+
+// Without libnccl.so.2, -baseline nccl fails fast on every rank, saying why.
+func TestNCCLBaselineWithoutLibrary(t *testing.T) {
+	if nl, err := nccl.Load(); err == nil {
+		t.Skipf("libnccl.so.2 is present (NCCL %s); the missing-library path is not exercised", nccl.VersionString(nl.Version()))
+	}
+	cfg := mustParse(t, "-np", "2", "-baseline", "nccl", "-b", "1K", "-e", "1K", "-timeout", "10s")
+	var errs bytes.Buffer
+	start := time.Now()
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
+	assert.Contains(t, errs.String(), "baseline nccl: libnccl.so.2 not found")
+	assert.Less(t, time.Since(start), 8*time.Second, "a missing library must fail fast on every rank")
 }

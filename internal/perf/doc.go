@@ -5,6 +5,6 @@
 // run summary against a baseline (geometric-mean time ratios in the size
 // bands of the project's goals, peak bus bandwidths).
 //
-// The timing loop itself lives in cmd/gccl-perf, which drives gccl (and a
-// baseline library) through this package's Result rows.
+// The timing loop itself lives in cmd/gccl-perf and its internal packages,
+// which drive gccl (and a baseline library) into this package's rows.
 package perf

@@ -63,6 +63,25 @@ func TestBusFactor(t *testing.T) {
 	require.InDelta(t, 1.5, bus, 1e-12)
 }
 
+// The operations' shapes: which split their buffers per rank, reduce, have a root.
+func TestOpShapes(t *testing.T) {
+	var blocked, reducing, rooted []Op
+	for _, op := range Ops() {
+		if op.Blocked() {
+			blocked = append(blocked, op)
+		}
+		if op.Reducing() {
+			reducing = append(reducing, op)
+		}
+		if op.Rooted() {
+			rooted = append(rooted, op)
+		}
+	}
+	require.Equal(t, []Op{AllGather, ReduceScatter, AllToAll}, blocked)
+	require.Equal(t, []Op{AllReduce, ReduceScatter, Reduce}, reducing)
+	require.Equal(t, []Op{Broadcast, Reduce}, rooted)
+}
+
 func TestMedianMatchesSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for n := 1; n < 40; n++ {

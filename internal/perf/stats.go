@@ -25,6 +25,16 @@ func Ops() []Op {
 	return []Op{AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv, AllToAll}
 }
 
+// Blocked reports whether op splits its buffers into one block per rank,
+// so that its count argument is size / nranks (as nccl-tests counts it).
+func (op Op) Blocked() bool { return op == AllGather || op == ReduceScatter || op == AllToAll }
+
+// Reducing reports whether op applies the reduction operator.
+func (op Op) Reducing() bool { return op == AllReduce || op == ReduceScatter || op == Reduce }
+
+// Rooted reports whether op has a root.
+func (op Op) Rooted() bool { return op == Broadcast || op == Reduce }
+
 // BusFactor is nccl-tests' factor from algorithm bandwidth to bus bandwidth
 // for an operation over n ranks: the fraction of the data each rank's link
 // must carry, so that busbw is comparable with the hardware's line rate.

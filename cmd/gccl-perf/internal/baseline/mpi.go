@@ -1,10 +1,11 @@
-package main
+package baseline
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/gccl/gccl/mpiboot"
@@ -17,9 +18,9 @@ type mpiBaseline struct {
 	coll *mpiboot.Collectives
 }
 
-func newMPIBaseline(env baselineEnv) (baseline, error) {
-	if env.device.Kind() != device.Host {
-		return nil, fmt.Errorf("baseline mpi works on host memory; this run's device is %v (use -baseline nccl on a GPU)", env.device.Kind())
+func newMPIBaseline(env lib.Env) (lib.Baseline, error) {
+	if env.Device.Kind() != device.Host {
+		return nil, fmt.Errorf("baseline mpi works on host memory; this run's device is %v (use -baseline nccl on a GPU)", env.Device.Kind())
 	}
 	c, err := mpiboot.NewCollectives()
 	if err != nil {
@@ -36,7 +37,7 @@ func (m *mpiBaseline) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, in
 	if mpiboot.MPIType(t) != nil {
 		return fmt.Errorf("baseline mpi: type %v not supported (MPI has int8..uint64, float32, float64)", t)
 	}
-	if reducing(op) && mpiboot.MPIOp(redop) != nil {
+	if op.Reducing() && mpiboot.MPIOp(redop) != nil {
 		return fmt.Errorf("baseline mpi: operator %v not supported (MPI has sum, prod, max, min)", redop)
 	}
 	if inplace && op == perf.ReduceScatter {
@@ -45,7 +46,7 @@ func (m *mpiBaseline) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, in
 	return nil
 }
 
-func (m *mpiBaseline) Run(c call) (time.Duration, error) {
+func (m *mpiBaseline) Run(c lib.Call) (time.Duration, error) {
 	switch c.Op {
 	case perf.AllReduce:
 		return m.coll.Allreduce(c.Send, c.Recv, c.Count, c.Type, c.RedOp)
@@ -58,7 +59,7 @@ func (m *mpiBaseline) Run(c call) (time.Duration, error) {
 	case perf.Reduce:
 		return m.coll.Reduce(c.Send, c.Recv, c.Count, c.Type, c.RedOp, c.Root)
 	case perf.SendRecv:
-		return m.coll.Sendrecv(c.Send, c.Count, c.next(), c.Recv, c.Count, c.prev(), c.Type)
+		return m.coll.Sendrecv(c.Send, c.Count, c.Next(), c.Recv, c.Count, c.Prev(), c.Type)
 	case perf.AllToAll:
 		return m.coll.Alltoall(c.Send, c.Recv, c.Count, c.Type)
 	}
@@ -68,7 +69,7 @@ func (m *mpiBaseline) Run(c call) (time.Duration, error) {
 // bcast broadcasts into every rank's recv. NCCL reads the root's sendbuff;
 // MPI_Bcast has one buffer, so out of place the root first copies send to
 // recv, and that copy counts in the time (NCCL's root writes its recvbuff too).
-func (m *mpiBaseline) bcast(c call) (time.Duration, error) {
+func (m *mpiBaseline) bcast(c lib.Call) (time.Duration, error) {
 	var copied time.Duration
 	if c.Send != c.Recv && c.Rank == c.Root {
 		start := time.Now()

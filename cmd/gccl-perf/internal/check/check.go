@@ -1,9 +1,11 @@
-package main
+package check
 
 import (
 	"math/rand/v2"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/layout"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/reduce"
 )
@@ -17,21 +19,21 @@ const chunkElems = 1024
 // expected result, so that the inputs of every rank need not be held whole.
 const pieceElems = 1 << 18
 
-// inputs makes the random inputs (reduce.Fill's values: safe for every
+// Inputs makes the random inputs (reduce.Fill's values: safe for every
 // operator) of every rank for one seed.
-type inputs struct {
-	seed uint64
-	t    gccl.DataType
+type Inputs struct {
+	Seed uint64
+	Type gccl.DataType
 }
 
 // of returns elements [from, from+n) of rank's input.
-func (in inputs) of(rank, from, n int) []byte {
-	sz := in.t.Size()
+func (in Inputs) of(rank, from, n int) []byte {
+	sz := in.Type.Size()
 	first, last := from/chunkElems, (from+n+chunkElems-1)/chunkElems
 	buf := make([]byte, (last-first)*chunkElems*sz)
 	for c := first; c < last; c++ {
-		rng := rand.New(rand.NewPCG(in.seed^uint64(rank+1)<<40, uint64(c)))
-		reduce.Fill(buf[(c-first)*chunkElems*sz:(c-first+1)*chunkElems*sz], in.t, rng)
+		rng := rand.New(rand.NewPCG(in.Seed^uint64(rank+1)<<40, uint64(c)))
+		reduce.Fill(buf[(c-first)*chunkElems*sz:(c-first+1)*chunkElems*sz], in.Type, rng)
 	}
 	off := (from - first*chunkElems) * sz
 	return buf[off : off+n*sz]
@@ -39,8 +41,8 @@ func (in inputs) of(rank, from, n int) []byte {
 
 // expect computes the result described by srcs into want (the rank's whole
 // recv region) and marks the elements it wrote in known.
-func (in inputs) expect(want []byte, known []bool, srcs []source, op gccl.RedOp) {
-	sz := in.t.Size()
+func (in Inputs) expect(want []byte, known []bool, srcs []source, op gccl.RedOp) {
+	sz := in.Type.Size()
 	for _, s := range srcs {
 		for done := 0; done < s.n; done += pieceElems {
 			n := min(pieceElems, s.n-done)
@@ -52,7 +54,7 @@ func (in inputs) expect(want []byte, known []bool, srcs []source, op gccl.RedOp)
 			if len(parts) == 1 {
 				copy(dst, parts[0])
 			} else {
-				copy(dst, reduce.Reference(parts, in.t, op, 0))
+				copy(dst, reduce.Reference(parts, in.Type, op, 0))
 			}
 			for i := range n {
 				known[s.at+done+i] = true
@@ -61,13 +63,13 @@ func (in inputs) expect(want []byte, known []bool, srcs []source, op gccl.RedOp)
 	}
 }
 
-// checker counts the elements of got that differ from want; tests replace
+// Checker counts the elements of got that differ from want; tests replace
 // it to show that a wrong result is counted.
-type checker func(got, want []byte, t gccl.DataType, nranks int) int64
+type Checker func(got, want []byte, t gccl.DataType, nranks int) int64
 
-// countWrong is the checker: reduce.Check's rule (exact for integers, a
+// CountWrong is the checker: reduce.Check's rule (exact for integers, a
 // relative tolerance of (nranks+1) epsilons for floats), element by element.
-func countWrong(got, want []byte, t gccl.DataType, nranks int) int64 {
+func CountWrong(got, want []byte, t gccl.DataType, nranks int) int64 {
 	if reduce.Check(got, want, t, nranks) == nil {
 		return 0
 	}
@@ -84,22 +86,22 @@ func countWrong(got, want []byte, t gccl.DataType, nranks int) int64 {
 	return wrong
 }
 
-// staged is one size's data on one rank: the expected result and which of
+// Staged is one size's data on one rank: the expected result and which of
 // its elements are defined.
-type staged struct {
+type Staged struct {
 	want  []byte
 	known []bool
 }
 
-// stage writes the rank's input into its send region and poisons the recv
+// Stage writes the rank's input into its send region and poisons the recv
 // region, then returns the expected result. Poison is the complement of
 // the expected value, so an element the operation never writes cannot pass;
 // undefined elements (a non-root's reduce result) get 0xA5. In place, the
 // input is written last, over the poison of the overlapping part.
-func stage(d device.Device, base uintptr, l layout, in inputs, c call) (staged, error) {
+func Stage(d device.Device, base uintptr, l layout.Layout, in Inputs, c lib.Call) (Staged, error) {
 	sz := c.Type.Size()
-	st := staged{want: make([]byte, l.recvElems*sz), known: make([]bool, l.recvElems)}
-	in.expect(st.want, st.known, l.expected(c.Rank, c.NRanks, c.Root), c.RedOp)
+	st := Staged{want: make([]byte, l.RecvElems*sz), known: make([]bool, l.RecvElems)}
+	in.expect(st.want, st.known, expected(l, c.Rank, c.NRanks, c.Root), c.RedOp)
 	poison := make([]byte, len(st.want))
 	for i := range poison {
 		poison[i] = 0xA5
@@ -107,16 +109,16 @@ func stage(d device.Device, base uintptr, l layout, in inputs, c call) (staged, 
 			poison[i] = ^st.want[i]
 		}
 	}
-	send, recv := l.place(base, c.Type)
+	send, recv := l.Place(base, c.Type)
 	if err := d.CopyIn(recv, poison); err != nil {
 		return st, err
 	}
-	return st, d.CopyIn(send, in.of(c.Rank, 0, l.sendElems))
+	return st, d.CopyIn(send, in.of(c.Rank, 0, l.SendElems))
 }
 
-// verify reads the recv region back and counts the wrong elements among the
+// Verify reads the recv region back and counts the wrong elements among the
 // defined ones.
-func verify(d device.Device, recv uintptr, st staged, t gccl.DataType, nranks int, check checker) (int64, error) {
+func Verify(d device.Device, recv uintptr, st Staged, t gccl.DataType, nranks int, check Checker) (int64, error) {
 	got := make([]byte, len(st.want))
 	if err := d.CopyOut(got, recv); err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package main
+package exchange
 
 import (
 	"encoding/binary"
@@ -10,21 +10,21 @@ import (
 	"github.com/gccl/gccl/mpiboot"
 )
 
-// exchanger all-gathers small messages between the ranks of a run, so that
+// Exchanger all-gathers small messages between the ranks of a run, so that
 // the ranks agree on timings, wrong counts and failures. Every rank calls
 // it the same number of times with messages of the same length.
-type exchanger interface {
+type Exchanger interface {
 	Allgather(msg []byte) ([]byte, error)
 }
 
-// mpiExchanger all-gathers over MPI (one rank per process).
-type mpiExchanger struct{}
+// MPI all-gathers over MPI (one rank per process).
+type MPI struct{}
 
-func (mpiExchanger) Allgather(msg []byte) ([]byte, error) { return mpiboot.Allgather(msg) }
+func (MPI) Allgather(msg []byte) ([]byte, error) { return mpiboot.Allgather(msg) }
 
-// localExchanger all-gathers between goroutine ranks of one process. Each
-// round ends when every rank has contributed, or at the deadline.
-type localExchanger struct {
+// Local all-gathers between goroutine ranks of one process. Each round
+// ends when every rank has contributed, or at the deadline.
+type Local struct {
 	n       int
 	timeout time.Duration
 	mu      sync.Mutex
@@ -37,17 +37,19 @@ type round struct {
 	done    chan struct{}
 }
 
-func newLocalExchanger(n int, timeout time.Duration) *localExchanger {
-	return &localExchanger{n: n, timeout: timeout, cur: newRound(n)}
+// NewLocal is the exchanger of n goroutine ranks; a round waits for the
+// others at most timeout.
+func NewLocal(n int, timeout time.Duration) *Local {
+	return &Local{n: n, timeout: timeout, cur: newRound(n)}
 }
 
 func newRound(n int) *round { return &round{msgs: make([][]byte, n), done: make(chan struct{})} }
 
-// rank returns the exchanger as seen by one rank.
-func (x *localExchanger) rank(r int) exchanger { return localRank{x, r} }
+// Rank returns the exchanger as seen by rank r.
+func (x *Local) Rank(r int) Exchanger { return localRank{x, r} }
 
 type localRank struct {
-	x    *localExchanger
+	x    *Local
 	rank int
 }
 
@@ -83,58 +85,59 @@ func (l localRank) Allgather(msg []byte) ([]byte, error) {
 	return out, nil
 }
 
-// report is what each rank contributes after measuring one library at one
-// size: whether it failed, its wrong-element count and its iteration times.
-type report struct {
-	failed bool
-	wrong  int64
-	times  []time.Duration
+// Report is what each rank contributes after measuring one library at one
+// size: whether it failed, its wrong-element count (-1: not checked) and
+// its iteration times.
+type Report struct {
+	Failed bool
+	Wrong  int64
+	Times  []time.Duration
 }
 
-func (r report) encode() []byte {
-	b := make([]byte, 0, 16+8*len(r.times))
+func (r Report) encode() []byte {
+	b := make([]byte, 0, 16+8*len(r.Times))
 	var f uint64
-	if r.failed {
+	if r.Failed {
 		f = 1
 	}
 	b = binary.LittleEndian.AppendUint64(b, f)
-	b = binary.LittleEndian.AppendUint64(b, uint64(r.wrong))
-	for _, t := range r.times {
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.Wrong))
+	for _, t := range r.Times {
 		b = binary.LittleEndian.AppendUint64(b, uint64(t))
 	}
 	return b
 }
 
-// agree all-gathers every rank's report (all with iters times) and combines
+// Agree all-gathers every rank's report (all with iters times) and combines
 // them: the time of each iteration is the slowest rank's, the wrong counts
 // add up (-1 when unchecked), and any failure names the first failed rank.
-func agree(x exchanger, mine report, iters int) (report, error) {
-	if len(mine.times) != iters {
-		mine.times = make([]time.Duration, iters) // a failed rank still takes part
-		mine.failed = true
+func Agree(x Exchanger, mine Report, iters int) (Report, error) {
+	if len(mine.Times) != iters {
+		mine.Times = make([]time.Duration, iters) // a failed rank still takes part
+		mine.Failed = true
 	}
 	all, err := x.Allgather(mine.encode())
 	if err != nil {
-		return report{}, err
+		return Report{}, err
 	}
 	per := 16 + 8*iters
 	if len(all)%per != 0 {
-		return report{}, fmt.Errorf("exchange: %d bytes is not a whole number of %d-byte reports", len(all), per)
+		return Report{}, fmt.Errorf("exchange: %d bytes is not a whole number of %d-byte reports", len(all), per)
 	}
-	out := report{times: make([]time.Duration, iters)}
+	out := Report{Times: make([]time.Duration, iters)}
 	for r := 0; r < len(all)/per; r++ {
 		b := all[r*per:]
 		if binary.LittleEndian.Uint64(b) != 0 {
-			return report{}, fmt.Errorf("rank %d failed (see its error output)", r)
+			return Report{}, fmt.Errorf("rank %d failed (see its error output)", r)
 		}
 		w := int64(binary.LittleEndian.Uint64(b[8:]))
-		if w < 0 || out.wrong < 0 {
-			out.wrong = -1
+		if w < 0 || out.Wrong < 0 {
+			out.Wrong = -1
 		} else {
-			out.wrong += w
+			out.Wrong += w
 		}
 		for i := range iters {
-			out.times[i] = max(out.times[i], time.Duration(binary.LittleEndian.Uint64(b[16+8*i:])))
+			out.Times[i] = max(out.Times[i], time.Duration(binary.LittleEndian.Uint64(b[16+8*i:])))
 		}
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package main
+package clock
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 	"github.com/gccl/gccl/internal/wait"
 )
 
-// eventTimer times work on a GPU stream with two CUDA events recorded around
+// Timer times work on a GPU stream with two CUDA events recorded around
 // it, as nccl-tests does: the time is the GPU's, free of the host's polling.
 // gccl and the NCCL baseline are both timed by it, on the same stream.
-type eventTimer struct {
+type Timer struct {
 	dev        *device.CUDADevice
 	drv        cuda.Driver
 	stream     cuda.Stream
@@ -23,11 +23,14 @@ type eventTimer struct {
 	timeout    time.Duration
 }
 
-func newEventTimer(dev *device.CUDADevice, s gccl.Stream, timeout time.Duration) (*eventTimer, error) {
+// NewTimer makes the events of a timer of stream s on dev; every wait for
+// the stream ends at the timeout.
+func NewTimer(dev *device.CUDADevice, s gccl.Stream, timeout time.Duration) (*Timer, error) {
 	if timeout <= 0 {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "timeout", "the event timer needs a deadline > 0, got %v", timeout)
 	}
-	t := &eventTimer{dev: dev, drv: gpuDriver(dev), stream: cuda.Stream(s), timeout: timeout}
+	drv, _ := devlink.Driver(dev)
+	t := &Timer{dev: dev, drv: drv, stream: cuda.Stream(s), timeout: timeout}
 	err := dev.Do(func() (err error) {
 		if t.start, err = t.drv.EventCreate(cuda.EventDefault); err != nil {
 			return err
@@ -43,11 +46,11 @@ func newEventTimer(dev *device.CUDADevice, s gccl.Stream, timeout time.Duration)
 	return t, nil
 }
 
-// time records the start event, calls launch (which enqueues work on the
+// Time records the start event, calls launch (which enqueues work on the
 // stream; it runs with the device's context current), records the end
 // event, waits for it (at most the timeout) and returns the time between
 // the events.
-func (t *eventTimer) time(launch func() error) (time.Duration, error) {
+func (t *Timer) Time(launch func() error) (time.Duration, error) {
 	var ms float32
 	err := t.dev.Do(func() (err error) {
 		if err = t.drv.EventRecord(t.start, t.stream); err != nil {
@@ -77,7 +80,7 @@ const spinFor = 200 * time.Millisecond
 
 // wait polls the end event: yielding for spinFor, then sleeping from a few
 // microseconds to 1ms between polls, until the timeout.
-func (t *eventTimer) wait() error {
+func (t *Timer) wait() error {
 	p := wait.Poller{Deadline: time.Now().Add(t.timeout), What: "stream", SpinFor: spinFor, MaxSleep: time.Millisecond}
 	for {
 		done, err := t.drv.EventQuery(t.end)
@@ -95,7 +98,7 @@ func (t *eventTimer) wait() error {
 // capture mode, so that other goroutines' driver calls cannot invalidate
 // it) and instantiates it. The capture is always ended, so a failed launch
 // leaves the stream usable.
-func (t *eventTimer) capture(launch func() error) (cuda.GraphExec, error) {
+func (t *Timer) capture(launch func() error) (cuda.GraphExec, error) {
 	var exec cuda.GraphExec
 	err := t.dev.Do(func() error {
 		if err := t.drv.StreamBeginCapture(t.stream, cuda.CaptureModeRelaxed); err != nil {
@@ -120,17 +123,17 @@ func (t *eventTimer) capture(launch func() error) (cuda.GraphExec, error) {
 }
 
 // launchGraph returns a launch function that enqueues exec on the stream.
-func (t *eventTimer) launchGraph(exec cuda.GraphExec) func() error {
+func (t *Timer) launchGraph(exec cuda.GraphExec) func() error {
 	return func() error { return t.drv.GraphLaunch(exec, t.stream) }
 }
 
 // destroyGraph destroys an instantiated graph.
-func (t *eventTimer) destroyGraph(exec cuda.GraphExec) error {
+func (t *Timer) destroyGraph(exec cuda.GraphExec) error {
 	return t.dev.Do(func() error { return t.drv.GraphExecDestroy(exec) })
 }
 
 // Close destroys the events; it is safe on nil.
-func (t *eventTimer) Close() error {
+func (t *Timer) Close() error {
 	if t == nil {
 		return nil
 	}
@@ -139,8 +142,5 @@ func (t *eventTimer) Close() error {
 	})
 }
 
-// gpuDriver is the CUDA driver that dev calls.
-func gpuDriver(dev *device.CUDADevice) cuda.Driver {
-	drv, _ := devlink.Driver(dev)
-	return drv
-}
+// Stream is the stream the timer records its events on.
+func (t *Timer) Stream() cuda.Stream { return t.stream }

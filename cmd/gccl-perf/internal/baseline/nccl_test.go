@@ -1,9 +1,7 @@
-package main
+package baseline
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/env"
@@ -21,24 +20,18 @@ import (
 )
 
 func TestNCCLBaselineWithoutLibrary(t *testing.T) {
-	if lib, err := nccl.Load(); err == nil {
-		t.Skipf("libnccl.so.2 is present (NCCL %s); the missing-library path is not exercised", nccl.VersionString(lib.Version()))
+	if nl, err := nccl.Load(); err == nil {
+		t.Skipf("libnccl.so.2 is present (NCCL %s); the missing-library path is not exercised", nccl.VersionString(nl.Version()))
 	}
 	host, err := device.Open(device.Host, 0)
 	require.NoError(t, err)
-	_, err = openBaseline("nccl", baselineEnv{device: host})
+	_, err = Open("nccl", lib.Env{Device: host})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, nccl.ErrNoLibrary)
 	assert.ErrorIs(t, err, gccl.ErrSystem)
 	assert.Equal(t, "baseline nccl", err.(*gccl.Error).Arg)
 	assert.Contains(t, err.Error(), "baseline nccl: libnccl.so.2 not found")
 
-	cfg := mustParse(t, "-np", "2", "-baseline", "nccl", "-b", "1K", "-e", "1K", "-timeout", "10s")
-	var errs bytes.Buffer
-	start := time.Now()
-	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: countWrong}))
-	assert.Contains(t, errs.String(), "baseline nccl: libnccl.so.2 not found")
-	assert.Less(t, time.Since(start), 8*time.Second, "a missing library must fail fast on every rank")
 }
 
 func TestNCCLBaselineLoadFailures(t *testing.T) {
@@ -50,7 +43,7 @@ func TestNCCLBaselineLoadFailures(t *testing.T) {
 		return nil, gccl.Errorf(gccl.SystemError, "libnccl.so.2", "%w; install it",
 			&nccl.NotFound{Name: "libnccl.so.2", Reason: "no such file"})
 	}
-	_, err = newNCCLBaseline(baselineEnv{device: host})
+	_, err = newNCCLBaseline(lib.Env{Device: host})
 	assert.ErrorIs(t, err, nccl.ErrNoLibrary)
 	assert.Equal(t, "gccl: system error: baseline nccl: libnccl.so.2 not found (no such file); install NCCL 2.x or "+
 		"add its directory to LD_LIBRARY_PATH, or drop -baseline nccl", err.Error())
@@ -58,17 +51,17 @@ func TestNCCLBaselineLoadFailures(t *testing.T) {
 	openNCCL = func() (*nccl.Library, error) {
 		return nil, gccl.Errorf(gccl.SystemError, "libnccl.so.2", "libnccl.so.2 does not export ncclSend")
 	}
-	_, err = newNCCLBaseline(baselineEnv{device: host})
+	_, err = newNCCLBaseline(lib.Env{Device: host})
 	assert.NotErrorIs(t, err, nccl.ErrNoLibrary)
 	assert.ErrorIs(t, err, gccl.ErrSystem)
 	assert.Contains(t, err.Error(), "baseline nccl: loading libnccl.so.2")
 	assert.Contains(t, err.Error(), "does not export ncclSend")
 }
 
-func randomCall(rng *rand.Rand, op perf.Op) call {
+func randomCall(rng *rand.Rand, op perf.Op) lib.Call {
 	types := gccl.DataTypes()
 	n := 1 + rng.IntN(8)
-	return call{Op: op, Send: uintptr(rng.Uint64N(1<<40)) << 8, Recv: uintptr(rng.Uint64N(1<<40)) << 8,
+	return lib.Call{Op: op, Send: uintptr(rng.Uint64N(1<<40)) << 8, Recv: uintptr(rng.Uint64N(1<<40)) << 8,
 		Count: rng.IntN(1 << 20), Type: types[rng.IntN(len(types))], RedOp: gccl.RedOps()[rng.IntN(5)],
 		Root: rng.IntN(n), Rank: rng.IntN(n), NRanks: n}
 }
@@ -116,7 +109,7 @@ func TestNCCLOpsOf(t *testing.T) {
 			assert.Equal(t, c.Recv+block, received[p], "block from peer %d", p)
 		}
 	}
-	_, err := ncclOpsOf(call{Op: "gather"})
+	_, err := ncclOpsOf(lib.Call{Op: "gather"})
 	assert.ErrorIs(t, err, gccl.ErrInvalidArgument)
 }
 
@@ -146,7 +139,6 @@ func TestNCCLBaselineRegistrations(t *testing.T) {
 	assert.ErrorIs(t, b.Register(0x1000, 64), gccl.ErrInvalidUsage)
 	assert.ErrorIs(t, b.Deregister(0x2000), gccl.ErrInvalidArgument)
 	assert.Len(t, b.regs, 1)
-	assert.NoError(t, (*eventTimer)(nil).Close())
 }
 
 func TestShareNCCLID(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package memview
 
 import (
 	"encoding/binary"
@@ -7,28 +7,34 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine/gpu"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/gccl/gccl/transport/topo"
 )
 
-// pathSource says how gccl ran its latest operation on this rank
+// PathSource says how gccl ran its latest operation on this rank
 // (engine.Engine.LastGPUPath).
-type pathSource interface {
+type PathSource interface {
 	LastGPUPath() string
 }
 
-// memView computes, on a GPU, the memory-traffic columns of each row: the
+// View computes, on a GPU, the memory-traffic columns of each row: the
 // bytes the engine's chosen kernels read and write (gpu.TrafficOf of
 // the path the engine took) on the busiest GPU, and rank 0 times a
 // device-to-device copy (cuMemcpyDtoDAsync) of the row's size with the
 // same events, the yardstick of those bytes.
-type memView struct {
-	paths    pathSource
-	timer    *eventTimer // rank 0: times the copies; nil elsewhere
+type View struct {
+	paths    PathSource
+	timer    *clock.Timer // rank 0: times the copies; nil elsewhere
 	dev      *device.CUDADevice
+	drv      cuda.Driver
 	gpu      uint64 // which GPU this rank runs on (host and ordinal)
 	src, dst uintptr
 	size     int64 // bytes of src and dst
@@ -37,18 +43,20 @@ type memView struct {
 	batch    int // -batch
 }
 
-// newMemView returns the view of a GPU rank, or nil without one (host
-// backend, -mem=false, no path source).
-func newMemView(cfg config, paths pathSource, d device.Device, s gccl.Stream, rank int) (*memView, error) {
+// New returns the view of a GPU rank, or nil without one (host backend,
+// no path source). The reference copy is timed as the clock set times the
+// operations, with at most 2 warm-up batches.
+func New(set clock.Settings, paths PathSource, d device.Device, s gccl.Stream, rank int) (*View, error) {
 	gpu, ok := d.(*device.CUDADevice)
-	if !cfg.mem || !ok || d.Kind() != device.CUDA || paths == nil {
+	if !ok || d.Kind() != device.CUDA || paths == nil {
 		return nil, nil
 	}
-	m := &memView{paths: paths, dev: gpu, gpu: topo.HostHash() ^ uint64(gpu.Ordinal()), warmup: min(cfg.warmup, 2),
-		iters: cfg.iters, batch: cfg.batch}
+	drv, _ := devlink.Driver(gpu)
+	m := &View{paths: paths, dev: gpu, drv: drv, gpu: topo.HostHash() ^ uint64(gpu.Ordinal()), warmup: min(set.Warmup, 2),
+		iters: set.Iters, batch: set.Batch}
 	if rank == 0 {
 		var err error
-		if m.timer, err = newEventTimer(gpu, s, cfg.timeout); err != nil {
+		if m.timer, err = clock.NewTimer(gpu, s, set.Timeout); err != nil {
 			return nil, err
 		}
 	}
@@ -56,14 +64,14 @@ func newMemView(cfg config, paths pathSource, d device.Device, s gccl.Stream, ra
 }
 
 // Close frees the copy buffers and the events; it is safe on nil.
-func (m *memView) Close() error {
+func (m *View) Close() error {
 	if m == nil {
 		return nil
 	}
 	return errors.Join(m.free(), m.timer.Close())
 }
 
-func (m *memView) free() error {
+func (m *View) free() error {
 	var errs []error
 	for _, p := range []*uintptr{&m.src, &m.dst} {
 		if *p != 0 {
@@ -76,7 +84,7 @@ func (m *memView) free() error {
 }
 
 // copyTime is the median time of one copy of size bytes (rank 0).
-func (m *memView) copyTime(size int64) (time.Duration, error) {
+func (m *View) copyTime(size int64) (time.Duration, error) {
 	if size == 0 {
 		return 0, nil
 	}
@@ -93,8 +101,8 @@ func (m *memView) copyTime(size int64) (time.Duration, error) {
 		}
 		m.size = size
 	}
-	drv, s := gpuDriver(m.dev), m.timer.stream
-	b := batchFor(m.batch, size)
+	drv, s := m.drv, m.timer.Stream()
+	b := clock.BatchFor(m.batch, size)
 	copies := func(n int) func() error {
 		return func() error {
 			for range n {
@@ -105,12 +113,12 @@ func (m *memView) copyTime(size int64) (time.Duration, error) {
 			return nil
 		}
 	}
-	if _, err := m.timer.time(copies(m.warmup * b)); err != nil {
+	if _, err := m.timer.Time(copies(m.warmup * b)); err != nil {
 		return 0, err
 	}
 	times := make([]time.Duration, 0, m.iters)
 	for range m.iters {
-		d, err := m.timer.time(copies(b))
+		d, err := m.timer.Time(copies(b))
 		if err != nil {
 			return 0, err
 		}
@@ -127,7 +135,7 @@ var opKinds = map[perf.Op][]algo.Kind{
 
 // traffic is this rank's traffic for c run with path; ok is false where
 // the model has no figure (all-to-all, an unknown path).
-func traffic(path string, c call, inPlace bool) (gpu.Traffic, bool) {
+func traffic(path string, c lib.Call, inPlace bool) (gpu.Traffic, bool) {
 	var sum gpu.Traffic
 	kinds := opKinds[c.Op]
 	for _, k := range kinds {
@@ -140,10 +148,10 @@ func traffic(path string, c call, inPlace bool) (gpu.Traffic, bool) {
 	return sum, len(kinds) > 0
 }
 
-// row agrees with the other ranks on the memory view of c, which gccl ran
+// Row agrees with the other ranks on the memory view of c, which gccl ran
 // in t: every rank adds its traffic, rank 0 times the copy of size bytes.
 // It is nil when a rank has no traffic figure.
-func (m *memView) row(x exchanger, c call, size int64, t time.Duration, inPlace bool) (*perf.Memory, error) {
+func (m *View) Row(x exchange.Exchanger, c lib.Call, size int64, t time.Duration, inPlace bool) (*perf.Memory, error) {
 	path := m.paths.LastGPUPath()
 	tr, ok := traffic(path, c, inPlace)
 	var copyT time.Duration

@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/initcost"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/commlink"
@@ -15,8 +18,6 @@ import (
 	"github.com/gccl/gccl/internal/nccl"
 	"github.com/gccl/gccl/internal/perf"
 )
-
-func init() { baselines["nccl"] = newNCCLBaseline }
 
 // openNCCL loads libnccl.so.2; tests replace it.
 var openNCCL = nccl.Load
@@ -31,17 +32,17 @@ type ncclBaseline struct {
 	stream  gccl.Stream
 	regs    map[uintptr]uintptr // registered base -> ncclCommRegister handle
 	failed  bool                // an operation failed or timed out: Close aborts
-	cost    initCost            // ncclCommInitRank's time and memory
+	cost    initcost.Cost       // ncclCommInitRank's time and memory
 }
 
-func newNCCLBaseline(e baselineEnv) (baseline, error) {
+func newNCCLBaseline(e lib.Env) (lib.Baseline, error) {
 	if err := keepNCCLOffNVLS(); err != nil {
 		return nil, err
 	}
 	if err := ncclBlocking(); err != nil {
 		return nil, err
 	}
-	lib, err := openNCCL()
+	nl, err := openNCCL()
 	if missing := (*nccl.NotFound)(nil); errors.As(err, &missing) {
 		return nil, gccl.Errorf(gccl.SystemError, "baseline nccl",
 			"%w; install NCCL 2.x or add its directory to LD_LIBRARY_PATH, or drop -baseline nccl", missing)
@@ -49,26 +50,26 @@ func newNCCLBaseline(e baselineEnv) (baseline, error) {
 	if err != nil {
 		return nil, gccl.Errorf(gccl.SystemError, "baseline nccl", "loading libnccl.so.2: %w", err)
 	}
-	dev, ok := e.device.(*device.CUDADevice)
+	dev, ok := e.Device.(*device.CUDADevice)
 	if !ok {
 		return nil, gccl.Errorf(gccl.InvalidUsage, "baseline nccl",
-			"NCCL runs on GPUs and this run's device is %v; use -baseline mpi on the host backend", e.device.Kind())
+			"NCCL runs on GPUs and this run's device is %v; use -baseline mpi on the host backend", e.Device.Kind())
 	}
-	timeout := e.comm.Config().Timeout
+	timeout := e.Comm.Config().Timeout
 	if timeout <= 0 {
 		timeout = env.Get().Timeout
 	}
 	var id nccl.UniqueID
-	if e.comm.Rank() == 0 {
-		err = dev.Do(func() (err error) { id, err = lib.UniqueID(); return err })
+	if e.Comm.Rank() == 0 {
+		err = dev.Do(func() (err error) { id, err = nl.UniqueID(); return err })
 	}
-	if id, err = shareNCCLID(e.comm, id, err, timeout); err != nil {
+	if id, err = shareNCCLID(e.Comm, id, err, timeout); err != nil {
 		return nil, fmt.Errorf("baseline nccl: %w", err)
 	}
-	b := &ncclBaseline{version: lib.Version(), dev: dev, stream: e.stream, regs: map[uintptr]uintptr{}}
-	b.cost, err = timeInit(meterOf(dev), func() error {
+	b := &ncclBaseline{version: nl.Version(), dev: dev, stream: e.Stream, regs: map[uintptr]uintptr{}}
+	b.cost, err = initcost.Measure(initcost.MeterOf(dev), func() error {
 		return dev.Do(func() (err error) {
-			b.comm, err = lib.InitRank(e.comm.Count(), id, e.comm.Rank(), timeout)
+			b.comm, err = nl.InitRank(e.Comm.Count(), id, e.Comm.Rank(), timeout)
 			return err
 		})
 	})
@@ -81,10 +82,10 @@ func newNCCLBaseline(e baselineEnv) (baseline, error) {
 	return b, nil
 }
 
-// initCost is the wall time and device memory of ncclCommInitRank on this
-// rank (timeInit: every rank starts it right after the unique ID's
+// InitCost is the wall time and device memory of ncclCommInitRank on this
+// rank (initcost.Measure: every rank starts it right after the unique ID's
 // all-gather, and the context already exists).
-func (b *ncclBaseline) initCost() initCost { return b.cost }
+func (b *ncclBaseline) InitCost() initcost.Cost { return b.cost }
 
 // keepNCCLOffNVLS sets NCCL_NVLS_ENABLE=0 for the NCCL in this process
 // unless the user enabled NVLS explicitly (GCCL_NVLS_ENABLE or
@@ -155,7 +156,7 @@ func (b *ncclBaseline) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, i
 	if _, err := nccl.DataType(t, b.version); err != nil {
 		return fmt.Errorf("baseline nccl: %w", err)
 	}
-	if reducing(op) {
+	if op.Reducing() {
 		if _, err := nccl.RedOp(redop, b.version); err != nil {
 			return fmt.Errorf("baseline nccl: %w", err)
 		}
@@ -168,7 +169,7 @@ func (b *ncclBaseline) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, i
 
 // Launch enqueues c on the stream (the device's context is current: the
 // clocks call it inside CUDADevice.Do).
-func (b *ncclBaseline) Launch(c call) error {
+func (b *ncclBaseline) Launch(c lib.Call) error {
 	ops, err := ncclOpsOf(c)
 	if err != nil {
 		return err
@@ -182,7 +183,7 @@ func (b *ncclBaseline) Launch(c call) error {
 
 // ncclOpsOf turns a gccl-perf call into NCCL operations: one collective,
 // or the send/recv pairs nccl-tests uses for sendrecv and alltoall.
-func ncclOpsOf(c call) ([]nccl.Op, error) {
+func ncclOpsOf(c lib.Call) ([]nccl.Op, error) {
 	o := nccl.Op{Send: c.Send, Recv: c.Recv, Count: c.Count, Type: c.Type, Op: c.RedOp, Root: c.Root}
 	switch c.Op {
 	case perf.AllReduce:
@@ -197,8 +198,8 @@ func ncclOpsOf(c call) ([]nccl.Op, error) {
 		o.Kind = nccl.Reduce
 	case perf.SendRecv:
 		return []nccl.Op{
-			{Kind: nccl.Send, Send: c.Send, Count: c.Count, Type: c.Type, Peer: c.next()},
-			{Kind: nccl.Recv, Recv: c.Recv, Count: c.Count, Type: c.Type, Peer: c.prev()},
+			{Kind: nccl.Send, Send: c.Send, Count: c.Count, Type: c.Type, Peer: c.Next()},
+			{Kind: nccl.Recv, Recv: c.Recv, Count: c.Count, Type: c.Type, Peer: c.Prev()},
 		}, nil
 	case perf.AllToAll:
 		block := uintptr(c.Count * c.Type.Size())
@@ -216,15 +217,7 @@ func ncclOpsOf(c call) ([]nccl.Op, error) {
 	return []nccl.Op{o}, nil
 }
 
-// registrar is a baseline that can register the sweep's memory with its
-// library (NCCL: ncclCommRegister) for zero-copy runs: the sweep registers
-// each allocation after Alloc and deregisters it before Free.
-type registrar interface {
-	Register(p uintptr, size int) error
-	Deregister(p uintptr) error
-}
-
-var _ registrar = (*ncclBaseline)(nil)
+var _ arena.Registrar = (*ncclBaseline)(nil)
 
 // Register registers size bytes at p with the NCCL communicator.
 func (b *ncclBaseline) Register(p uintptr, size int) error {

@@ -1,4 +1,4 @@
-package main
+package clock
 
 import (
 	"errors"
@@ -6,58 +6,57 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
 )
 
-// hostRunner is a library that runs one operation to completion and times
-// it on the host (gccl on the host backend, MPI).
-type hostRunner interface {
-	Run(c call) (time.Duration, error)
-}
-
-// streamLauncher is a library that enqueues one operation on the run's
-// CUDA stream and returns without waiting (gccl on a GPU, NCCL). Launch is
-// called with the device's context current on the calling OS thread.
-type streamLauncher interface {
-	Launch(c call) error
-}
-
-// clock runs one library's checked run, warm-up and timed iterations on
+// Clock runs one library's checked run, warm-up and timed iterations on
 // one rank. Every library of a run is timed by the same clock.
-type clock interface {
-	// once runs c to completion, as the timed iterations run it (eagerly or
+type Clock interface {
+	// Once runs c to completion, as the timed iterations run it (eagerly or
 	// as a CUDA graph), for the checked run.
-	once(lib library, c call) error
-	// times runs the warm-up, then returns one per-operation time per
-	// sample (samples() of them).
-	times(lib library, c call, size int64) ([]time.Duration, error)
-	samples() int
-	// describe says how the clock times, for the table's title.
-	describe() string
+	Once(l lib.Library, c lib.Call) error
+	// Times runs the warm-up, then returns one per-operation time per
+	// sample (Samples() of them).
+	Times(l lib.Library, c lib.Call, size int64) ([]time.Duration, error)
+	Samples() int
+	// Describe says how the clock times, for the table's title.
+	Describe() string
 	Close() error
 }
 
-// newClock picks the clock of the device: host timing on the host
-// backend, CUDA events (eager or through a graph) on a GPU.
-func newClock(cfg config, d device.Device, s gccl.Stream) (clock, error) {
+// Settings are how a clock times: the run's -w, -n, -graph, -launches,
+// -batch and -timeout.
+type Settings struct {
+	Warmup   int
+	Iters    int // timed iterations; with Graph, the operations in the graph
+	Graph    bool
+	Launches int // Graph: timed launches of the graph
+	Batch    int // CUDA eager: operations between one pair of events (0: automatic)
+	Timeout  time.Duration
+}
+
+// New picks the clock of the device: host timing on the host backend,
+// CUDA events (eager or through a graph) on a GPU.
+func New(set Settings, d device.Device, s gccl.Stream) (Clock, error) {
 	if d.Kind() == device.Host {
-		if cfg.graph {
+		if set.Graph {
 			return nil, graphError(d.Kind())
 		}
-		return hostClock{warmup: cfg.warmup, iters: cfg.iters}, nil
+		return hostClock{warmup: set.Warmup, iters: set.Iters}, nil
 	}
 	gpu, ok := d.(*device.CUDADevice)
 	if !ok {
 		return nil, gccl.Errorf(gccl.InvalidUsage, "device", "gccl-perf cannot time a %v device (%T)", d.Kind(), d)
 	}
-	t, err := newEventTimer(gpu, s, cfg.timeout)
+	t, err := NewTimer(gpu, s, set.Timeout)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.graph {
-		return &graphClock{t: t, warmup: cfg.warmup, ops: cfg.iters, launches: cfg.launches}, nil
+	if set.Graph {
+		return &graphClock{t: t, warmup: set.Warmup, ops: set.Iters, launches: set.Launches}, nil
 	}
-	return &eventClock{t: t, warmup: cfg.warmup, iters: cfg.iters, batch: cfg.batch}, nil
+	return &eventClock{t: t, warmup: set.Warmup, iters: set.Iters, batch: set.Batch}, nil
 }
 
 // graphError says why -graph cannot run on this device.
@@ -68,8 +67,8 @@ func graphError(k device.Kind) error {
 // hostClock times each iteration on the host, from launch to completion.
 type hostClock struct{ warmup, iters int }
 
-func (h hostClock) once(lib library, c call) error {
-	r, err := runnerOf(lib)
+func (h hostClock) Once(l lib.Library, c lib.Call) error {
+	r, err := runnerOf(l)
 	if err != nil {
 		return err
 	}
@@ -77,8 +76,8 @@ func (h hostClock) once(lib library, c call) error {
 	return err
 }
 
-func (h hostClock) times(lib library, c call, size int64) ([]time.Duration, error) {
-	r, err := runnerOf(lib)
+func (h hostClock) Times(l lib.Library, c lib.Call, size int64) ([]time.Duration, error) {
+	r, err := runnerOf(l)
 	if err != nil {
 		return nil, err
 	}
@@ -98,26 +97,26 @@ func (h hostClock) times(lib library, c call, size int64) ([]time.Duration, erro
 	return out, nil
 }
 
-func (h hostClock) samples() int     { return h.iters }
-func (h hostClock) describe() string { return "host-timed" }
+func (h hostClock) Samples() int     { return h.iters }
+func (h hostClock) Describe() string { return "host-timed" }
 func (h hostClock) Close() error     { return nil }
 
-func runnerOf(lib library) (hostRunner, error) {
-	if r, ok := lib.(hostRunner); ok {
+func runnerOf(l lib.Library) (lib.HostRunner, error) {
+	if r, ok := l.(lib.HostRunner); ok {
 		return r, nil
 	}
-	return nil, gccl.Errorf(gccl.InvalidUsage, lib.Name(), "%s runs on GPU streams only, not on the host backend", lib.Name())
+	return nil, gccl.Errorf(gccl.InvalidUsage, l.Name(), "%s runs on GPU streams only, not on the host backend", l.Name())
 }
 
-func launcherOf(lib library) (streamLauncher, error) {
-	if l, ok := lib.(streamLauncher); ok {
-		return l, nil
+func launcherOf(l lib.Library) (lib.StreamLauncher, error) {
+	if sl, ok := l.(lib.StreamLauncher); ok {
+		return sl, nil
 	}
-	return nil, gccl.Errorf(gccl.InvalidUsage, lib.Name(), "%s cannot launch on a CUDA stream; it runs on the host backend only", lib.Name())
+	return nil, gccl.Errorf(gccl.InvalidUsage, l.Name(), "%s cannot launch on a CUDA stream; it runs on the host backend only", l.Name())
 }
 
 // repeat returns a launch function that enqueues c n times back to back.
-func repeat(l streamLauncher, c call, n int) func() error {
+func repeat(l lib.StreamLauncher, c lib.Call, n int) func() error {
 	return func() error {
 		for range n {
 			if err := l.Launch(c); err != nil {
@@ -131,11 +130,11 @@ func repeat(l streamLauncher, c call, n int) func() error {
 // maxBatch bounds the automatic batch of back-to-back operations.
 const maxBatch = 32
 
-// batchFor is the number of operations timed between one pair of events at
+// BatchFor is the number of operations timed between one pair of events at
 // size bytes: the -batch flag, or automatically ceil(1 MiB / size) up to
 // 32, so that tiny operations run back to back as in nccl-tests (one
 // operation alone between two events would time the host's launch).
-func batchFor(flag int, size int64) int {
+func BatchFor(flag int, size int64) int {
 	if flag > 0 {
 		return flag
 	}
@@ -148,34 +147,34 @@ func batchFor(flag int, size int64) int {
 // eventClock times eager launches with CUDA events: each sample is a batch
 // of back-to-back operations between two events, divided by the batch.
 type eventClock struct {
-	t             *eventTimer
+	t             *Timer
 	warmup, iters int
 	batch         int // -batch (0: automatic)
 }
 
-func (k *eventClock) once(lib library, c call) error {
-	l, err := launcherOf(lib)
+func (k *eventClock) Once(l lib.Library, c lib.Call) error {
+	sl, err := launcherOf(l)
 	if err != nil {
 		return err
 	}
-	_, err = k.t.time(repeat(l, c, 1))
+	_, err = k.t.Time(repeat(sl, c, 1))
 	return err
 }
 
-func (k *eventClock) times(lib library, c call, size int64) ([]time.Duration, error) {
-	l, err := launcherOf(lib)
+func (k *eventClock) Times(l lib.Library, c lib.Call, size int64) ([]time.Duration, error) {
+	sl, err := launcherOf(l)
 	if err != nil {
 		return nil, err
 	}
 	if k.warmup > 0 {
-		if _, err := k.t.time(repeat(l, c, k.warmup)); err != nil {
+		if _, err := k.t.Time(repeat(sl, c, k.warmup)); err != nil {
 			return nil, err
 		}
 	}
-	b := batchFor(k.batch, size)
+	b := BatchFor(k.batch, size)
 	out := make([]time.Duration, 0, k.iters)
 	for range k.iters {
-		d, err := k.t.time(repeat(l, c, b))
+		d, err := k.t.Time(repeat(sl, c, b))
 		if err != nil {
 			return nil, err
 		}
@@ -184,8 +183,8 @@ func (k *eventClock) times(lib library, c call, size int64) ([]time.Duration, er
 	return out, nil
 }
 
-func (k *eventClock) samples() int { return k.iters }
-func (k *eventClock) describe() string {
+func (k *eventClock) Samples() int { return k.iters }
+func (k *eventClock) Describe() string {
 	if k.batch > 0 {
 		return fmt.Sprintf("CUDA events, eager, batches of %d", k.batch)
 	}
@@ -197,45 +196,45 @@ func (k *eventClock) Close() error { return k.t.Close() }
 // untimed (the first launch uploads it), then times launches launches
 // with events; a sample is one launch's time divided by ops.
 type graphClock struct {
-	t                     *eventTimer
+	t                     *Timer
 	warmup, ops, launches int
 }
 
-func (k *graphClock) once(lib library, c call) error {
-	l, err := launcherOf(lib)
+func (k *graphClock) Once(l lib.Library, c lib.Call) error {
+	sl, err := launcherOf(l)
 	if err != nil {
 		return err
 	}
-	exec, err := k.t.capture(repeat(l, c, 1))
+	exec, err := k.t.capture(repeat(sl, c, 1))
 	if err != nil {
 		return err
 	}
-	_, err = k.t.time(k.t.launchGraph(exec))
+	_, err = k.t.Time(k.t.launchGraph(exec))
 	return errors.Join(err, k.t.destroyGraph(exec))
 }
 
-func (k *graphClock) times(lib library, c call, size int64) (out []time.Duration, err error) {
-	l, err := launcherOf(lib)
+func (k *graphClock) Times(l lib.Library, c lib.Call, size int64) (out []time.Duration, err error) {
+	sl, err := launcherOf(l)
 	if err != nil {
 		return nil, err
 	}
 	if k.warmup > 0 { // the same eager warm-up as without -graph
-		if _, err := k.t.time(repeat(l, c, k.warmup)); err != nil {
+		if _, err := k.t.Time(repeat(sl, c, k.warmup)); err != nil {
 			return nil, err
 		}
 	}
-	exec, err := k.t.capture(repeat(l, c, k.ops))
+	exec, err := k.t.capture(repeat(sl, c, k.ops))
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, k.t.destroyGraph(exec)) }()
 	launch := k.t.launchGraph(exec)
-	if _, err := k.t.time(launch); err != nil {
+	if _, err := k.t.Time(launch); err != nil {
 		return nil, err
 	}
 	out = make([]time.Duration, 0, k.launches)
 	for range k.launches {
-		d, err := k.t.time(launch)
+		d, err := k.t.Time(launch)
 		if err != nil {
 			return nil, err
 		}
@@ -244,8 +243,8 @@ func (k *graphClock) times(lib library, c call, size int64) (out []time.Duration
 	return out, nil
 }
 
-func (k *graphClock) samples() int { return k.launches }
-func (k *graphClock) describe() string {
+func (k *graphClock) Samples() int { return k.launches }
+func (k *graphClock) Describe() string {
 	return fmt.Sprintf("CUDA events, graph of %d ops x %d launches", k.ops, k.launches)
 }
 func (k *graphClock) Close() error { return k.t.Close() }

@@ -1,0 +1,14 @@
+// Package baseline holds the libraries gccl-perf compares gccl with in the
+// same run (-baseline), each a lib.Baseline opened by name on every rank:
+//
+//   - "mpi": MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block,
+//     MPI_Bcast, MPI_Reduce, MPI_Sendrecv and MPI_Alltoall
+//     (mpiboot.Collectives) on the same host buffers as gccl, timed on the
+//     host;
+//   - "nccl": NCCL (libnccl.so.2, dlopen'd through internal/nccl) on the
+//     same device buffers and stream as gccl, timed by the run's clock. It
+//     measures its own init (initcost.Measured), registers the sweep's
+//     memory under -register (arena.Registrar) and aborts after a failure
+//     (lib.Aborter). It keeps NCCL off NVLink multicast unless the user
+//     enabled NVLS, and blocking, as nccl-tests measures it.
+package baseline
