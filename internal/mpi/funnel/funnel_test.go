@@ -1,4 +1,4 @@
-package mpiboot
+package funnel
 
 import (
 	"sync"
@@ -11,11 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+var errStopped = gccl.Errorf(gccl.InvalidUsage, "mpi", "stopped")
+
 func TestFunnelRunsEveryCallOnOneThread(t *testing.T) {
-	e := newExecutor()
-	defer e.stop()
+	e := New(errStopped)
+	defer e.Stop()
 	var funnelTid int
-	require.NoError(t, e.do(func() { funnelTid = syscall.Gettid() }))
+	require.NoError(t, e.Do(func() { funnelTid = syscall.Gettid() }))
 	var mu sync.Mutex
 	tids := map[int]int{}
 	counter := 0 // unsynchronised on purpose: the race detector sees it if calls overlap
@@ -23,7 +25,7 @@ func TestFunnelRunsEveryCallOnOneThread(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 50 {
-				require.NoError(t, e.do(func() {
+				require.NoError(t, e.Do(func() {
 					counter++
 					mu.Lock()
 					tids[syscall.Gettid()]++
@@ -38,58 +40,48 @@ func TestFunnelRunsEveryCallOnOneThread(t *testing.T) {
 }
 
 func TestDirectCallsRunOnTheCaller(t *testing.T) {
-	e := newExecutor()
-	defer e.stop()
-	e.setDirect(true)
+	e := New(errStopped)
+	defer e.Stop()
+	e.SetDirect(true)
 	var funnelTid int
-	require.NoError(t, e.onThread(func() { funnelTid = syscall.Gettid() }, time.Time{}))
+	require.NoError(t, e.OnThread(func() { funnelTid = syscall.Gettid() }, time.Time{}))
 	done := make(chan int)
 	go func() {
 		var tid int
-		_ = e.do(func() { tid = syscall.Gettid() })
+		_ = e.Do(func() { tid = syscall.Gettid() })
 		done <- tid
 	}()
 	assert.NotEqual(t, funnelTid, <-done)
 }
 
 func TestFunnelDeadline(t *testing.T) {
-	e := newExecutor()
-	defer e.stop()
+	e := New(errStopped)
+	defer e.Stop()
 	release := make(chan struct{})
-	go func() { _ = e.do(func() { <-release }) }() // the funnel is now busy
+	go func() { _ = e.Do(func() { <-release }) }() // the funnel is now busy
 	time.Sleep(10 * time.Millisecond)
 	start := time.Now()
-	err := e.onThread(func() {}, time.Now().Add(50*time.Millisecond))
+	err := e.OnThread(func() {}, time.Now().Add(50*time.Millisecond))
 	require.ErrorIs(t, err, gccl.ErrTimeout)
 	assert.Less(t, time.Since(start), 2*time.Second)
 	close(release)
 
 	// A call that starts but runs past the deadline also times out.
 	slow := make(chan struct{})
-	err = e.onThread(func() { <-slow }, time.Now().Add(30*time.Millisecond))
+	err = e.OnThread(func() { <-slow }, time.Now().Add(30*time.Millisecond))
 	require.ErrorIs(t, err, gccl.ErrTimeout)
 	close(slow)
-	require.NoError(t, e.do(func() {}), "the funnel must serve calls after a timeout")
+	require.NoError(t, e.Do(func() {}), "the funnel must serve calls after a timeout")
 }
 
 func TestFunnelStop(t *testing.T) {
-	e := newExecutor()
+	e := New(errStopped)
 	ran := false
-	require.NoError(t, e.do(func() { ran = true }))
+	require.NoError(t, e.Do(func() { ran = true }))
 	assert.True(t, ran)
-	e.stop()
-	e.stop()
+	e.Stop()
+	e.Stop()
 	<-e.done
-	require.ErrorIs(t, e.do(func() { t.Error("ran after stop") }), gccl.ErrInvalidUsage)
-	require.ErrorIs(t, e.onThread(func() { t.Error("ran after stop") }, time.Time{}), gccl.ErrInvalidUsage)
-}
-
-func TestThreadLevelString(t *testing.T) {
-	names := map[string]bool{}
-	for l := Single; l <= Multiple; l++ {
-		names[l.String()] = true
-	}
-	assert.Len(t, names, 4)
-	assert.Equal(t, "MPI_THREAD_FUNNELED", Funneled.String())
-	assert.Equal(t, "ThreadLevel(9)", ThreadLevel(9).String())
+	require.ErrorIs(t, e.Do(func() { t.Error("ran after stop") }), gccl.ErrInvalidUsage)
+	require.ErrorIs(t, e.OnThread(func() { t.Error("ran after stop") }, time.Time{}), gccl.ErrInvalidUsage)
 }
