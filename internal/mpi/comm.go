@@ -24,7 +24,7 @@ type Comm struct {
 }
 
 // From names the communicator of the application that Dup duplicates (the
-// values are gccl_idup's).
+// values are gccl_mpi_idup's).
 type From int
 
 // The communicators Dup takes.

@@ -85,3 +85,23 @@ func TestFunnelStop(t *testing.T) {
 	require.ErrorIs(t, e.Do(func() { t.Error("ran after stop") }), gccl.ErrInvalidUsage)
 	require.ErrorIs(t, e.OnThread(func() { t.Error("ran after stop") }, time.Time{}), gccl.ErrInvalidUsage)
 }
+
+// TestBlockingGivesUpAtTheDeadline: a call that blocks past the deadline
+// returns ErrTimeout to its caller, funnelled or direct, and the executor
+// still serves calls once it has returned.
+func TestBlockingGivesUpAtTheDeadline(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		e := New(errStopped)
+		e.SetDirect(direct)
+		release := make(chan struct{})
+		start := time.Now()
+		err := e.Blocking(time.Now().Add(30*time.Millisecond), func() { <-release })
+		require.ErrorIs(t, err, gccl.ErrTimeout, "direct=%v", direct)
+		assert.Less(t, time.Since(start), 2*time.Second)
+		close(release)
+		ran := false
+		require.NoError(t, e.Blocking(time.Now().Add(time.Minute), func() { ran = true }))
+		assert.True(t, ran)
+		e.Stop()
+	}
+}
