@@ -132,14 +132,7 @@ func (c *Collectives) checkRank(name string, r int) error {
 
 // Allreduce is MPI_Allreduce of count elements; send == recv is in place.
 func (c *Collectives) Allreduce(send, recv uintptr, count int, t gccl.DataType, op gccl.RedOp) (time.Duration, error) {
-	ct, co, err := c.reduceArgs(count, t, op)
-	if err = firstErr(err, checkBuf("send", send, count), checkBuf("recv", recv, count)); err != nil {
-		return 0, err
-	}
-	s := inPlace(send, recv)
-	return c.run(func(m handle) error {
-		return cAllreduce(m, s, recv, count, ct, co)
-	})
+	return c.reduceEach(cAllreduce, send, recv, count, t, op)
 }
 
 // Allgather is MPI_Allgather of sendcount elements from every process into
@@ -165,14 +158,18 @@ func (c *Collectives) Allgather(send, recv uintptr, sendcount int, t gccl.DataTy
 // the result lands at its start (NCCL's in-place result is at the rank's
 // offset instead).
 func (c *Collectives) ReduceScatterBlock(send, recv uintptr, recvcount int, t gccl.DataType, op gccl.RedOp) (time.Duration, error) {
-	ct, co, err := c.reduceArgs(recvcount, t, op)
-	if err = firstErr(err, checkBuf("send", send, recvcount), checkBuf("recv", recv, recvcount)); err != nil {
+	return c.reduceEach(cReduceScatterBlock, send, recv, recvcount, t, op)
+}
+
+// reduceEach runs f, the C call of MPI_Allreduce or MPI_Reduce_scatter_block
+// (every rank gets count reduced elements), in place when send == recv.
+func (c *Collectives) reduceEach(f func(m handle, s, r uintptr, n, t, o int) error, send, recv uintptr, count int, t gccl.DataType, op gccl.RedOp) (time.Duration, error) {
+	ct, co, err := c.reduceArgs(count, t, op)
+	if err = firstErr(err, checkBuf("send", send, count), checkBuf("recv", recv, count)); err != nil {
 		return 0, err
 	}
 	s := inPlace(send, recv)
-	return c.run(func(m handle) error {
-		return cReduceScatterBlock(m, s, recv, recvcount, ct, co)
-	})
+	return c.run(func(m handle) error { return f(m, s, recv, count, ct, co) })
 }
 
 // Bcast is MPI_Bcast of count elements of buf from root.
