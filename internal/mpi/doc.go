@@ -5,19 +5,20 @@
 //
 // Linking. Open MPI by default (pkg-config module "ompi", link_ompi.go),
 // MPICH with the build tag "mpich" (module "mpich", link_mpich.go). MPI
-// constants and handles are named only on the C side (cmpi.go), so the same
-// Go code works with both implementations. Built with CGO_ENABLED=0 the
+// constants and handles are named only on the C side (shim.h, shim.c), so
+// the same Go code works with both implementations. Built with CGO_ENABLED=0 the
 // package has no MPI (nocgo.go): it still compiles, and Init, Join and every
 // other call return a gccl.ErrSystem error saying so and what to do.
 //
 // The process. MPI is one per process, and so is this package's state:
 // Init starts MPI (or Join attaches to the application's), World is a
 // private duplicate of MPI_COMM_WORLD, and Finalize frees every duplicate
-// Dup and Split made and, only if Init started MPI, calls MPI_Finalize.
+// Dup and Split made (Collectives' is Close's to free) and, only if Init
+// started MPI, calls MPI_Finalize.
 //
 // Threads. Init asks for the level its caller wants. Below
 // MPI_THREAD_MULTIPLE every MPI call is funnelled through one goroutine
-// locked to the OS thread that initialised MPI (funnel.go), so callers may
+// locked to the OS thread that initialised MPI (package funnel), so callers may
 // use the package from any goroutine either way; MPI_Init_thread and
 // MPI_Finalize always run on that thread.
 //
