@@ -4,7 +4,7 @@
 #   make run          the one-device-per-process example under mpirun -np $(NP)
 #                     (GPUs when present, else the host backend)
 #   make test         go mod tidy -diff, go vet, go test -race, then the mpirun tests (1-8 processes)
-#   make test-mpich   the same mpiboot/integration tests built against MPICH
+#   make test-mpich   the same MPI (internal/mpi, mpiboot, integration) tests built against MPICH
 #   make lint         gofmt and go vet
 #   make gpu-bundle   binaries + run script for the GPU machine, in ./bundle
 #   make kernels      rebuild the CUDA fatbin (needs nvcc)
@@ -40,7 +40,7 @@ run: deps
 test: deps vet unit mpi-tests fault-ci fuzz-ci
 
 # go.mod and go.sum must be what `go mod tidy` makes of them; without cgo
-# everything must still build and vet (mpiboot then fails at call time).
+# everything must still build and vet (mpiboot then fails at call time: internal/mpi has no MPI).
 vet:
 	go mod tidy -diff
 	go vet ./...
@@ -61,8 +61,8 @@ fault-ci:
 fuzz-ci:
 	FUZZTIME=$(CI_FUZZTIME) scripts/fuzz.sh
 
-# Only mpiboot links MPI: vet and test it and its users with the mpich tag.
-MPI_PKGS := ./mpiboot/... ./test/mpi/... ./examples/...
+# Only internal/mpi links MPI: vet and test it and its users with the mpich tag.
+MPI_PKGS := ./internal/mpi/... ./mpiboot/... ./test/mpi/... ./examples/...
 
 test-mpich: deps-mpich
 	go vet -tags mpich $(MPI_PKGS)

@@ -6,6 +6,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/mpi"
 	"github.com/gccl/gccl/internal/wait"
 )
 
@@ -28,7 +29,7 @@ func ShareUniqueID() (comm.UniqueID, error) {
 func (c *Comm) ShareUniqueID() (comm.UniqueID, error) {
 	msg := make([]byte, idMessage)
 	var idErr error
-	if c.rank == 0 {
+	if c.Rank() == 0 {
 		id, err := comm.NewUniqueID()
 		if err == nil {
 			msg[0] = 1
@@ -72,7 +73,7 @@ func (c *Comm) NewComm(cfg *comm.Config) (*comm.Comm, error) {
 		dev = cfg.Device
 	}
 	cc := withDevice(cfg, dev)
-	return comm.InitRankConfig(c.size, id, c.rank, &cc)
+	return comm.InitRankConfig(c.Size(), id, c.Rank(), &cc)
 }
 
 // NewComms creates ngpus communicators in this process over every process
@@ -106,7 +107,7 @@ func (c *Comm) NewComms(ngpus int, cfg *comm.Config) ([]*comm.Comm, error) {
 	reqs := make([]comm.InitReq, ngpus)
 	for i := range reqs {
 		cc := withDevice(cfg, first+i)
-		reqs[i] = comm.InitReq{NRanks: c.size * ngpus, ID: id, Rank: c.rank*ngpus + i, Config: &cc}
+		reqs[i] = comm.InitReq{NRanks: c.Size() * ngpus, ID: id, Rank: c.Rank()*ngpus + i, Config: &cc}
 	}
 	return comm.InitRanks(reqs)
 }
@@ -134,9 +135,7 @@ func Wait(d device.Device, s gccl.Stream, timeout time.Duration) error {
 	case timeout < 0:
 		return gccl.Errorf(gccl.InvalidArgument, "timeout", "negative timeout %v; pass 0 for the default", timeout)
 	case timeout == 0:
-		st.mu.Lock()
-		timeout = st.timeoutLocked()
-		st.mu.Unlock()
+		timeout = mpi.Timeout()
 	}
 	// Yield for the first spinFor, so that operations of microseconds are
 	// not slowed down by the timer's granularity; then sleep up to 1ms.

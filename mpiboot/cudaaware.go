@@ -1,8 +1,12 @@
 package mpiboot
 
-// CUDA-aware MPI: whether MPI may be handed GPU memory (cudaaware_cgo.go asks MPI).
+// CUDA-aware MPI: whether MPI may be handed GPU memory (package internal/mpi asks MPI).
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gccl/gccl/internal/mpi"
+)
 
 // CUDASupport says whether MPI accepts GPU (CUDA) memory in its calls.
 type CUDASupport int
@@ -43,19 +47,13 @@ func (s CUDASupport) String() string {
 // MPI so that the other ranks' MPI transfers complete (see package doc,
 // Progress). examples/mpi/cudaaware shows the ordering.
 func CUDAAware() (CUDASupport, error) {
-	e, _, err := acquire()
-	if err != nil {
+	v, err := mpi.CUDAAware()
+	switch {
+	case err != nil:
 		return CUDAUnknown, err
-	}
-	defer live.RUnlock()
-	var v int
-	if err := e.do(func() { v = cCUDAAware() }); err != nil {
-		return CUDAUnknown, err
-	}
-	switch v {
-	case 1:
+	case v == 1:
 		return CUDAYes, nil
-	case 0:
+	case v == 0:
 		return CUDANo, nil
 	}
 	return CUDAUnknown, nil

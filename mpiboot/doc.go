@@ -1,10 +1,11 @@
-// Package mpiboot bootstraps gccl from MPI. It is the only package of gccl
-// that links an MPI library, through a thin cgo layer: Open MPI by default
-// (pkg-config module "ompi"), MPICH with the build tag "mpich" (module
-// "mpich"). MPI constants and handles are named only on the C side, so the
-// same Go code works with both implementations. Built with CGO_ENABLED=0
-// the package has no MPI: it still compiles, and Init, Join and every other
-// call return a gccl.ErrSystem error saying so.
+// Package mpiboot bootstraps gccl from MPI. It is pure Go: MPI itself is
+// reached through gccl's one binding of MPI, the internal package
+// internal/mpi, which links Open MPI by default (pkg-config module "ompi")
+// or MPICH with the build tag "mpich" (module "mpich"), naming MPI's
+// constants and handles only on its C side, so the same program works with
+// both implementations. Built with CGO_ENABLED=0 there is no MPI: the
+// package still compiles, and Init, Join and every other call return a
+// gccl.ErrSystem error saying so.
 //
 // A job starts MPI with Init (or, when the application has already started
 // MPI itself, for example with gompi's mpi.Start, attaches with Join), then
@@ -62,16 +63,4 @@
 // while an application call waits inside gccl, never behind the
 // application's back. Wait polls a stream the same way, for code that
 // waits on streams by hand.
-//
-// MPI's own collectives. Collectives runs MPI_Allreduce, MPI_Allgather,
-// MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce, MPI_Sendrecv and
-// MPI_Alltoall on host buffers over a duplicate of MPI_COMM_WORLD, so a
-// program (gccl-perf -baseline mpi, or an application deciding which
-// library to use) can time MPI beside gccl on the same buffers. It is
-// exported on purpose and lives here rather than in a package of its own:
-// mpiboot is gccl's one binding of MPI (the cgo guard in test/guard allows
-// import "C" for MPI here and nowhere else), and below
-// MPI_THREAD_MULTIPLE every MPI call of the process must go through the one
-// thread that initialised MPI, which mpiboot owns. The collectives share
-// that funnel, mpiboot's deadline and its Finalize, which frees them.
 package mpiboot

@@ -3,6 +3,8 @@ package mpiboot
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/gccl/gccl/internal/mpi"
 )
 
 // launcherSizes are the variables launchers set to the number of processes
@@ -30,7 +32,7 @@ func launcherMismatch(lookup func(string) (string, bool), size int) string {
 		}
 		return fmt.Sprintf("%s=%d: %s started %d processes, but MPI reports a world of %d; "+
 			"this binary links %s: launch it with that implementation's mpirun/mpiexec, or rebuild it for the launcher's MPI (%s)",
-			v.name, n, v.launcher, n, size, builtFor, rebuildHint)
+			v.name, n, v.launcher, n, size, mpi.BuiltFor, mpi.RebuildHint)
 	}
 	return ""
 }

@@ -3,6 +3,7 @@ package mpiboot
 import (
 	"testing"
 
+	"github.com/gccl/gccl/internal/mpi"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -25,6 +26,6 @@ func TestLauncherMismatch(t *testing.T) {
 	w := launcherMismatch(env("PMI_SIZE", "4"), 1)
 	assert.Contains(t, w, "PMI_SIZE=4")
 	assert.Contains(t, w, "world of 1")
-	assert.Contains(t, w, builtFor)
+	assert.Contains(t, w, mpi.BuiltFor)
 	assert.Contains(t, launcherMismatch(env("OMPI_COMM_WORLD_SIZE", "2"), 1), "Open MPI's mpirun")
 }

@@ -2,8 +2,8 @@ package mpiboot
 
 import (
 	"encoding/binary"
-	"time"
 
+	"github.com/gccl/gccl/internal/mpi"
 	"github.com/gccl/gccl/transport/topo"
 )
 
@@ -22,17 +22,17 @@ func localOf(hashes []uint64, rank int) (localRank, localSize int) {
 	return localRank, localSize
 }
 
-// learnLocal all-gathers the host hashes over c (a collective over c).
-func learnLocal(e *executor, c *Comm, deadline time.Time) (localRank, localSize int, err error) {
-	all, err := c.allgather(e, binary.LittleEndian.AppendUint64(nil, topo.HostHash()), deadline)
+// learnLocal all-gathers the host hashes over m (a collective over m).
+func learnLocal(m *mpi.Comm) (localRank, localSize int, err error) {
+	all, err := allgather(m, binary.LittleEndian.AppendUint64(nil, topo.HostHash()))
 	if err != nil {
 		return 0, 0, err
 	}
-	hashes := make([]uint64, c.size)
+	hashes := make([]uint64, m.Size())
 	for r := range hashes {
 		hashes[r] = binary.LittleEndian.Uint64(all[8*r:])
 	}
-	localRank, localSize = localOf(hashes, c.rank)
+	localRank, localSize = localOf(hashes, m.Rank())
 	return localRank, localSize, nil
 }
 

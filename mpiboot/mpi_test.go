@@ -146,3 +146,13 @@ func TestCollectiveTimesOutWhenAPeerIsLate(t *testing.T) {
 	require.NoError(t, SetTimeout(time.Minute))
 	require.NoError(t, Barrier())
 }
+
+func TestThreadLevelString(t *testing.T) {
+	names := map[string]bool{}
+	for l := Single; l <= Multiple; l++ {
+		names[l.String()] = true
+	}
+	assert.Len(t, names, 4)
+	assert.Equal(t, "MPI_THREAD_FUNNELED", Funneled.String())
+	assert.Equal(t, "ThreadLevel(9)", ThreadLevel(9).String())
+}

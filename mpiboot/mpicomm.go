@@ -2,9 +2,9 @@ package mpiboot
 
 import (
 	"sync"
-	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/mpi"
 )
 
 // Comm is mpiboot's private duplicate of an MPI communicator that the
@@ -16,85 +16,41 @@ import (
 // and NewComm creates a gccl communicator of the same ranks in the same
 // order. Free it before Finalize, or Finalize frees it.
 type Comm struct {
-	mu        sync.Mutex // one collective at a time; guards h
-	h         handle     // nil once freed
-	world     bool       // mpiboot's own duplicate of MPI_COMM_WORLD
-	rank      int
-	size      int
+	mu        sync.Mutex // one call at a time: Bcast and Allgather are two MPI collectives each
+	m         *mpi.Comm
 	localRank int
 	localSize int
 }
 
-// How cIdup names the application's communicator (the C side agrees).
-const (
-	fromWorld   = 0 // MPI_COMM_WORLD
-	fromFortran = 1 // an MPI_Fint from MPI_Comm_c2f
-	fromHandle  = 2 // a raw MPI_Comm
-)
-
 // FromWorld duplicates MPI_COMM_WORLD: a communicator of every process for
 // the application's own MPI traffic (Isend, Irecv), apart from gccl's.
-func FromWorld() (*Comm, error) { return dupOf(fromWorld, 0) }
+func FromWorld() (*Comm, error) { return adopt(mpi.Dup(mpi.FromWorld, 0)) }
 
 // FromFortran duplicates the application's communicator given as a Fortran
 // handle, the MPI_Fint that MPI_Comm_c2f returns (and what mpi4py's
 // Comm.py2f and Fortran codes pass). It is a collective over that
 // communicator: every member must call it.
-func FromFortran(f int) (*Comm, error) { return dupOf(fromFortran, uintptr(f)) }
+func FromFortran(f int) (*Comm, error) { return adopt(mpi.Dup(mpi.FromFortran, uintptr(f))) }
 
 // FromHandle duplicates the application's communicator given as its raw C
 // handle, converted to an integer: (uintptr_t)comm in C, where MPI_Comm is
 // a pointer in Open MPI and an int in MPICH. The handle must be a valid
 // communicator of the MPI this package links; prefer FromFortran, which MPI
 // checks. A collective over that communicator.
-func FromHandle(h uintptr) (*Comm, error) { return dupOf(fromHandle, h) }
+func FromHandle(h uintptr) (*Comm, error) { return adopt(mpi.Dup(mpi.FromHandle, h)) }
 
-// dupOf duplicates (how, v) with MPI_Comm_idup, bounded by the deadline.
-func dupOf(how int, v uintptr) (*Comm, error) {
-	e, deadline, err := acquire()
-	if err != nil {
+// adopt makes a Comm of a new duplicate (none when m is nil: a negative
+// colour in Split) and learns its local ranks, a collective over it. When
+// that fails the duplicate is left to Finalize: MPI may still be using it.
+func adopt(m *mpi.Comm, err error) (*Comm, error) {
+	if err != nil || m == nil {
 		return nil, err
 	}
-	defer live.RUnlock()
-	c, err := dup(e, how, v, deadline)
-	if err == nil {
-		st.track(c)
-	}
-	return c, err
-}
-
-func dup(e *executor, how int, v uintptr, deadline time.Time) (*Comm, error) {
-	var h handle
-	var r *request
-	var err error
-	if terr := e.do(func() { h, r, err = cIdup(how, v) }); terr != nil || err != nil {
-		return nil, firstErr(terr, err)
-	}
-	if err := complete(e, r, deadline, "MPI_Comm_idup"); err != nil {
-		return nil, err // h stays allocated: MPI may still write it
-	}
-	return adopt(e, h, deadline)
-}
-
-// adopt makes a Comm of a new private communicator: errors returned, rank,
-// size and local ranks learnt.
-func adopt(e *executor, h handle, deadline time.Time) (*Comm, error) {
-	c := &Comm{h: h}
-	var err error
-	if terr := e.do(func() { c.rank, c.size, err = cCommReady(h) }); terr != nil || err != nil {
-		return nil, firstErr(terr, err, e.do(func() { _ = cCommFree(h) }))
-	}
-	if c.localRank, c.localSize, err = learnLocal(e, c, deadline); err != nil {
+	c := &Comm{m: m}
+	if c.localRank, c.localSize, err = learnLocal(m); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-// track records c so that Finalize frees it.
-func (s *state) track(c *Comm) {
-	s.mu.Lock()
-	s.comms[c] = struct{}{}
-	s.mu.Unlock()
 }
 
 // Split is MPI_Comm_split over c: processes passing the same colour form one
@@ -103,19 +59,12 @@ func (s *state) track(c *Comm) {
 // form, so past the deadline Split returns gccl.ErrTimeout while MPI stays
 // blocked; the job should then be aborted.
 func (c *Comm) Split(color, key int) (*Comm, error) {
-	var out *Comm
-	err := c.use(func(e *executor, deadline time.Time) error {
-		var h handle
-		var err error
-		if terr := blocking(e, deadline, func() { h, err = cSplit(c.h, color, key) }); terr != nil || err != nil || h == nil {
-			return firstErr(terr, err)
-		}
-		if out, err = adopt(e, h, deadline); err == nil {
-			st.track(out)
-		}
+	var out *mpi.Comm
+	err := c.use(func(m *mpi.Comm) (err error) {
+		out, err = m.Split(color, key)
 		return err
 	})
-	return out, err
+	return adopt(out, err)
 }
 
 // SplitWorld splits the processes of the job (Split of mpiboot's world communicator).
@@ -130,17 +79,7 @@ func SplitWorld(color, key int) (*Comm, error) {
 // Appnum is MPI_APPNUM: the index of this process's command in an MPMD
 // launch (mpirun -np 2 a : -np 3 b gives 0 to a's processes, 1 to b's).
 // ok is false when the launcher did not set it.
-func Appnum() (appnum int, ok bool, err error) {
-	e, _, err := acquire()
-	if err != nil {
-		return 0, false, err
-	}
-	defer live.RUnlock()
-	if terr := e.do(func() { appnum, ok, err = cAppnum() }); terr != nil {
-		return 0, false, terr
-	}
-	return appnum, ok, err
-}
+func Appnum() (appnum int, ok bool, err error) { return mpi.Appnum() }
 
 // SplitApp splits the job by MPI_APPNUM: each command of an MPMD launch gets
 // its own communicator, ranked as in MPI_COMM_WORLD. A job without
@@ -155,10 +94,10 @@ func SplitApp() (*Comm, error) {
 }
 
 // Rank is this process's rank in c; Size the number of processes of c.
-func (c *Comm) Rank() int { return c.rank }
+func (c *Comm) Rank() int { return c.m.Rank() }
 
 // Size is the number of processes of c.
-func (c *Comm) Size() int { return c.size }
+func (c *Comm) Size() int { return c.m.Size() }
 
 // LocalRank is this process's rank among the processes of c on its host:
 // the default device of NewComm.
@@ -172,14 +111,14 @@ func (c *Comm) LocalSize() int { return c.localSize }
 // communicator made by Split, say) with its own MPI calls. 0 once freed.
 func (c *Comm) Fortran() int {
 	var f int
-	_ = c.use(func(e *executor, _ time.Time) error { return e.do(func() { f = cFortran(c.h) }) })
+	_ = c.use(func(m *mpi.Comm) error { f = m.Fortran(); return nil })
 	return f
 }
 
 // Handle is c's raw MPI_Comm converted to an integer (see Fortran).
 func (c *Comm) Handle() uintptr {
 	var h uintptr
-	_ = c.use(func(e *executor, _ time.Time) error { return e.do(func() { h = cRaw(c.h) }) })
+	_ = c.use(func(m *mpi.Comm) error { h = m.Handle(); return nil })
 	return h
 }
 
@@ -187,51 +126,20 @@ func (c *Comm) Handle() uintptr {
 // nil, twice and after Finalize; the communicator of the whole job
 // (mpiboot's own) is freed by Finalize only.
 func (c *Comm) Free() error {
-	if c == nil || c.world {
+	if c == nil {
 		return nil
 	}
-	e, deadline, err := acquire()
-	if err != nil {
-		return nil // finalised: Finalize freed it
-	}
-	defer live.RUnlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.h == nil {
-		return nil
-	}
-	st.mu.Lock()
-	delete(st.comms, c)
-	st.mu.Unlock()
-	h := c.h
-	c.h = nil
-	return firstErr(blocking(e, deadline, func() { err = cCommFree(h) }), err)
+	return c.m.Free()
 }
 
-// use runs f with c's handle valid and no other collective of c running.
-func (c *Comm) use(f func(e *executor, deadline time.Time) error) error {
+// use runs f with no other call of c running.
+func (c *Comm) use(f func(m *mpi.Comm) error) error {
 	if c == nil {
 		return gccl.Errorf(gccl.InvalidArgument, "comm", "nil *mpiboot.Comm")
 	}
-	e, deadline, err := acquire()
-	if err != nil {
-		return err
-	}
-	defer live.RUnlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.h == nil {
-		return gccl.Errorf(gccl.InvalidUsage, "comm", "the MPI communicator was freed (Free or Finalize); duplicate it again")
-	}
-	return f(e, deadline)
-}
-
-// world returns mpiboot's duplicate of MPI_COMM_WORLD.
-func world() (*Comm, error) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.world == nil {
-		return nil, errFinalized
-	}
-	return st.world, nil
+	return f(c.m)
 }

@@ -1,17 +1,14 @@
 package mpiboot
 
 import (
-	"time"
-
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/mpi"
 )
 
 // Request is a point-to-point MPI operation in flight (Isend, Irecv) on a
 // Comm; Wait completes it.
 type Request struct {
-	r    *request
-	call string
-	done bool
+	r *mpi.Request
 }
 
 // Isend starts MPI_Isend of n bytes at addr to peer (a rank of c) with tag.
@@ -20,38 +17,32 @@ type Request struct {
 // (see CUDAAware). The application's own MPI traffic goes on its own
 // communicators; these are for code that has no other MPI binding.
 func (c *Comm) Isend(addr uintptr, n, peer, tag int) (*Request, error) {
-	return c.start(true, addr, n, peer, tag)
+	return c.start((*mpi.Comm).Isend, addr, n, peer, tag)
 }
 
 // Irecv starts MPI_Irecv of n bytes into addr from peer with tag (see Isend).
 func (c *Comm) Irecv(addr uintptr, n, peer, tag int) (*Request, error) {
-	return c.start(false, addr, n, peer, tag)
+	return c.start((*mpi.Comm).Irecv, addr, n, peer, tag)
 }
 
-func (c *Comm) start(send bool, addr uintptr, n, peer, tag int) (*Request, error) {
-	call := "MPI_Irecv"
-	if send {
-		call = "MPI_Isend"
-	}
+func (c *Comm) start(op func(*mpi.Comm, uintptr, int, int, int) (*mpi.Request, error), addr uintptr, n, peer, tag int) (*Request, error) {
 	var q *Request
-	err := c.use(func(e *executor, _ time.Time) error {
+	err := c.use(func(m *mpi.Comm) error {
 		switch {
-		case peer < 0 || peer >= c.size:
-			return gccl.Errorf(gccl.InvalidArgument, "peer", "peer %d is not a rank of this %d-process communicator", peer, c.size)
-		case n < 0 || n > maxCount:
-			return gccl.Errorf(gccl.InvalidArgument, "n", "%d bytes; one MPI call carries 0 to %d", n, maxCount)
+		case peer < 0 || peer >= m.Size():
+			return gccl.Errorf(gccl.InvalidArgument, "peer", "peer %d is not a rank of this %d-process communicator", peer, m.Size())
+		case n < 0 || n > mpi.MaxCount:
+			return gccl.Errorf(gccl.InvalidArgument, "n", "%d bytes; one MPI call carries 0 to %d", n, mpi.MaxCount)
 		case addr == 0 && n > 0:
 			return gccl.Errorf(gccl.InvalidArgument, "addr", "nil buffer for %d bytes", n)
 		case tag < 0:
 			return gccl.Errorf(gccl.InvalidArgument, "tag", "negative tag %d", tag)
 		}
-		var r *request
-		var err error
-		if terr := e.do(func() { r, err = cIsendrecv(c.h, send, addr, n, peer, tag) }); terr != nil || err != nil {
-			return firstErr(terr, err)
+		r, err := op(m, addr, n, peer, tag)
+		if err == nil {
+			q = &Request{r: r}
 		}
-		q = &Request{r: r, call: call}
-		return nil
+		return err
 	})
 	return q, err
 }
@@ -64,17 +55,5 @@ func (q *Request) Wait() error {
 	if q == nil {
 		return gccl.Errorf(gccl.InvalidArgument, "request", "nil *mpiboot.Request")
 	}
-	if q.done {
-		return nil
-	}
-	e, deadline, err := acquire()
-	if err != nil {
-		return err
-	}
-	defer live.RUnlock()
-	if err := complete(e, q.r, deadline, q.call); err != nil {
-		return err
-	}
-	q.done = true
-	return nil
+	return q.r.Wait()
 }

@@ -6,7 +6,7 @@
 #   tests/kernels/         also the kernel sources and ptxas report the kernels
 #                          tests read; kernels/ links to it (internal/engine's
 #                          tests read ../../kernels/p2p.cu)
-#   mpi/                   mpiboot.test and the MPI integration suite
+#   mpi/                   mpiboot.test, internal-mpi.test and the MPI integration suite
 #   examples/              the MPI examples
 #   bin/gccl-perf          the benchmark, when cmd/gccl-perf exists
 #   run-gpu.sh             runs all of it there: bundle/run-gpu.sh
@@ -57,6 +57,7 @@ if [ -d "$dir/tests/kernels" ]; then
 fi
 
 go test "${flags[@]}" -c -o "$dir/mpi/mpiboot.test" ./mpiboot
+go test "${flags[@]}" -c -o "$dir/mpi/internal-mpi.test" ./internal/mpi
 go test "${flags[@]}" -c -o "$dir/mpi/mpi.test" ./test/mpi
 for ex in onedevice multidevice progress singleprocess gompi; do
 	go build "${flags[@]}" -o "$dir/examples/$ex" "./examples/mpi/$ex"

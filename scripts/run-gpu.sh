@@ -20,7 +20,8 @@
 #                         MemAlloc buffers, p2p, groups, several ranks per
 #                         process, error paths (mismatched registrations)
 #   integration np=2      test/mpi (bad input, lifecycle, p2p, split) on GPUs
-#   mpiboot np=2, examples, random (tests/test-random, when bundled)
+#   mpiboot np=2, internal/mpi np=2 (MPI binding, MPI's collectives), examples,
+#                         random (tests/test-random, when bundled)
 #   gccl-perf             only with PERF=1 (several minutes)
 # FULL=1 runs the complete matrix instead (every type, and 64 MiB for a
 # subset), part PART (i/n, default 1/1) of it, within $BUDGET seconds
@@ -170,6 +171,11 @@ else
 fi
 
 step "mpiboot np=2" 60 ./mpirun.sh 2 mpi/mpiboot.test "${gotest[@]}"
+if [ -x mpi/internal-mpi.test ]; then
+	step "internal/mpi np=2" 60 ./mpirun.sh 2 mpi/internal-mpi.test "${gotest[@]}"
+else
+	skip "internal/mpi" "no mpi/internal-mpi.test in this bundle"
+fi
 # test/mpi on the GPU: communicator life cycle, split, abort, p2p patterns,
 # groups (its collective matrix is test/gpu's, above).
 step "integration np=2" 100 mpi 2 mpi/mpi.test "${gotest[@]}" -test.timeout=95s -test.skip '^TestCollectives$'

@@ -25,6 +25,7 @@ export MPI=$mpi
 mkdir -p "$out"
 echo "== building ($mpi${flags[*]:+, ${flags[*]}}) into $out"
 go test "${flags[@]}" -c -o "$out/mpiboot.test" ./mpiboot
+go test "${flags[@]}" -c -o "$out/internal-mpi.test" ./internal/mpi
 go test "${flags[@]}" -c -o "$out/mpi.test" ./test/mpi
 go test "${flags[@]}" -c -o "$out/random.test" ./test/random
 examples=(onedevice multidevice progress singleprocess cudaaware coupling)
@@ -56,6 +57,7 @@ testflags=(-test.timeout=240s -test.count=1)
 for np in $nps; do
 	echo "== $np process(es)"
 	run mpiboot "$np" "$out/mpiboot.test" "${testflags[@]}"
+	run internal/mpi "$np" "$out/internal-mpi.test" "${testflags[@]}"
 	run integration "$np" "$out/mpi.test" "${testflags[@]}"
 	if [ "$np" -ge 2 ] && [ "$np" -le 4 ]; then
 		run random "$np" "$out/random.test" "${testflags[@]}" -test.run TestMPI -random.backend host \
@@ -78,10 +80,12 @@ run example/cudaaware/stage 3 "$out/cudaaware" -rounds 3 -count 4099 -stage
 echo "== other thread levels"
 run mpiboot/funneled 3 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=funneled
 run mpiboot/serialized 2 "$out/mpiboot.test" "${testflags[@]}" -mpiboot.level=serialized
+run internal/mpi/funneled 3 "$out/internal-mpi.test" "${testflags[@]}" -mpi.level=funneled
+run internal/mpi/serialized 2 "$out/internal-mpi.test" "${testflags[@]}" -mpi.level=serialized
 echo "== MPI progress while a rank waits inside gccl (Open MPI's ob1 needs the receiver's progress;"
-echo "   the same test with -mpiboot.noprogress deadlocks until its 5 s timeout)"
-OMPI_MCA_pml=ob1 run mpiboot/progress 3 "$out/mpiboot.test" "${testflags[@]}" -test.run Progress
-OMPI_MCA_pml=ob1 run mpiboot/progress/funneled 2 "$out/mpiboot.test" "${testflags[@]}" -test.run Progress -mpiboot.level=funneled
+echo "   the same test with -mpi.noprogress deadlocks until its 5 s timeout)"
+OMPI_MCA_pml=ob1 run internal/mpi/progress 3 "$out/internal-mpi.test" "${testflags[@]}" -test.run Progress
+OMPI_MCA_pml=ob1 run internal/mpi/progress/funneled 2 "$out/internal-mpi.test" "${testflags[@]}" -test.run Progress -mpi.level=funneled
 echo "== MPMD: two commands, communicators split by MPI_APPNUM"
 mpmd=("$out/mpiboot.test" "${testflags[@]}" -test.run 'Split|From')
 run mpiboot/mpmd 2 "${mpmd[@]}" : -np 3 "${mpmd[@]}"

@@ -81,7 +81,7 @@
 //
 // Baselines (-baseline): "mpi" runs MPI_Allreduce, MPI_Allgather,
 // MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce, MPI_Sendrecv and
-// MPI_Alltoall (mpiboot.Collectives) on the same host buffers; it needs
+// MPI_Alltoall (internal/mpi.Collectives) on the same host buffers; it needs
 // mpirun and MPI's native types (int8..uint64, float32, float64) and
 // operators (sum, prod, max, min). "nccl" loads libnccl.so.2 when the run
 // starts (internal/nccl) and fails then, on every rank, where there is

@@ -22,7 +22,7 @@ import (
 var cgoHomes = map[string]string{
 	"internal/cuda": "libcuda.so.1, dlopen'd with our own declarations",
 	"internal/nccl": "libnccl.so.2 (gccl-perf's baseline), dlopen'd with our own declarations",
-	"mpiboot":       "MPI (Open MPI, or MPICH with -tags mpich), linked through pkg-config",
+	"internal/mpi":  "MPI (Open MPI, or MPICH with -tags mpich), linked through pkg-config",
 }
 
 // TestCgoOnlyInItsHomes: import "C" appears in no package but those of

@@ -3,7 +3,7 @@
 //
 //   - "mpi": MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block,
 //     MPI_Bcast, MPI_Reduce, MPI_Sendrecv and MPI_Alltoall
-//     (mpiboot.Collectives) on the same host buffers as gccl, timed on the
+//     (internal/mpi.Collectives) on the same host buffers as gccl, timed on the
 //     host;
 //   - "nccl": NCCL (libnccl.so.2, dlopen'd through internal/nccl) on the
 //     same device buffers and stream as gccl, timed by the run's clock. It

@@ -7,22 +7,22 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/mpi"
 	"github.com/gccl/gccl/internal/perf"
-	"github.com/gccl/gccl/mpiboot"
 )
 
 // mpiBaseline runs MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block,
 // MPI_Bcast, MPI_Reduce, MPI_Sendrecv and MPI_Alltoall on the same host
 // buffers as gccl. Its times are those of the MPI calls themselves.
 type mpiBaseline struct {
-	coll *mpiboot.Collectives
+	coll *mpi.Collectives
 }
 
 func newMPIBaseline(env lib.Env) (lib.Baseline, error) {
 	if env.Device.Kind() != device.Host {
 		return nil, fmt.Errorf("baseline mpi works on host memory; this run's device is %v (use -baseline nccl on a GPU)", env.Device.Kind())
 	}
-	c, err := mpiboot.NewCollectives()
+	c, err := mpi.NewCollectives()
 	if err != nil {
 		return nil, fmt.Errorf("baseline mpi: %w", err)
 	}
@@ -34,10 +34,10 @@ func (m *mpiBaseline) Name() string { return "mpi" }
 func (m *mpiBaseline) Close() error { return m.coll.Close() }
 
 func (m *mpiBaseline) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, inplace bool) error {
-	if mpiboot.MPIType(t) != nil {
+	if mpi.MPIType(t) != nil {
 		return fmt.Errorf("baseline mpi: type %v not supported (MPI has int8..uint64, float32, float64)", t)
 	}
-	if op.Reducing() && mpiboot.MPIOp(redop) != nil {
+	if op.Reducing() && mpi.MPIOp(redop) != nil {
 		return fmt.Errorf("baseline mpi: operator %v not supported (MPI has sum, prod, max, min)", redop)
 	}
 	if inplace && op == perf.ReduceScatter {

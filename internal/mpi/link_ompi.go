@@ -1,6 +1,6 @@
 //go:build cgo && !mpich
 
-package mpiboot
+package mpi
 
 // Open MPI (the default): its pkg-config module is "ompi" everywhere Open MPI
 // is installed, while "mpi" exists only where Debian's alternatives point it
@@ -11,8 +11,8 @@ package mpiboot
 */
 import "C"
 
-// builtFor names the MPI this binary links, for launcherMismatch.
+// What this binary links, for mpiboot's launcher check.
 const (
-	builtFor    = "Open MPI"
-	rebuildHint = "go build -tags mpich for MPICH"
+	BuiltFor    = "Open MPI"
+	RebuildHint = "go build -tags mpich for MPICH"
 )

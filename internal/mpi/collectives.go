@@ -1,36 +1,25 @@
-package mpiboot
+package mpi
 
 // MPI's own collectives on host buffers, for side-by-side comparison with
 // gccl (gccl-perf -baseline mpi). They run on a private duplicate of
-// MPI_COMM_WORLD, separate from mpiboot's bootstrap communicator, and map
-// gccl's types and operators to MPI's in C, never by constant value.
+// MPI_COMM_WORLD, separate from mpiboot's communicators, and map gccl's
+// types and operators to MPI's in C, never by constant value.
 
 import (
-	"math"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/mpi/funnel"
 )
 
-// The types and operators MPI's collectives take, as the C side numbers
-// them (the enums of collectives_cgo.go, in the same order).
-const (
-	tInt8 = iota
-	tUint8
-	tInt32
-	tUint32
-	tInt64
-	tUint64
-	tFloat
-	tDouble
-)
-
-const (
-	opSum = iota
-	opProd
-	opMax
-	opMin
+// mpiTypes and mpiOps are the types and operators MPI has natively, in the
+// order of the C side's enums (collectives_cgo.go): an index here is a
+// number there.
+var (
+	mpiTypes = [...]gccl.DataType{gccl.Int8, gccl.Uint8, gccl.Int32, gccl.Uint32, gccl.Int64, gccl.Uint64, gccl.Float32, gccl.Float64}
+	mpiOps   = [...]gccl.RedOp{gccl.Sum, gccl.Prod, gccl.Max, gccl.Min}
 )
 
 // Collectives runs MPI's collectives (MPI_Allreduce, MPI_Allgather,
@@ -40,21 +29,22 @@ const (
 // float64 and native operators for sum, prod, max and min; the other types
 // and avg get gccl.ErrInvalidArgument.
 //
-// Each call blocks in MPI; it is bounded by mpiboot's deadline (SetTimeout,
-// else GCCL_TIMEOUT): past it the call returns gccl.ErrTimeout while MPI
-// stays blocked, and the job should be aborted. Every call returns the time
-// spent inside the MPI function itself, without the hand-over to the
-// thread that runs it. As with any MPI collective, every process must make
-// the same calls in the same order.
+// Each call blocks in MPI; it is bounded by the deadline (SetTimeout, else
+// GCCL_TIMEOUT): past it the call returns gccl.ErrTimeout while MPI stays
+// blocked, and the job should be aborted. Every call returns the time spent
+// inside the MPI function itself, without the hand-over to the thread that
+// runs it. As with any MPI collective, every process must make the same
+// calls in the same order.
 type Collectives struct {
-	mu   sync.Mutex
-	comm collComm // C memory; nil once closed
+	mu   sync.Mutex // guards comm
+	comm *Comm      // nil once closed, or left to MPI after a timeout
 	rank int
 	size int
 }
 
 // NewCollectives duplicates MPI_COMM_WORLD for MPI's collectives. Every
-// process of the job must call it, after Init or Join.
+// process of the job must call it, after Init or Join. Finalize does not
+// free the duplicate: Close does, and MPI_Finalize cleans up what is left.
 func NewCollectives() (*Collectives, error) {
 	e, deadline, err := acquire()
 	if err != nil {
@@ -63,45 +53,24 @@ func NewCollectives() (*Collectives, error) {
 	defer live.RUnlock()
 	collMu.Lock()
 	defer collMu.Unlock()
-	c := &Collectives{comm: collNew()}
-	if c.comm == nil {
-		return nil, gccl.Errorf(gccl.SystemError, "mpi", "out of memory for an MPI communicator handle")
+	m, err := dup(e, FromWorld, 0, deadline)
+	if err != nil {
+		return nil, err
 	}
-	var r *request
-	if terr := e.do(func() { r, err = collIdup(c.comm) }); terr != nil || err != nil {
-		collRelease(c.comm)
-		return nil, firstErr(terr, err)
-	}
-	if err := complete(e, r, deadline, "MPI_Comm_idup"); err != nil {
-		return nil, err // the handle stays allocated: MPI may still write it
-	}
-	if terr := e.do(func() { err = collReady(c.comm) }); terr != nil || err != nil {
-		return nil, firstErr(terr, err)
-	}
-	c.rank, c.size = World()
-	return c, nil
+	return &Collectives{comm: m, rank: m.rank, size: m.size}, nil
 }
 
 // Close frees the communicator. It is safe on nil, twice, and after
-// Finalize (which has freed it with MPI).
+// Finalize (MPI_Finalize has freed it).
 func (c *Collectives) Close() error {
 	if c == nil {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.comm == nil {
-		return nil
-	}
-	e, deadline, err := acquire()
-	if err != nil {
-		c.comm = nil // MPI is finalised: nothing left to free
-		return nil
-	}
-	defer live.RUnlock()
-	p := c.comm
+	m := c.comm
 	c.comm = nil
-	return firstErr(blocking(e, deadline, func() { err = collFree(p) }), err)
+	return m.Free()
 }
 
 // Rank and Size are this process's rank and the number of processes.
@@ -124,45 +93,23 @@ func MPIOp(op gccl.RedOp) error {
 }
 
 func cType(t gccl.DataType) (int, error) {
-	switch t {
-	case gccl.Int8:
-		return tInt8, nil
-	case gccl.Uint8:
-		return tUint8, nil
-	case gccl.Int32:
-		return tInt32, nil
-	case gccl.Uint32:
-		return tUint32, nil
-	case gccl.Int64:
-		return tInt64, nil
-	case gccl.Uint64:
-		return tUint64, nil
-	case gccl.Float32:
-		return tFloat, nil
-	case gccl.Float64:
-		return tDouble, nil
+	if i := slices.Index(mpiTypes[:], t); i >= 0 {
+		return i, nil
 	}
 	return 0, gccl.Errorf(gccl.InvalidArgument, "datatype", "MPI has no native type for %v; use int8..uint64, float32 or float64", t)
 }
 
 func cOp(op gccl.RedOp) (int, error) {
-	switch op {
-	case gccl.Sum:
-		return opSum, nil
-	case gccl.Prod:
-		return opProd, nil
-	case gccl.Max:
-		return opMax, nil
-	case gccl.Min:
-		return opMin, nil
+	if i := slices.Index(mpiOps[:], op); i >= 0 {
+		return i, nil
 	}
 	return 0, gccl.Errorf(gccl.InvalidArgument, "op", "MPI has no native operator for %v; use sum, prod, max or min", op)
 }
 
 // checkCount validates an element count for one MPI call (a C int).
 func checkCount(name string, n int) error {
-	if n < 0 || n > math.MaxInt32 {
-		return gccl.Errorf(gccl.InvalidArgument, name, "count %d is out of range; one MPI call takes 0 to %d elements", n, math.MaxInt32)
+	if n < 0 || n > MaxCount {
+		return gccl.Errorf(gccl.InvalidArgument, name, "count %d is out of range; one MPI call takes 0 to %d elements", n, MaxCount)
 	}
 	return nil
 }
@@ -185,14 +132,7 @@ func (c *Collectives) checkRank(name string, r int) error {
 
 // Allreduce is MPI_Allreduce of count elements; send == recv is in place.
 func (c *Collectives) Allreduce(send, recv uintptr, count int, t gccl.DataType, op gccl.RedOp) (time.Duration, error) {
-	ct, co, err := c.reduceArgs(count, t, op)
-	if err = firstErr(err, checkBuf("send", send, count), checkBuf("recv", recv, count)); err != nil {
-		return 0, err
-	}
-	s := inPlace(send, recv)
-	return c.run(func(m collComm) error {
-		return cAllreduce(m, s, recv, count, ct, co)
-	})
+	return c.reduceEach(cAllreduce, send, recv, count, t, op)
 }
 
 // Allgather is MPI_Allgather of sendcount elements from every process into
@@ -207,7 +147,7 @@ func (c *Collectives) Allgather(send, recv uintptr, sendcount int, t gccl.DataTy
 	if send == recv+uintptr(c.rank*sendcount*t.Size()) {
 		s = 0
 	}
-	return c.run(func(m collComm) error {
+	return c.run(func(m handle) error {
 		return cAllgather(m, s, recv, sendcount, ct)
 	})
 }
@@ -218,14 +158,18 @@ func (c *Collectives) Allgather(send, recv uintptr, sendcount int, t gccl.DataTy
 // the result lands at its start (NCCL's in-place result is at the rank's
 // offset instead).
 func (c *Collectives) ReduceScatterBlock(send, recv uintptr, recvcount int, t gccl.DataType, op gccl.RedOp) (time.Duration, error) {
-	ct, co, err := c.reduceArgs(recvcount, t, op)
-	if err = firstErr(err, checkBuf("send", send, recvcount), checkBuf("recv", recv, recvcount)); err != nil {
+	return c.reduceEach(cReduceScatterBlock, send, recv, recvcount, t, op)
+}
+
+// reduceEach runs f, the C call of MPI_Allreduce or MPI_Reduce_scatter_block
+// (every rank gets count reduced elements), in place when send == recv.
+func (c *Collectives) reduceEach(f func(m handle, s, r uintptr, n, t, o int) error, send, recv uintptr, count int, t gccl.DataType, op gccl.RedOp) (time.Duration, error) {
+	ct, co, err := c.reduceArgs(count, t, op)
+	if err = firstErr(err, checkBuf("send", send, count), checkBuf("recv", recv, count)); err != nil {
 		return 0, err
 	}
 	s := inPlace(send, recv)
-	return c.run(func(m collComm) error {
-		return cReduceScatterBlock(m, s, recv, recvcount, ct, co)
-	})
+	return c.run(func(m handle) error { return f(m, s, recv, count, ct, co) })
 }
 
 // Bcast is MPI_Bcast of count elements of buf from root.
@@ -234,7 +178,7 @@ func (c *Collectives) Bcast(buf uintptr, count int, t gccl.DataType, root int) (
 	if err = firstErr(err, checkBuf("buf", buf, count), c.checkRank("root", root)); err != nil {
 		return 0, err
 	}
-	return c.run(func(m collComm) error {
+	return c.run(func(m handle) error {
 		return cBcast(m, buf, count, ct, root)
 	})
 }
@@ -253,7 +197,7 @@ func (c *Collectives) Reduce(send, recv uintptr, count int, t gccl.DataType, op 
 	if c.rank == root {
 		s = inPlace(send, recv)
 	}
-	return c.run(func(m collComm) error {
+	return c.run(func(m handle) error {
 		return cReduce(m, s, recv, count, ct, co, root)
 	})
 }
@@ -267,7 +211,7 @@ func (c *Collectives) Sendrecv(send uintptr, sendcount, dest int, recv uintptr, 
 	if err != nil {
 		return 0, err
 	}
-	return c.run(func(m collComm) error {
+	return c.run(func(m handle) error {
 		return cSendrecv(m, send, sendcount, dest, recv, recvcount, source, ct)
 	})
 }
@@ -279,7 +223,7 @@ func (c *Collectives) Alltoall(send, recv uintptr, count int, t gccl.DataType) (
 	if err = firstErr(err, checkBuf("send", send, count), checkBuf("recv", recv, count)); err != nil {
 		return 0, err
 	}
-	return c.run(func(m collComm) error {
+	return c.run(func(m handle) error {
 		return cAlltoall(m, send, recv, count, ct)
 	})
 }
@@ -303,57 +247,35 @@ func (c *Collectives) reduceArgs(count int, t gccl.DataType, op gccl.RedOp) (int
 	return ct, co, firstErr(err, oerr)
 }
 
-// run makes one blocking MPI call f on c's communicator under mpiboot's
-// deadline and returns the time f spent in MPI. After a timeout the
-// communicator is left to MPI (still in use) and c refuses later calls.
-func (c *Collectives) run(f func(collComm) error) (time.Duration, error) {
+// run makes one blocking MPI call f on c's communicator under the deadline
+// and returns the time f spent in MPI. After a timeout the communicator is
+// left to MPI (still in use) and c refuses later calls.
+func (c *Collectives) run(f func(handle) error) (time.Duration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.comm == nil {
 		return 0, gccl.Errorf(gccl.InvalidUsage, "collectives", "closed, or broken by an earlier timeout; make new Collectives (or abort the job after a timeout)")
 	}
-	e, deadline, err := acquire()
-	if err != nil {
-		return 0, err
-	}
-	defer live.RUnlock()
-	collMu.Lock()
-	defer collMu.Unlock()
 	var took time.Duration
-	m := c.comm
-	terr := blocking(e, deadline, func() {
-		t0 := time.Now()
-		err = f(m)
-		took = time.Since(t0)
+	var callErr error
+	timedOut := false
+	err := c.comm.use(func(e *funnel.Executor, deadline time.Time) error {
+		collMu.Lock()
+		defer collMu.Unlock()
+		h := c.comm.h
+		terr := e.Blocking(deadline, func() {
+			t0 := time.Now()
+			callErr = f(h)
+			took = time.Since(t0)
+		})
+		timedOut = terr != nil
+		return terr
 	})
-	if terr != nil {
+	if timedOut {
 		c.comm = nil
-		return 0, terr
 	}
-	return took, err
-}
-
-// blocking runs f, which blocks in MPI, where MPI allows it: on the funnel
-// thread, or (MPI_THREAD_MULTIPLE) on a goroutine of its own, so that the
-// caller can give up at the deadline with gccl.ErrTimeout.
-func blocking(e *executor, deadline time.Time, f func()) error {
-	e.mu.Lock()
-	direct := e.direct
-	e.mu.Unlock()
-	if !direct {
-		return e.onThread(f, deadline)
+	if err != nil {
+		return 0, err // after a timeout, took and callErr stay MPI's to write
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-t.C:
-		return gccl.Errorf(gccl.TimeoutError, "mpi", "an MPI collective did not return before the deadline; a process of the job did not take part, abort the job")
-	}
+	return took, callErr
 }

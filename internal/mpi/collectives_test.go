@@ -9,7 +9,7 @@
 // MPI_MAX at rotating roots segfaults inside UCX. gccl-perf's -baseline mpi
 // is documented for Open MPI.
 
-package mpiboot
+package mpi
 
 import (
 	"math/rand/v2"
@@ -62,9 +62,9 @@ func newColl(t *testing.T) *Collectives {
 	c, err := NewCollectives()
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	rank, size := World()
-	require.Equal(t, rank, c.Rank())
-	require.Equal(t, size, c.Size())
+	w := world(t)
+	require.Equal(t, w.Rank(), c.Rank())
+	require.Equal(t, w.Size(), c.Size())
 	return c
 }
 

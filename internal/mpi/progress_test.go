@@ -1,4 +1,4 @@
-package mpiboot
+package mpi
 
 import (
 	"flag"
@@ -14,19 +14,19 @@ import (
 	"github.com/gccl/gccl/device"
 )
 
-// noProgress removes mpiboot's progress hook for TestProgressWhileInGccl, to
-// show the deadlock the hook prevents: with it the test fails (timeout).
-var noProgress = flag.Bool("mpiboot.noprogress", false, "run TestProgressWhileInGccl without the progress hook (it must then fail)")
+// noProgress removes the progress hook for TestProgressWhileInGccl, to show
+// the deadlock the hook prevents: with it the test fails (timeout).
+var noProgress = flag.Bool("mpi.noprogress", false, "run TestProgressWhileInGccl without the progress hook (it must then fail)")
 
 // withoutProgress removes the hook until the test ends.
 func withoutProgress(t *testing.T) {
-	st.mu.Lock()
-	st.unhook()
-	st.mu.Unlock()
+	rt.mu.Lock()
+	rt.unhook()
+	rt.mu.Unlock()
 	t.Cleanup(func() {
-		st.mu.Lock()
-		st.unhook = installProgress(st.owned || st.level == Multiple)
-		st.mu.Unlock()
+		rt.mu.Lock()
+		rt.unhook = installProgress(true) // Init started MPI: the hook probes in the background too
+		rt.mu.Unlock()
 	})
 }
 
@@ -37,10 +37,11 @@ const progressBytes = 16 << 20
 // TestProgressWhileInGccl is the deadlock of NCCL guide §4.2.1: rank 1 has
 // posted an MPI receive and waits inside gccl (an AllReduce's Synchronize);
 // rank 0 joins that AllReduce only once its MPI send has completed, which
-// needs rank 1's MPI to progress. Only mpiboot's hook, probing MPI while
-// rank 1 waits in gccl, lets both finish.
+// needs rank 1's MPI to progress. Only the hook, probing MPI while rank 1
+// waits in gccl, lets both finish.
 func TestProgressWhileInGccl(t *testing.T) {
-	rank, size := World()
+	w := world(t)
+	rank, size := w.Rank(), w.Size()
 	if size < 2 {
 		t.Skip("needs 2 processes or more (mpirun)")
 	}
@@ -49,8 +50,7 @@ func TestProgressWhileInGccl(t *testing.T) {
 		withoutProgress(t)
 		timeout = 5 * time.Second
 	}
-	g, err := NewComm(&comm.Config{Backend: device.Host, Timeout: timeout, Name: "progress"})
-	require.NoError(t, err)
+	g := newGcclComm(t, w, &comm.Config{Backend: device.Host, Timeout: timeout, Name: "progress"})
 	defer g.Abort()
 	d := g.Device()
 	s, err := d.NewStream()
@@ -63,8 +63,6 @@ func TestProgressWhileInGccl(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Free(in)
 	pattern(device.HostBytes(big, progressBytes), rank)
-	w, err := world()
-	require.NoError(t, err)
 	if rank == 1 { // posted before rank 0 sends: only rank 1's progress can match it
 		r, err := w.Irecv(in, progressBytes, 0, 7)
 		require.NoError(t, err)
@@ -76,7 +74,7 @@ func TestProgressWhileInGccl(t *testing.T) {
 			assert.Equal(t, want, device.HostBytes(in, progressBytes))
 		}()
 	}
-	require.NoError(t, Barrier())
+	require.NoError(t, w.Barrier())
 	if rank == 0 { // the AllReduce waits for this send, which waits for rank 1's MPI
 		// Let rank 1 leave the barrier's last MPI call and enter gccl first:
 		// a message that reached it while it still polled the barrier would match there.
@@ -88,6 +86,24 @@ func TestProgressWhileInGccl(t *testing.T) {
 	require.NoError(t, coll.AllReduce(g, big, big, 1, gccl.Uint8, gccl.Max, s))
 	require.NoError(t, d.Synchronize(s), "waiting inside gccl for a peer stuck in MPI")
 	require.NoError(t, g.Finalize())
+}
+
+// newGcclComm makes a gccl communicator of w's processes: rank 0's unique
+// ID, broadcast over w.
+func newGcclComm(t *testing.T, w *Comm, cfg *comm.Config) *comm.Comm {
+	t.Helper()
+	msg := make([]byte, comm.UniqueIDBytes)
+	if w.Rank() == 0 {
+		id, err := comm.NewUniqueID()
+		require.NoError(t, err)
+		copy(msg, id.Bytes())
+	}
+	require.NoError(t, w.Bcast(msg, 0))
+	id, err := comm.ParseUniqueID(msg)
+	require.NoError(t, err)
+	g, err := comm.InitRankConfig(w.Size(), id, w.Rank(), cfg)
+	require.NoError(t, err)
+	return g
 }
 
 // pattern fills b with bytes that depend on seed and position.

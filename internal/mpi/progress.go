@@ -1,19 +1,19 @@
-package mpiboot
+package mpi
 
 import "github.com/gccl/gccl/internal/progress"
 
-// installProgress installs mpiboot's hook on gccl's progress seam (package
-// internal/progress): while gccl waits, MPI_Iprobe on mpiboot's world
-// duplicate, at most once per progress.Interval, so that MPI implementations
-// that progress only inside MPI calls keep serving this process's peers
-// (NCCL guide §4.2.1). Every probe goes through the executor, so below
+// installProgress installs the hook on gccl's progress seam (package
+// internal/progress): while gccl waits, MPI_Iprobe on World's communicator,
+// at most once per progress.Interval, so that MPI implementations that
+// progress only inside MPI calls keep serving this process's peers (NCCL
+// guide §4.2.1). Every probe goes through the executor, so below
 // MPI_THREAD_MULTIPLE it runs on the funnel thread.
 //
 // background says whether the hook may also probe during gccl's background
 // waits (the engine running a launch while the application goes on): only
 // when no application thread can be calling MPI at the same time in a way
-// the thread level forbids, that is when MPI is MPI_THREAD_MULTIPLE or
-// mpiboot started MPI itself (then every MPI call is mpiboot's, funnelled).
+// the thread level forbids, that is when MPI is MPI_THREAD_MULTIPLE or Init
+// started MPI itself (then every MPI call is this package's, funnelled).
 // Otherwise it probes only while an application call waits inside gccl.
 func installProgress(background bool) (remove func()) {
 	return progress.Install(func(blocking bool) {
@@ -24,9 +24,9 @@ func installProgress(background bool) (remove func()) {
 			return // Init or Finalize under way
 		}
 		defer live.RUnlock()
-		st.mu.Lock()
-		e := st.exec
-		st.mu.Unlock()
+		rt.mu.Lock()
+		e := rt.exec
+		rt.mu.Unlock()
 		if e != nil {
 			_, _ = iprobe(e) // a failing probe shows again in the next MPI call
 		}
