@@ -200,6 +200,10 @@ func (e *Engine) prepare(ops []Op) (*Launch, error) {
 			e.recycle(l)
 			return nil, err
 		}
+		if err := o.checkBuffers(e.rank, e.nranks, e.checkPtr); err != nil {
+			e.recycle(l)
+			return nil, err
+		}
 		if err := e.addStream(l, o.Stream); err != nil {
 			e.recycle(l)
 			return nil, err

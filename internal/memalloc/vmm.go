@@ -3,6 +3,7 @@ package memalloc
 import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 )
 
 // vmmAlloc makes, maps and opens access to a cuMem allocation of at least
@@ -145,5 +146,6 @@ func Free(p uintptr) error {
 		return a.dev.Free(p)
 	}
 	g, _ := AsGPU(a.dev)
+	devlink.Forget(g.CUDADevice, p) // the pointer check must stop accepting it
 	return g.Do(func() error { return vmmFree(g.Driver(), p, a) })
 }
