@@ -35,27 +35,37 @@ func newPointerCheck(d device.Device) func(arg string, p uintptr, n int) error {
 	return func(arg string, p uintptr, n int) error { return device.CheckRange(d, arg, p, n) }
 }
 
-// checkBuffers checks that every buffer o touches on this rank lies inside
-// one live allocation of the device (device.CheckRange): the send and
-// receive ranges of its kind and count, but sendbuff only on Broadcast's
-// root and recvbuff only on Reduce's root, as NCCL reads them.
-func (o *Op) checkBuffers(rank, nranks int, check func(arg string, p uintptr, n int) error) error {
-	if check == nil {
+// CheckRange checks, as Launch checks each op's buffers, that the n bytes
+// at p lie inside one live allocation of the engine's device (nil when
+// GCCL_CHECK_POINTERS turns the check off). The send/receive patterns
+// (package internal/pattern) check the whole extent their ops address
+// with it, which the per-op checks cannot see: an offset that lands in
+// the next allocation.
+func (e *Engine) CheckRange(arg string, p uintptr, n int) error {
+	if e.checkPtr == nil || n == 0 {
 		return nil
 	}
-	send, recv := o.Sizes(nranks)
-	if o.Kind == algo.Broadcast && rank != o.Root {
-		send = 0
+	return e.checkPtr(arg, p, n)
+}
+
+// checkRanges checks that the buffers o touches on this rank (need*:
+// sendbuff is read only on Broadcast's root, recvbuff written only on
+// Reduce's, as NCCL does) lie inside one live allocation of the device.
+// recvbuff first: in place it holds sendbuff, and it is the one written
+// past its end.
+func (o *Op) checkRanges(inAlloc func(arg string, p uintptr, n int) error, needSend, needRecv bool, sendSz, recvSz int) error {
+	if inAlloc == nil {
+		return nil
 	}
-	if o.Kind == algo.Reduce && rank != o.Root {
-		recv = 0
+	if needRecv {
+		if err := o.inAllocation(inAlloc, "recvbuff", o.Recv, recvSz); err != nil {
+			return err
+		}
 	}
-	// recvbuff first: in place it holds sendbuff, and it is the one
-	// written past its end.
-	if err := o.inAllocation(check, "recvbuff", o.Recv, recv); err != nil {
-		return err
+	if needSend {
+		return o.inAllocation(inAlloc, "sendbuff", o.Send, sendSz)
 	}
-	return o.inAllocation(check, "sendbuff", o.Send, send)
+	return nil
 }
 
 func (o *Op) inAllocation(check func(string, uintptr, int) error, arg string, p uintptr, n int) error {
