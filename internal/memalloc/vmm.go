@@ -2,6 +2,7 @@ package memalloc
 
 import (
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/devlink"
 )
@@ -124,6 +125,9 @@ func Free(p uintptr) error {
 	if !ok {
 		twice := allocs.freed[p]
 		allocs.Unlock()
+		if _, live := device.HostRegionOf(p); live {
+			twice = false // freed by MemFree once, since handed out again by Device.Alloc
+		}
 		if twice {
 			return gccl.Errorf(gccl.InvalidUsage, "ptr", "%#x was already freed by MemFree", p)
 		}
