@@ -164,3 +164,19 @@ func TestGPUCheckPointers(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckPointersDefaultDocumented: the default that env.Vars (and so
+// the README) states for GCCL_CHECK_POINTERS is DefaultGPUCheckPointers.
+func TestCheckPointersDefaultDocumented(t *testing.T) {
+	want := "host 1, GPU 0"
+	if engine.DefaultGPUCheckPointers {
+		want = "host 1, GPU 1"
+	}
+	for _, v := range env.Vars {
+		if v.Name == "GCCL_CHECK_POINTERS" {
+			assert.Equal(t, want, v.Default, "update internal/env's Vars and the README's row with the constant")
+			return
+		}
+	}
+	t.Fatal("env.Vars has no GCCL_CHECK_POINTERS")
+}

@@ -82,8 +82,9 @@ func (o *Op) Validate(rank, nranks int, validOp func(gccl.RedOp) bool, inAlloc f
 	return o.validateBuffers(rank, nranks, inAlloc)
 }
 
-// validateBuffers checks that the buffers an op touches are set and that
-// send and receive buffers overlap only in NCCL's in-place layouts.
+// validateBuffers checks that the buffers an op touches are set, lie inside
+// live allocations (inAlloc) and that send and receive buffers overlap
+// only in NCCL's in-place layouts.
 func (o *Op) validateBuffers(rank, nranks int, inAlloc func(arg string, p uintptr, n int) error) error {
 	sendSz, recvSz := o.Sizes(nranks)
 	needSend := sendSz > 0 && !(o.Kind == algo.Broadcast && rank != o.Root)
