@@ -140,3 +140,33 @@ func openFakeOn(t *testing.T, f *cudafake.Fake, ordinal int) (*cudafake.Fake, *C
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	return f, d
 }
+
+// BenchmarkCheckRange: what the engine's check costs per buffer once the
+// allocation is known: the host's table lookup, a GPU's cached lookup
+// (the fake driver is asked only for the first).
+func BenchmarkCheckRange(b *testing.B) {
+	host, err := Open(Host, 0)
+	require.NoError(b, err)
+	hp, err := host.Alloc(1 << 20)
+	require.NoError(b, err)
+	defer host.Free(hp)
+	f := cudafake.New(cudafake.Config{})
+	gpu, err := openCUDADriver(f, 0, 0)
+	require.NoError(b, err)
+	defer gpu.Close()
+	gp, err := gpu.Alloc(1 << 20)
+	require.NoError(b, err)
+	for _, c := range []struct {
+		name string
+		d    Device
+		p    uintptr
+	}{{"host", host, hp}, {"gpu-cached", gpu, gp}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := CheckRange(c.d, "sendbuff", c.p+64, 8); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
