@@ -33,7 +33,13 @@ type Handle struct {
 func Register(c *comm.Comm, ptr uintptr, size int) (*Handle, error) {
 	regs := commlink.Regs(c)
 	if regs == nil {
-		return nil, gccl.Errorf(gccl.InvalidArgument, "comm", "nil communicator, or one that is not ready or is closed")
+		if c == nil {
+			return nil, gccl.Errorf(gccl.InvalidArgument, "comm", "nil communicator")
+		}
+		if err := c.Status(); err != nil {
+			return nil, err // closed (InvalidUsage) or still initialising (InProgress)
+		}
+		return nil, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator has no registration cache")
 	}
 	h, err := regs.Register(ptr, size)
 	if err != nil {

@@ -31,13 +31,16 @@ func (c *Comm) registrations() *regcache.Cache {
 // engine returns the engine to launch operations on, or why there is none.
 func (c *Comm) engine() (*engine.Engine, error) {
 	if c == nil {
-		return nil, gccl.Errorf(gccl.InvalidArgument, "comm", "communicator is nil")
+		return nil, gccl.Errorf(gccl.InvalidArgument, "comm", "nil communicator")
 	}
 	if err := c.Status(); err != nil {
 		if gccl.Code(err) == gccl.InProgress {
 			return nil, gccl.Errorf(gccl.InProgress, "comm", "communicator initialisation is still in progress; poll Status until it returns nil, then issue operations")
 		}
 		return nil, err
+	}
+	if c.state.Load() == stateFinalized {
+		return nil, gccl.Errorf(gccl.InvalidUsage, "comm", "communicator %q (rank %d) was finalized; only Close is allowed", c.cfg.Name, c.rank)
 	}
 	e := c.eng
 	if c.state.Load() == stateOpen && !e.Closed() {

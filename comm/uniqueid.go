@@ -2,6 +2,7 @@ package comm
 
 import (
 	"encoding/hex"
+	"errors"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/bootstrap"
@@ -50,7 +51,12 @@ func (id UniqueID) String() string { return hex.EncodeToString(id[:]) }
 func (id UniqueID) root() (wire.RootID, error) {
 	r, err := wire.DecodeRootID(id[:])
 	if err != nil {
-		return wire.RootID{}, gccl.Errorf(gccl.InvalidArgument, "uniqueId", "%v; pass the bytes NewUniqueID made, unchanged", err)
+		msg := err.Error()
+		var ge *gccl.Error
+		if errors.As(err, &ge) {
+			msg = ge.Msg // the code and the argument are said once, here
+		}
+		return wire.RootID{}, gccl.Errorf(gccl.InvalidArgument, "uniqueId", "%s; pass the bytes NewUniqueID made, unchanged", msg)
 	}
 	return r, nil
 }

@@ -30,6 +30,11 @@ func init() {
 				return g.drv, true
 			}
 			return nil, false
+		},
+		func(d any, base uintptr) {
+			if g, ok := d.(interface{ gpu() *CUDADevice }); ok && g.gpu() != nil {
+				g.gpu().ranges.forget(base)
+			}
 		})
 }
 
@@ -47,7 +52,12 @@ type CUDADevice struct {
 	allocs  map[uintptr]int // base -> size
 	streams map[gccl.Stream]bool
 	closed  bool
+
+	ranges rangeCache // allocations the driver reported to CheckRange
 }
+
+// gpu lets devlink.Forget find the device behind types that embed it.
+func (d *CUDADevice) gpu() *CUDADevice { return d }
 
 // openCUDADriver opens GPU ordinal through drv (cuda.Load's driver, or a
 // cudafake for tests). Synchronize gives up after timeout (0: GCCL_TIMEOUT).
@@ -123,6 +133,7 @@ func (d *CUDADevice) Free(p uintptr) error {
 	if !ok {
 		return gccl.Errorf(gccl.InvalidArgument, "p", "%#x was not allocated by GPU %d's Alloc (or was freed)", p, d.ordinal)
 	}
+	d.ranges.forget(p)
 	return d.Do(func() error { return d.drv.MemFree(p) })
 }
 
@@ -235,6 +246,7 @@ func (d *CUDADevice) Close() error {
 	streams, allocs := d.streams, d.allocs
 	d.streams, d.allocs = map[gccl.Stream]bool{}, map[uintptr]int{}
 	d.mu.Unlock()
+	d.ranges.reset()
 	var first error
 	keep := func(err error) {
 		if first == nil {

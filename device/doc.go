@@ -34,5 +34,9 @@
 // Free of a pointer that Alloc did not return is gccl.ErrInvalidArgument,
 // Free of one already freed is gccl.ErrInvalidUsage, an unknown stream is
 // gccl.ErrInvalidArgument, and Synchronize gives gccl.ErrTimeout after the
-// deadline (GCCL_TIMEOUT, 5 minutes by default).
+// deadline (GCCL_TIMEOUT, 5 minutes by default). CheckRange tells whether a
+// range lies inside one live allocation (the host's own table; on a GPU the
+// driver's, cached per allocation); CopyIn, CopyOut and Memset refuse a
+// range that overruns its allocation, and the engine checks every
+// operation's buffers with it.
 package device

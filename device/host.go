@@ -43,7 +43,7 @@ func (d *hostDevice) Alloc(size int) (uintptr, error) { return allocShared(size,
 func (d *hostDevice) Free(p uintptr) error { return freeShared(p) }
 
 func (d *hostDevice) CopyIn(dst uintptr, src []byte) error {
-	if err := checkRange("dst", dst, len(src)); err != nil {
+	if err := checkHost("dst", dst, len(src)); err != nil {
 		return err
 	}
 	copy(HostBytes(dst, len(src)), src)
@@ -51,7 +51,7 @@ func (d *hostDevice) CopyIn(dst uintptr, src []byte) error {
 }
 
 func (d *hostDevice) CopyOut(dst []byte, src uintptr) error {
-	if err := checkRange("src", src, len(dst)); err != nil {
+	if err := checkHost("src", src, len(dst)); err != nil {
 		return err
 	}
 	copy(dst, HostBytes(src, len(dst)))
@@ -60,7 +60,7 @@ func (d *hostDevice) CopyOut(dst []byte, src uintptr) error {
 
 // Memset sets n bytes at p to b.
 func (d *hostDevice) Memset(p uintptr, b byte, n int) error {
-	if err := checkRange("p", p, n); err != nil {
+	if err := checkHost("p", p, n); err != nil {
 		return err
 	}
 	buf := HostBytes(p, n)

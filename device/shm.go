@@ -26,23 +26,24 @@ type Region struct {
 // allocation is one Alloc: a mapped shared file.
 type allocation struct {
 	name string
-	mem  []byte   // the mapping (not Go shm memory)
+	size int      // the size Alloc was asked for (operations may use this much)
+	mem  []byte   // the mapping (not Go shm memory), size rounded up to a page
 	file *os.File // kept open: a memfd lives as long as its descriptor
 	path string   // a /dev/shm file to unlink on Free, or ""
 }
 
 func (a *allocation) base() uintptr { return uintptr(unsafe.Pointer(&a.mem[0])) }
 
-// freedMemory is how many freed base addresses are remembered to tell a
-// double Free from a foreign pointer.
+// freedMemory is how many freed allocations are remembered to tell a
+// double Free, or an operation on freed memory, from a foreign pointer.
 const freedMemory = 4096
 
 var shm = struct {
 	sync.RWMutex
 	allocs []*allocation // sorted by base
-	freed  map[uintptr]bool
-	ring   []uintptr // insertion order of freed, for eviction
-}{freed: map[uintptr]bool{}}
+	freed  spans         // freed allocations (mapped sizes), none overlapping a live one
+	ring   []uintptr     // the bases of freed in the order they were freed, for eviction
+}{}
 
 // memfdSyscall is memfd_create's number, 0 where it is not known.
 var memfdSyscall = map[string]uintptr{"amd64": 319, "arm64": 279, "riscv64": 279, "ppc64le": 360}[runtime.GOARCH]
@@ -111,16 +112,14 @@ func allocShared(size int, useMemfd bool) (uintptr, error) {
 		_ = f.Close()
 		return 0, gccl.Errorf(gccl.SystemError, "size", "mapping %d bytes of host shared memory: %w", size, err)
 	}
-	a := &allocation{name: name, mem: mem, file: f, path: path}
+	a := &allocation{name: name, size: size, mem: mem, file: f, path: path}
 	shm.Lock()
 	defer shm.Unlock()
 	i := sort.Search(len(shm.allocs), func(i int) bool { return shm.allocs[i].base() > a.base() })
 	shm.allocs = append(shm.allocs, nil)
 	copy(shm.allocs[i+1:], shm.allocs[i:])
 	shm.allocs[i] = a
-	if shm.freed[a.base()] {
-		delete(shm.freed, a.base())
-	}
+	shm.freed.remove(a.base(), len(a.mem))
 	return a.base(), nil
 }
 
@@ -141,7 +140,8 @@ func freeShared(p uintptr) error {
 	shm.Lock()
 	i := find(p)
 	if i < 0 || shm.allocs[i].base() != p {
-		doubled := shm.freed[p] && i < 0
+		f, wasFreed := shm.freed.at(p)
+		doubled := wasFreed && f.base == p && i < 0
 		shm.Unlock()
 		if doubled {
 			return gccl.Errorf(gccl.InvalidUsage, "p", "pointer %#x was already freed", p)
@@ -153,16 +153,20 @@ func freeShared(p uintptr) error {
 	}
 	a := shm.allocs[i]
 	shm.allocs = append(shm.allocs[:i], shm.allocs[i+1:]...)
-	rememberFreed(p)
+	rememberFreed(a)
 	shm.Unlock()
 	return a.release()
 }
 
-func rememberFreed(p uintptr) {
-	shm.freed[p] = true
-	shm.ring = append(shm.ring, p)
+// rememberFreed notes a freed allocation, forgetting the oldest beyond
+// freedMemory. shm must be locked.
+func rememberFreed(a *allocation) {
+	shm.freed.add(span{base: a.base(), size: len(a.mem), asked: a.size})
+	shm.ring = append(shm.ring, a.base())
 	if len(shm.ring) > freedMemory {
-		delete(shm.freed, shm.ring[0])
+		if f, ok := shm.freed.at(shm.ring[0]); ok && f.base == shm.ring[0] {
+			shm.freed.remove(f.base, f.size)
+		}
 		shm.ring = shm.ring[1:]
 	}
 }
@@ -194,22 +198,6 @@ func HostRegionOf(p uintptr) (Region, bool) {
 	}
 	a := shm.allocs[i]
 	return Region{Name: a.name, Base: a.base(), Size: len(a.mem), Offset: int(p - a.base())}, true
-}
-
-// checkRange reports an error when [p, p+n) starts inside an allocation but
-// runs past its end. Memory not from Alloc is not checked.
-func checkRange(arg string, p uintptr, n int) error {
-	if p == 0 && n > 0 {
-		return gccl.Errorf(gccl.InvalidArgument, arg, "nil pointer")
-	}
-	if n < 0 {
-		return gccl.Errorf(gccl.InvalidArgument, arg, "negative length %d", n)
-	}
-	if r, ok := HostRegionOf(p); ok && r.Offset+n > r.Size {
-		return gccl.Errorf(gccl.InvalidArgument, arg,
-			"%d bytes at offset %d run past the end of a %d-byte allocation", n, r.Offset, r.Size)
-	}
-	return nil
 }
 
 // MapHostRegion maps, in this process, a region that another process on the

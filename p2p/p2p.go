@@ -31,7 +31,7 @@ func launch(c *comm.Comm, ops []engine.Op) error {
 // root's sendbuff to rank i's recvbuff. sendbuff is only read on root.
 func Scatter(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, root int, s gccl.Stream) error {
 	return launchPattern(c, func(e *engine.Engine) ([]engine.Op, error) {
-		return pattern.Scatter(e.Rank(), e.NRanks(), sendbuff, recvbuff, count, t, root, s)
+		return pattern.Scatter(e.CheckRange, e.Rank(), e.NRanks(), sendbuff, recvbuff, count, t, root, s)
 	})
 }
 
@@ -39,7 +39,7 @@ func Scatter(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataTyp
 // recvbuff, rank i's at offset i*count. recvbuff is only written on root.
 func Gather(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, root int, s gccl.Stream) error {
 	return launchPattern(c, func(e *engine.Engine) ([]engine.Op, error) {
-		return pattern.Gather(e.Rank(), e.NRanks(), sendbuff, recvbuff, count, t, root, s)
+		return pattern.Gather(e.CheckRange, e.Rank(), e.NRanks(), sendbuff, recvbuff, count, t, root, s)
 	})
 }
 
@@ -47,7 +47,7 @@ func Gather(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType
 // stores it as block i of its recvbuff, for every pair of ranks i, j.
 func AllToAll(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, s gccl.Stream) error {
 	return launchPattern(c, func(e *engine.Engine) ([]engine.Op, error) {
-		return pattern.AllToAll(e.NRanks(), sendbuff, recvbuff, count, t, s)
+		return pattern.AllToAll(e.CheckRange, e.NRanks(), sendbuff, recvbuff, count, t, s)
 	})
 }
 
@@ -56,7 +56,7 @@ func AllToAll(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataTy
 // rank j, recvcounts[j] elements from rank j land at rdispls[j].
 func AllToAllv(c *comm.Comm, sendbuff uintptr, sendcounts, sdispls []int, recvbuff uintptr, recvcounts, rdispls []int, t gccl.DataType, s gccl.Stream) error {
 	return launchPattern(c, func(e *engine.Engine) ([]engine.Op, error) {
-		return pattern.AllToAllv(e.NRanks(), sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, t, s)
+		return pattern.AllToAllv(e.CheckRange, e.NRanks(), sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, t, s)
 	})
 }
 
@@ -64,7 +64,9 @@ func AllToAllv(c *comm.Comm, sendbuff uintptr, sendcounts, sdispls []int, recvbu
 // and receives count elements from each into recvbuff, block k from
 // peers[k]. Every listed peer must list this rank in turn.
 func NeighborExchange(c *comm.Comm, sendbuff, recvbuff uintptr, count int, t gccl.DataType, peers []int, s gccl.Stream) error {
-	return launch(c, pattern.NeighborExchange(sendbuff, recvbuff, count, t, peers, s))
+	return launchPattern(c, func(e *engine.Engine) ([]engine.Op, error) {
+		return pattern.NeighborExchange(e.CheckRange, sendbuff, recvbuff, count, t, peers, s)
+	})
 }
 
 // launchPattern launches the ops that build makes for c's engine.

@@ -48,12 +48,19 @@ func SetLoader(load func() (cuda.Driver, error)) (restore func()) {
 var (
 	openGPU  func(drv cuda.Driver, ordinal int, timeout time.Duration) (any, error)
 	driverOf func(d any) (cuda.Driver, bool)
+	forget   func(d any, base uintptr)
 )
 
 // Install sets the accessors; package device calls it once, at init.
-func Install(open func(drv cuda.Driver, ordinal int, timeout time.Duration) (any, error), driver func(d any) (cuda.Driver, bool)) {
-	openGPU, driverOf = open, driver
+func Install(open func(drv cuda.Driver, ordinal int, timeout time.Duration) (any, error), driver func(d any) (cuda.Driver, bool),
+	forgetRange func(d any, base uintptr)) {
+	openGPU, driverOf, forget = open, driver, forgetRange
 }
+
+// Forget tells GPU device d that the allocation at base is about to be
+// freed behind its back (bufreg.MemFree), so that the pointer check
+// (device.CheckRange) stops accepting it. A no-op on other devices.
+func Forget(d any, base uintptr) { forget(d, base) }
 
 // OpenGPU opens GPU ordinal through drv as a *device.CUDADevice, whose
 // Synchronize gives up after timeout (0: GCCL_TIMEOUT).

@@ -5,8 +5,14 @@
 // Launch submits one communicator's ops; LaunchGroup submits a group over
 // several communicators, one launch per engine. Every op is validated
 // before anything is submitted, with *gccl.Error values that name the
-// argument at fault; an op with a CreatePreMulSum operator captures it
-// then (Op.Scalar), so DestroyRedOp may follow at once. Within a launch
+// argument at fault, and every buffer it touches on this rank is checked
+// to lie inside one live allocation of the device (device.CheckRange:
+// always on the host, on GPUs when GCCL_CHECK_POINTERS=1, the default
+// being DefaultGPUCheckPointers), so that a count too large for its
+// buffer, a freed or never-allocated pointer is an InvalidArgument and
+// not a crash or a neighbour overwritten. An op with a CreatePreMulSum
+// operator captures it then (Op.Scalar), so DestroyRedOp may follow at
+// once. Within a launch
 // the collectives come first in issue order, then the point-to-point ops,
 // which the backends run concurrently so that all-to-all patterns cannot
 // deadlock.

@@ -49,6 +49,7 @@ type Engine struct {
 	order    ticketLock
 	launches sync.Pool // *Launch, reused once Done
 	redops   redopTable
+	checkPtr func(arg string, p uintptr, n int) error // nil: GCCL_CHECK_POINTERS off
 	asyncErr atomic.Pointer[error]
 	closed   atomic.Bool
 }
@@ -68,7 +69,8 @@ func New(cfg Config) (*Engine, error) {
 	case cfg.Backend == nil:
 		return nil, gccl.Errorf(gccl.InvalidArgument, "backend", "engine.Config.Backend is nil; pass choose.Backend's result")
 	}
-	e := &Engine{rank: cfg.Rank, nranks: cfg.NRanks, dev: cfg.Device, timeout: cfg.Timeout, redops: newRedopTable()}
+	e := &Engine{rank: cfg.Rank, nranks: cfg.NRanks, dev: cfg.Device, timeout: cfg.Timeout, redops: newRedopTable(),
+		checkPtr: newPointerCheck(cfg.Device)}
 	if e.timeout <= 0 {
 		e.timeout = 5 * time.Minute
 	}

@@ -196,7 +196,7 @@ func (e *Engine) prepare(ops []Op) (*Launch, error) {
 	var p2p []Op
 	for i := range ops {
 		o := ops[i]
-		if err := o.Validate(e.rank, e.nranks, e.validOp); err != nil {
+		if err := o.Validate(e.rank, e.nranks, e.validOp, e.checkPtr); err != nil {
 			e.recycle(l)
 			return nil, err
 		}

@@ -49,8 +49,12 @@ func (o *Op) Sizes(nranks int) (send, recv int) {
 
 // Validate checks the op for a communicator of nranks ranks, the rank of
 // this process being rank, and returns a *gccl.Error naming the argument at
-// fault. validOp tells whether a RedOp beyond the built-ins exists.
-func (o *Op) Validate(rank, nranks int, validOp func(gccl.RedOp) bool) error {
+// fault. validOp tells whether a RedOp beyond the built-ins exists; inAlloc
+// (nil: not checked) whether a buffer range lies inside one live
+// allocation (device.CheckRange), which is asked before the overlap rule,
+// so that a count too large for its buffer is reported as such and not as
+// an overlap with the neighbouring allocation.
+func (o *Op) Validate(rank, nranks int, validOp func(gccl.RedOp) bool, inAlloc func(arg string, p uintptr, n int) error) error {
 	bad := func(arg, format string, a ...any) error {
 		return gccl.Errorf(gccl.InvalidArgument, arg, "%v: "+format, append([]any{o.Kind}, a...)...)
 	}
@@ -75,12 +79,13 @@ func (o *Op) Validate(rank, nranks int, validOp func(gccl.RedOp) bool) error {
 	if o.Count > math.MaxInt/o.Type.Size()/per {
 		return bad("count", "count %d of %v overflows the addressable size", o.Count, o.Type)
 	}
-	return o.validateBuffers(rank, nranks)
+	return o.validateBuffers(rank, nranks, inAlloc)
 }
 
-// validateBuffers checks that the buffers an op touches are set and that
-// send and receive buffers overlap only in NCCL's in-place layouts.
-func (o *Op) validateBuffers(rank, nranks int) error {
+// validateBuffers checks that the buffers an op touches are set, lie inside
+// live allocations (inAlloc) and that send and receive buffers overlap
+// only in NCCL's in-place layouts.
+func (o *Op) validateBuffers(rank, nranks int, inAlloc func(arg string, p uintptr, n int) error) error {
 	sendSz, recvSz := o.Sizes(nranks)
 	needSend := sendSz > 0 && !(o.Kind == algo.Broadcast && rank != o.Root)
 	needRecv := recvSz > 0 && !(o.Kind == algo.Reduce && rank != o.Root)
@@ -89,6 +94,9 @@ func (o *Op) validateBuffers(rank, nranks int) error {
 	}
 	if needRecv && o.Recv == 0 {
 		return gccl.Errorf(gccl.InvalidArgument, "recvbuff", "%v: recvbuff is nil with count %d; pass a buffer of %d bytes", o.Kind, o.Count, recvSz)
+	}
+	if err := o.checkRanges(inAlloc, needSend, needRecv, sendSz, recvSz); err != nil {
+		return err
 	}
 	if !needSend || !needRecv || o.Kind.IsP2P() {
 		return nil

@@ -71,13 +71,13 @@ func (f *fakeBackend) log() []int {
 	return append([]int(nil), f.ran...)
 }
 
-// seamEngine is a one-rank engine on f with a host device for its ops'
+// seamEngine is a one-rank engine on f with a host device for its ops
 // (unused) buffers.
 func seamEngine(t *testing.T, f engine.Backend, timeout time.Duration) (*engine.Engine, uintptr) {
 	t.Helper()
 	d, err := device.Open(device.Host, 0)
 	require.NoError(t, err)
-	buf, err := d.Alloc(64)
+	buf, err := d.Alloc(4096) // every op of these tests fits: counts stay below 1024 int32
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Free(buf) })
 	e, err := engine.New(engine.Config{Rank: 0, NRanks: 1, Boot: enginetest.NewNet(1).Rank(0), Device: d, Timeout: timeout,

@@ -40,6 +40,10 @@ type Settings struct {
 	GPULLMax        int    // largest GPU collective (bytes per rank) on the LL one-shots, 0 = built-in default
 	GPUPushMax      int    // largest GPU all-reduce (bytes) on the push kernel, 0 = built-in default
 	FatbinDir       string // a kernels/build.sh output to load instead of the embedded fatbin
+	// CheckPointers is GCCL_CHECK_POINTERS: whether every operation's
+	// buffers are checked against the device's live allocations; nil when
+	// unset, each backend then using its default (package engine).
+	CheckPointers *bool
 
 	// Warnings lists the variables whose values could not be parsed and
 	// what was used instead; the first Get and every Reload log each one as
@@ -111,6 +115,7 @@ func load(lookup func(string) (string, bool)) *Settings {
 		FatbinDir:       l.str("GCCL_FATBIN_DIR", ""),
 		Device:          l.choice("GCCL_DEVICE", "auto", "auto", "host", "cuda"),
 	}
+	s.CheckPointers = l.optBoolean("GCCL_CHECK_POINTERS")
 	s.Algos = l.algos("GCCL_ALGO")
 	s.Protos = l.protos("GCCL_PROTO")
 	s.Debug, s.DebugVersion = l.level()

@@ -100,6 +100,21 @@ func (l *loader) boolean(name string, def bool) bool {
 	return def
 }
 
+// optBoolean is boolean with no default: nil when the variable is unset
+// or does not parse (which warns).
+func (l *loader) optBoolean(name string) *bool {
+	if _, _, ok := l.raw(name); !ok {
+		return nil
+	}
+	n := len(l.warns)
+	v := l.boolean(name, false)
+	if len(l.warns) > n {
+		l.warns[n].Using = "the backend's default"
+		return nil
+	}
+	return &v
+}
+
 // nvls reads GCCL_NVLS_ENABLE: on only when exactly 1. Any value but 0 or 1
 // warns, and NVLS stays off.
 func (l *loader) nvls(name string) bool {

@@ -25,6 +25,7 @@ var Vars = []Var{
 	{"GCCL_LOCAL_REGISTER", "NCCL_LOCAL_REGISTER", "1", "1 lets registered user buffers skip the staging copy", "LocalRegister"},
 	{"GCCL_GRAPH_REGISTER", "NCCL_GRAPH_REGISTER", "1", "1 registers user buffers captured in CUDA graphs", "GraphRegister"},
 	{"GCCL_COMM_BLOCKING", "NCCL_COMM_BLOCKING", "1", "0 makes communicators nonblocking by default (Config.Blocking overrides)", "CommBlocking"},
+	{"GCCL_CHECK_POINTERS", "NCCL_CHECK_POINTERS", "host 1, GPU 0", "1 checks that every buffer of every operation lies inside one live allocation of the communicator's device (a *gccl.Error InvalidArgument naming the buffer, the range and the allocation instead of a crash or a neighbour overwritten); on GPUs through cuMemGetAddressRange, once per allocation; 0 turns the check off", "CheckPointers"},
 	{"GCCL_TIMEOUT", "", "5m", "deadline of every wait, as a Go duration with a unit (30s, 2m); Config.Timeout overrides", "Timeout"},
 	{"GCCL_DEVICE", "", "auto", "backend: auto (GPU if a driver is present), host or cuda", "Device"},
 	{"GCCL_HOSTID", "NCCL_HOSTID", "", "names this process's host (ranks with the same value share SHM and a local rank numbering in mpiboot); empty = host name and boot id", "HostID"},

@@ -2,7 +2,9 @@ package memalloc
 
 import (
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 )
 
 // vmmAlloc makes, maps and opens access to a cuMem allocation of at least
@@ -123,6 +125,9 @@ func Free(p uintptr) error {
 	if !ok {
 		twice := allocs.freed[p]
 		allocs.Unlock()
+		if _, live := device.HostRegionOf(p); live {
+			twice = false // freed by MemFree once, since handed out again by Device.Alloc
+		}
 		if twice {
 			return gccl.Errorf(gccl.InvalidUsage, "ptr", "%#x was already freed by MemFree", p)
 		}
@@ -145,5 +150,6 @@ func Free(p uintptr) error {
 		return a.dev.Free(p)
 	}
 	g, _ := AsGPU(a.dev)
+	devlink.Forget(g.CUDADevice, p) // the pointer check must stop accepting it
 	return g.Do(func() error { return vmmFree(g.Driver(), p, a) })
 }
