@@ -71,6 +71,17 @@ type Driver interface {
 	ModuleLoadData(image []byte) (Module, error)
 	ModuleUnload(m Module) error
 	ModuleGetFunction(m Module, name string) (Function, error)
+	// FuncLoad finishes loading f into the current context. Under lazy
+	// loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2) a
+	// function from ModuleGetFunction may be only partly loaded, and its
+	// first launch then loads it, which can wait for the kernels running
+	// in the context. A driver older than 12.4 (no cuFuncLoad) loads it in
+	// ModuleGetFunction, and FuncLoad does nothing.
+	FuncLoad(f Function) error
+	FuncAttribute(attr FuncAttr, f Function) (int, error)
+	// CtxLimit and CtxSetLimit read and set a limit of the current context.
+	CtxLimit(l Limit) (int, error)
+	CtxSetLimit(l Limit, v int) error
 	LaunchKernel(f Function, grid, block Dim3, sharedMem int, s Stream, args *Args) error
 
 	IpcGetMemHandle(p uintptr) (IpcMemHandle, error)

@@ -160,10 +160,19 @@ func checkFill(t *testing.T, d cuda.Driver, p uintptr, n int, seed uint32) {
 func TestGPUKernelsEventsHostFuncs(t *testing.T) {
 	d, _, _ := gpu(t, 1)
 	m := loadKernels(t, d)
+	stack := 0
 	for _, name := range kernels.EntryPoints() {
-		_, err := d.ModuleGetFunction(m, name)
+		f, err := d.ModuleGetFunction(m, name)
 		require.NoError(t, err, name)
+		require.NoError(t, d.FuncLoad(f), name)
+		n, err := d.FuncAttribute(cuda.FuncLocalSizeBytes, f)
+		require.NoError(t, err, name)
+		stack = max(stack, n)
 	}
+	limit, err := d.CtxLimit(cuda.LimitStackSize)
+	require.NoError(t, err)
+	t.Logf("largest kernel stack %d bytes a thread; context stack limit %d", stack, limit)
+	require.NoError(t, d.CtxSetLimit(cuda.LimitStackSize, limit))
 	fn, err := d.ModuleGetFunction(m, kernels.FillU32)
 	require.NoError(t, err)
 	const n = 100_003

@@ -39,6 +39,33 @@ func (d driver) ModuleGetFunction(m Module, name string) (Function, error) {
 	return Function(f), nil
 }
 
+func (d driver) FuncLoad(f Function) error {
+	r := C.gccl_cuFuncLoad(C.CUfunction(f))
+	if Result(r) == ErrorSymbolMissing {
+		return nil // before CUDA 12.4: cuModuleGetFunction loaded it
+	}
+	return d.check("cuFuncLoad", r)
+}
+
+func (d driver) FuncAttribute(attr FuncAttr, f Function) (int, error) {
+	var v C.int
+	err := d.check("cuFuncGetAttribute", C.gccl_cuFuncGetAttribute(&v, C.int(attr), C.CUfunction(f)))
+	return int(v), err
+}
+
+func (d driver) CtxLimit(l Limit) (int, error) {
+	var v C.size_t
+	err := d.check("cuCtxGetLimit", C.gccl_cuCtxGetLimit(&v, C.int(l)))
+	return int(v), err
+}
+
+func (d driver) CtxSetLimit(l Limit, v int) error {
+	if v < 0 {
+		return gccl.Errorf(gccl.InvalidArgument, "v", "limit %d is negative", v)
+	}
+	return d.check("cuCtxSetLimit", C.gccl_cuCtxSetLimit(C.int(l), C.size_t(v)))
+}
+
 func (d driver) LaunchKernel(f Function, grid, block Dim3, sharedMem int, s Stream, args *Args) error {
 	if err := checkLaunch(f, grid, block, sharedMem, args); err != nil {
 		return err

@@ -114,6 +114,10 @@ typedef struct {
 	X(cuModuleLoadData, "cuModuleLoadData", 2000, (CUmodule *m, const void *img), (m, img)) \
 	X(cuModuleUnload, "cuModuleUnload", 2000, (CUmodule m), (m)) \
 	X(cuModuleGetFunction, "cuModuleGetFunction", 2000, (CUfunction *f, CUmodule m, const char *n), (f, m, n)) \
+	X(cuFuncLoad, "cuFuncLoad", 12040, (CUfunction f), (f)) \
+	X(cuFuncGetAttribute, "cuFuncGetAttribute", 2020, (int *v, int a, CUfunction f), (v, a, f)) \
+	X(cuCtxGetLimit, "cuCtxGetLimit", 3010, (size_t *v, int l), (v, l)) \
+	X(cuCtxSetLimit, "cuCtxSetLimit", 3010, (int l, size_t v), (l, v)) \
 	X(cuLaunchKernel, "cuLaunchKernel", 4000, \
 		(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, \
 		 unsigned int bz, unsigned int shm, CUstream s, void **params, void **extra), \

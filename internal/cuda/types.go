@@ -25,6 +25,27 @@ type UUID [16]byte
 // Dim3 is a grid or block shape.
 type Dim3 struct{ X, Y, Z uint32 }
 
+// FuncAttr is a CUfunction_attribute.
+type FuncAttr int32
+
+// The function attributes gccl queries.
+const (
+	// FuncLocalSizeBytes is the local memory (stack) a thread of the
+	// function needs.
+	FuncLocalSizeBytes FuncAttr = 3
+)
+
+// Limit is a CUlimit.
+type Limit int32
+
+// The context limits gccl reads and sets.
+const (
+	// LimitStackSize is the stack (local memory) of each GPU thread. The
+	// driver reserves local memory for it; a launch needing more resizes
+	// that reservation, which waits for the context's running kernels.
+	LimitStackSize Limit = 0
+)
+
 // DeviceAttr is a CUdevice_attribute.
 type DeviceAttr int32
 

@@ -59,6 +59,9 @@ type Fake struct {
 	modules       map[cuda.Module]bool
 	funcs         map[cuda.Function]string
 	fnByName      map[string]cuda.Function
+	loaded        map[string]bool // functions FuncLoad loaded
+	localBytes    map[string]int  // FuncLocalSizeBytes by kernel (SetLocalBytes)
+	stackLimit    int             // LimitStackSize
 	streams       map[cuda.Stream]*stream
 	events        map[cuda.Event]*event
 	graphs        map[cuda.Graph]*graph
@@ -90,7 +93,7 @@ func New(cfg Config) *Fake {
 	}
 	f := &Fake{cfg: cfg, current: -1, retained: make([]int, cfg.Devices),
 		peers: map[[2]int]bool{}, kernels: map[string]Kernel{}, modules: map[cuda.Module]bool{}, funcs: map[cuda.Function]string{},
-		fnByName: map[string]cuda.Function{}, streams: map[cuda.Stream]*stream{}, events: map[cuda.Event]*event{},
+		fnByName: map[string]cuda.Function{}, loaded: map[string]bool{}, localBytes: map[string]int{}, stackLimit: 1024, streams: map[cuda.Stream]*stream{}, events: map[cuda.Event]*event{},
 		graphs: map[cuda.Graph]*graph{}, execs: map[cuda.GraphExec]*graph{}, objects: map[cuda.UserObject]*userObject{}}
 	f.Space = memory.New(memory.Config{Devices: cfg.Devices, MemBytes: cfg.MemBytes, VABase: cfg.VABase,
 		Current: f.currentDevice, Handle: f.handle})

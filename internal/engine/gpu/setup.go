@@ -111,6 +111,23 @@ func smCount(drv cuda.Driver, ordinal int) int {
 	return n
 }
 
+// reserveStack raises the context's stack limit to n bytes a thread when
+// it is lower (it never lowers it: the application's kernels may need
+// more), so that the driver reserves the local memory now.
+func reserveStack(drv cuda.Driver, n int) error {
+	cur, err := drv.CtxLimit(cuda.LimitStackSize)
+	if err != nil {
+		return gccl.Errorf(gccl.Code(err), "kernels", "reading the context's stack limit: %w", err)
+	}
+	if n <= cur {
+		return nil
+	}
+	if err := drv.CtxSetLimit(cuda.LimitStackSize, n); err != nil {
+		return gccl.Errorf(gccl.Code(err), "kernels", "raising the context's stack limit from %d to the %d bytes a thread gccl's kernels need: %w", cur, n, err)
+	}
+	return nil
+}
+
 // allocate loads the module and makes the zeroed buffers (current context set).
 func (g *Backend) allocate(img []byte) error {
 	var err error
@@ -289,15 +306,21 @@ func (g *Backend) free() error {
 	return first
 }
 
-// preload resolves every kernel now. Under CUDA's default lazy module
-// loading a kernel is loaded at its first use, which can wait for the
-// kernels running in the context: another rank's of this process, waiting
-// for this one (a deadlock until the timeout, seen with two ranks per
-// process on one GPU). NCCL loads its kernels at init for the same reason.
-// An entry point the module lacks (a test's stand-ins) fails at its launch.
+// preload loads every kernel now, and makes room for their stacks, so
+// that no later launch has to change the context: under CUDA's default
+// lazy loading a kernel is loaded at its first launch (cuModuleGetFunction
+// may return it partly loaded; cuFuncLoad finishes it), and a launch whose
+// kernel needs more stack than the context reserved resizes that
+// reservation; both can wait for the kernels running in the context:
+// another rank's of this process, waiting for this one (a deadlock until
+// the timeout, seen in the first operations of a fresh context with four
+// ranks in one process). NCCL loads its kernels and sets the stack limit
+// at init for the same reasons. An entry point the module lacks (a test's
+// stand-ins) fails at its launch.
 func (g *Backend) preload() error {
 	g.fnMu.Lock()
 	defer g.fnMu.Unlock()
+	stack := 0
 	for _, name := range kernels.EntryPoints() {
 		if _, ok := g.fns[name]; ok {
 			continue
@@ -309,7 +332,18 @@ func (g *Backend) preload() error {
 		case err != nil:
 			return gccl.Errorf(gccl.Code(err), "kernels", "loading kernel %s: %w", name, err)
 		}
+		if err := g.drv.FuncLoad(f); err != nil {
+			return gccl.Errorf(gccl.Code(err), "kernels", "loading kernel %s: %w", name, err)
+		}
+		n, err := g.drv.FuncAttribute(cuda.FuncLocalSizeBytes, f)
+		if err != nil {
+			return gccl.Errorf(gccl.Code(err), "kernels", "kernel %s's stack size: %w", name, err)
+		}
+		stack = max(stack, n)
 		g.fns[name] = &loadedFn{f: f, family: kernelFamily(name)}
+	}
+	if err := reserveStack(g.drv, stack); err != nil {
+		return err
 	}
 	ro := maps.Clone(g.fns)
 	g.fnsRO.Store(&ro)
