@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl/coll/colltest"
-	"github.com/gccl/gccl/internal/env"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,9 +14,7 @@ import (
 // this variant keeps a 3-rank share of it (every type and operator, fewer
 // counts) in every run.
 func withSockets(t *testing.T) {
-	t.Cleanup(func() { env.Reload() }) // runs after Setenv's cleanup has restored the variable
-	t.Setenv("GCCL_SHM_DISABLE", "1")
-	require.True(t, env.Reload().SHMDisable)
+	require.True(t, withEnv(t, "GCCL_SHM_DISABLE", "1").SHMDisable)
 }
 
 func TestSocketsReduceMatrix(t *testing.T) {
