@@ -3,9 +3,11 @@ package coll_test
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/coll/colltest"
-	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/comm"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,9 +17,7 @@ import (
 // this variant keeps a 3-rank share of it (every type and operator, fewer
 // counts) in every run.
 func withSockets(t *testing.T) {
-	t.Cleanup(func() { env.Reload() }) // runs after Setenv's cleanup has restored the variable
-	t.Setenv("GCCL_SHM_DISABLE", "1")
-	require.True(t, env.Reload().SHMDisable)
+	require.True(t, withEnv(t, "GCCL_SHM_DISABLE", "1").SHMDisable)
 }
 
 func TestSocketsReduceMatrix(t *testing.T) {
@@ -28,4 +28,17 @@ func TestSocketsReduceMatrix(t *testing.T) {
 func TestSocketsCopyMatrix(t *testing.T) {
 	withSockets(t)
 	copyMatrix(t, colltest.New(t, 3, nil), smallCounts(3), rand.New(rand.NewPCG(3, 31)))
+}
+
+// TestSocketsDirectInPlaceAllGather: issue 16's hang over TCP. The sockets
+// and the receiver's read-ahead hold a few MiB, so the in-place direct
+// AllGather that waited for its own sends before receiving hung only past
+// them (8 MiB per rank did on the development machine); 16 MiB per rank.
+func TestSocketsDirectInPlaceAllGather(t *testing.T) {
+	withSockets(t)
+	withEnv(t, "GCCL_ALGO", "direct")
+	w := colltest.New(t, 2, &comm.Config{Timeout: 10 * time.Second})
+	var ck checker
+	allGather(t, w, &ck, gccl.Int64, 2<<20+1, true, rand.New(rand.NewPCG(2, 16)))
+	ck.run(t, w)
 }

@@ -21,7 +21,8 @@
 // direction. A plan runs on a runner: sends are posted to a goroutine per
 // peer and complete when the peer took the bytes, receives reduce straight
 // out of the transport's pieces, and a step that writes a range first
-// waits for the posted sends still reading it. A failed launch records the
+// waits for the posted sends still reading it (an in-place copy, which
+// writes nothing, does not wait: issue 16). A failed launch records the
 // engine's async error and the stream's Synchronize returns it.
 //
 // Zero-copy: when every rank is on one host (all peers reached through
