@@ -111,19 +111,18 @@ func smCount(drv cuda.Driver, ordinal int) int {
 	return n
 }
 
-// reserveStack raises the context's stack limit to n bytes a thread when
-// it is lower (it never lowers it: the application's kernels may need
-// more), so that the driver reserves the local memory now.
+// reserveStack sets the context's stack limit to n bytes a thread, or
+// keeps the current limit when that is larger (the application's kernels
+// may need it). Setting it makes the driver reserve the local memory now:
+// otherwise it does so at the first launch that needs it, and that waits
+// for every kernel running in the context.
 func reserveStack(drv cuda.Driver, n int) error {
 	cur, err := drv.CtxLimit(cuda.LimitStackSize)
 	if err != nil {
 		return gccl.Errorf(gccl.Code(err), "kernels", "reading the context's stack limit: %w", err)
 	}
-	if n <= cur {
-		return nil
-	}
-	if err := drv.CtxSetLimit(cuda.LimitStackSize, n); err != nil {
-		return gccl.Errorf(gccl.Code(err), "kernels", "raising the context's stack limit from %d to the %d bytes a thread gccl's kernels need: %w", cur, n, err)
+	if err := drv.CtxSetLimit(cuda.LimitStackSize, max(cur, n)); err != nil {
+		return gccl.Errorf(gccl.Code(err), "kernels", "setting the context's stack limit to %d bytes a thread (gccl's kernels need %d): %w", max(cur, n), n, err)
 	}
 	return nil
 }
@@ -310,7 +309,8 @@ func (g *Backend) free() error {
 // that no later launch has to change the context: under CUDA's default
 // lazy loading a kernel is loaded at its first launch (cuModuleGetFunction
 // may return it partly loaded; cuFuncLoad finishes it), and a launch whose
-// kernel needs more stack than the context reserved resizes that
+// kernel needs more stack than the context reserved (the driver reserves
+// local memory at the first launch that needs it) resizes that
 // reservation; both can wait for the kernels running in the context:
 // another rank's of this process, waiting for this one (a deadlock until
 // the timeout, seen in the first operations of a fresh context with four
