@@ -283,10 +283,7 @@ func (e *Engine) prepare(ops []Op) (*Launch, error) {
 			e.recycle(l)
 			return nil, err
 		}
-		if err := e.addStream(l, o.Stream); err != nil {
-			e.recycle(l)
-			return nil, err
-		}
+		e.addStream(l, o.Stream)
 		if o.Kind.IsP2P() {
 			p2p = append(p2p, o)
 			continue
@@ -307,16 +304,10 @@ func (e *Engine) prepare(ops []Op) (*Launch, error) {
 }
 
 // addStream notes that an op of l runs on s. A launch on several streams
-// joins them (NCCL >= 2.20): it starts once every stream has reached it and
-// later work on any of them waits for it. A Joiner backend joins streams;
-// the others take one stream per launch.
-func (e *Engine) addStream(l *Launch, s gccl.Stream) error {
-	if s == l.Stream || slices.Contains(l.More, s) {
-		return nil
+// joins them (NCCL >= 2.20), on every backend: it starts once every stream
+// has reached it and later work on any of them waits for it.
+func (e *Engine) addStream(l *Launch, s gccl.Stream) {
+	if s != l.Stream && !slices.Contains(l.More, s) {
+		l.More = append(l.More, s)
 	}
-	if _, joins := e.backend.(Joiner); !joins {
-		return gccl.Errorf(gccl.InvalidUsage, "stream", "one communicator's ops in a group must use one stream on the GPU backend (got %#x and %#x)", l.Stream, s)
-	}
-	l.More = append(l.More, s)
-	return nil
 }

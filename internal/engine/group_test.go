@@ -45,8 +45,9 @@ func (j *joinBackend) Join(ls []*engine.Launch) ([]engine.Batch, error) {
 }
 
 // TestSeamJoiner: a group's launches on Joiner backends reach one Join
-// call and may use several streams; a launch on several streams is an
-// error on other backends; a batch that fails gives its turns back.
+// call and may use several streams; other backends get a launch's other
+// streams too (Launch.More), to join; a batch that fails gives its turns
+// back.
 func TestSeamJoiner(t *testing.T) {
 	var joins [][]*engine.Launch
 	js := []*joinBackend{{joins: &joins}, {joins: &joins}}
@@ -76,12 +77,18 @@ func TestSeamJoiner(t *testing.T) {
 		require.NoError(t, w.Engine.Drain(context.Background()))
 	}
 
-	plain, buf := seamEngine(t, &fakeBackend{rng: rand.New(rand.NewPCG(1, 1))}, 10*time.Second)
-	two := op(buf, 2)
-	two.Stream = 2
-	err := plain.Launch([]engine.Op{op(buf, 1), two})
-	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
-	assert.Equal(t, "stream", err.(*gccl.Error).Arg)
+	var more []gccl.Stream
+	plain := &fakeBackend{rng: rand.New(rand.NewPCG(1, 1))}
+	plain.run = func(_ context.Context, l *engine.Launch) error {
+		more = append(more, l.More...)
+		return nil
+	}
+	e, buf := seamEngine(t, plain, 10*time.Second)
+	two, three := op(buf, 2), op(buf, 3)
+	two.Stream, three.Stream = 2, 3
+	require.NoError(t, e.Launch([]engine.Op{op(buf, 1), two, three, op(buf, 4), two}))
+	require.NoError(t, e.Drain(context.Background()))
+	assert.Equal(t, []gccl.Stream{2, 3}, more, "the first op's stream runs the launch, the others once each")
 }
 
 // meetBackend's Submit waits (up to a second) until every backend of its

@@ -323,3 +323,111 @@ func TestGroupAnyCommOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupOneCommSeveralStreams: one communicator's ops in a group on two
+// streams (NCCL >= 2.20): the launch waits for the work enqueued before it
+// on the other stream, and work enqueued later there waits for the launch
+// (it reads the all-reduce's result). Before, the core refused the second
+// stream on the GPU backend.
+func TestGroupOneCommSeveralStreams(t *testing.T) {
+	const n, count = 3, 1000
+	rs, ms := gpuRanks(t, n)
+	es := newGPUComm(t, rs, ms, 1)
+	g := &groupData{t: t, rs: rs}
+	second := make([]gccl.Stream, n)
+	opens := make([]func(), n)
+	copies := make([]uintptr, n)
+	streams := make([][]gccl.Stream, n)
+	for r, x := range rs {
+		s2, err := x.d.NewStream()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = x.d.DestroyStream(s2) })
+		second[r], streams[r] = s2, []gccl.Stream{s2, x.s}
+		opens[r] = gate(t, x.f, x.d, s2) // the other stream's earlier work
+		ar, out := g.allReduce(r, 20, count, x.s)
+		ops := []engine.Op{ar, g.send(r, (r+1)%n, 21, count, s2), g.recv(r, (r+n-1)%n, 21, count, x.s)}
+		require.NoError(t, engine.LaunchGroup([]engine.Work{{Engine: es[r], Ops: ops}}), "rank %d", r)
+		// Later work on the other stream: a copy of the all-reduce's result.
+		copies[r] = g.alloc(r, poison(4*count))
+		require.NoError(t, x.d.Do(func() error { return x.f.MemcpyDtoDAsync(copies[r], out, 4*count, cuda.Stream(s2)) }))
+		g.expect(r, "copy of the all-reduce on the other stream", copies[r], func() []byte {
+			all := make([][]byte, n)
+			for q := range all {
+				all[q] = g.input(20, q, count)
+			}
+			return sumInt32(all, 0, count)
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	assert.Zero(t, ms.ran.Load(), "an all-reduce ran before its other stream's earlier work")
+	opens[0]()
+	time.Sleep(50 * time.Millisecond)
+	done, err := rs[0].d.Query(second[0])
+	require.NoError(t, err)
+	assert.False(t, done, "rank 0's other stream ran past the launch, which waits for ranks 1 and 2")
+	for _, open := range opens[1:] {
+		open()
+	}
+	for r, x := range rs { // the other streams first: they wait for the launch
+		require.NoError(t, x.d.Synchronize(second[r]), "rank %d", r)
+	}
+	require.NoError(t, syncAll(rs, streams, es))
+	require.NoError(t, g.check())
+}
+
+// TestGroupSeveralStreamsCaptured: a group on two streams captured into
+// one graph (the second stream forked into the capture and joined back)
+// replays right; a capture on one of the streams only is
+// gccl.ErrInvalidUsage naming both, refused before anything is enqueued
+// (the communicator stays usable).
+func TestGroupSeveralStreamsCaptured(t *testing.T) {
+	const n, count = 3, 1000
+	rs, ms := gpuRanks(t, n)
+	es := newGPUComm(t, rs, ms, 1)
+	g := &groupData{t: t, rs: rs}
+	execs := make([]cuda.GraphExec, n)
+	streams := make([][]gccl.Stream, n)
+	for r, x := range rs {
+		s2, err := x.d.NewStream()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = x.d.DestroyStream(s2) })
+		streams[r] = []gccl.Stream{x.s, s2}
+		ev, err := x.f.EventCreate(cuda.EventDisableTiming)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = x.f.EventDestroy(ev) })
+		s1, s2c := cuda.Stream(x.s), cuda.Stream(s2)
+
+		// Only s1 captures: refused, naming both streams.
+		require.NoError(t, x.f.StreamBeginCapture(s1, cuda.CaptureModeRelaxed))
+		bad := []engine.Op{g.send(r, (r+1)%n, 30, 8, s2), g.send(r, (r+n-1)%n, 30, 8, x.s)}
+		err = engine.LaunchGroup([]engine.Work{{Engine: es[r], Ops: bad}})
+		require.ErrorIs(t, err, gccl.ErrInvalidUsage)
+		assert.Contains(t, err.Error(), fmt.Sprintf("%#x", uintptr(x.s)))
+		assert.Contains(t, err.Error(), fmt.Sprintf("%#x", uintptr(s2)))
+		empty, err := x.f.StreamEndCapture(s1)
+		require.NoError(t, err)
+		require.NoError(t, x.f.GraphDestroy(empty))
+		require.NoError(t, es[r].AsyncError())
+
+		require.NoError(t, x.f.StreamBeginCapture(s1, cuda.CaptureModeRelaxed))
+		require.NoError(t, x.f.EventRecord(ev, s1))
+		require.NoError(t, x.f.StreamWaitEvent(s2c, ev)) // fork s2 into the capture
+		ar, _ := g.allReduce(r, 31, count, x.s)
+		ops := []engine.Op{g.send(r, (r+1)%n, 32, count, s2), ar, g.recv(r, (r+n-1)%n, 32, count, x.s)}
+		require.NoError(t, engine.LaunchGroup([]engine.Work{{Engine: es[r], Ops: ops}}), "rank %d", r)
+		require.NoError(t, x.f.EventRecord(ev, s2c))
+		require.NoError(t, x.f.StreamWaitEvent(s1, ev)) // join it back
+		graph, err := x.f.StreamEndCapture(s1)
+		require.NoError(t, err, "rank %d: every stream joined back", r)
+		execs[r], err = x.f.GraphInstantiate(graph)
+		require.NoError(t, err)
+		require.NoError(t, x.f.GraphDestroy(graph))
+		t.Cleanup(func() { _ = x.f.GraphExecDestroy(execs[r]) })
+	}
+	assert.Zero(t, ms.ran.Load(), "captured, not run")
+	for r, x := range rs {
+		require.NoError(t, x.f.GraphLaunch(execs[r], cuda.Stream(x.s)))
+	}
+	require.NoError(t, syncAll(rs, streams, es))
+	require.NoError(t, g.check())
+}
