@@ -74,7 +74,7 @@ func New(cfg Config) (*Engine, error) {
 	case cfg.Backend == nil:
 		return nil, gccl.Errorf(gccl.InvalidArgument, "backend", "engine.Config.Backend is nil; pass choose.Backend's result")
 	}
-	e := &Engine{rank: cfg.Rank, nranks: cfg.NRanks, id: cfg.ID, dev: cfg.Device, timeout: cfg.Timeout, redops: newRedopTable()}
+	e := &Engine{rank: cfg.Rank, nranks: cfg.NRanks, dev: cfg.Device, timeout: cfg.Timeout, redops: newRedopTable()}
 	if e.timeout <= 0 {
 		e.timeout = 5 * time.Minute
 	}
@@ -82,6 +82,7 @@ func New(cfg Config) (*Engine, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	e.id = cfg.ID
 	e.launches.New = func() any { return &Launch{e: e} }
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	ctx, cancel := e.waitCtx(context.Background())
