@@ -2,6 +2,7 @@ package comm
 
 import (
 	"context"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -151,9 +152,21 @@ func (c *Comm) build(ctx context.Context, roots []wire.RootID) error {
 	}
 	c.regs = regcache.New(regcache.Owner{Device: c.dev, Rank: c.rank, NRanks: c.nranks, Net: boot})
 	s := env.Get()
-	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Device: c.dev,
+	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Device: c.dev, ID: engineID(roots),
 		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Backend: choose.Backend(choose.Config{Regs: c.regs, Algos: s.Algos, ChunkBytes: s.ChunkSize})})
 	return err
+}
+
+// engineID is the communicator's identity for its engine (engine.Config.ID):
+// a hash of the rendezvous keys of its unique IDs, which every rank passed
+// alike, random for every ID and never zero. Groups order their launches
+// by it.
+func engineID(roots []wire.RootID) uint64 {
+	h := fnv.New64a()
+	for _, r := range roots {
+		h.Write(r.Key[:])
+	}
+	return max(h.Sum64(), 1)
 }
 
 // Status reports the communicator's state: nil when ready,

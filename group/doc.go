@@ -10,11 +10,14 @@
 //
 // As in NCCL, a group is one call: only the order of each communicator's
 // operations must match across ranks, not the order in which ranks add the
-// communicators, even when several communicators share one stream. One
+// communicators, even when several communicators share one stream (on a
+// GPU their kernels go to the stream in an order every rank agrees on). One
 // communicator's operations may use several streams (as NCCL >= 2.20): the
 // launch starts when every one of them has run what was enqueued before,
-// and later work on any of them waits for it. On the GPU backend one
-// communicator's operations in a group still take one stream.
+// and later work on any of them waits for it. On a GPU those streams must
+// all be eager or all be captured into the same CUDA graph (fork the
+// others into the capture with an event, and join them back before ending
+// it); otherwise End fails with gccl.ErrInvalidUsage naming two of them.
 //
 // A group also creates, splits and finalizes communicators (InitRank, Split,
 // Finalize: NCCL's ncclCommInitRank, ncclCommSplit and ncclCommFinalize

@@ -19,6 +19,11 @@
 #                         every operation ($REPLAYS replays), registered and
 #                         MemAlloc buffers, p2p, groups, several ranks per
 #                         process, error paths (mismatched registrations)
+#   group device=0 np=1,2 test/gpu's group tests (two communicators added in
+#                         different orders on one stream, one communicator
+#                         on two streams, eager and captured) with every
+#                         rank on GPU 0: three in one process, then two in
+#                         each of two processes
 #   integration np=2      test/mpi (bad input, lifecycle, p2p, split) on GPUs
 #   mpiboot np=2, internal/mpi np=2 (MPI binding, MPI's collectives), examples,
 #                         random (tests/test-random, when bundled)
@@ -137,6 +142,11 @@ matrix 120 -gccl.types "$types" -gccl.counts "$counts" -gccl.large=false
 # buffers, p2p, groups: one process, and two sharing the GPU.
 for np in ${GPU_RANKS:-1 2}; do
 	step "gpu np=$np" 100 mpi "$np" "$gpu_test" "${gotest[@]}" -test.skip '^(TestCollectives|TestSharedGPU)$' -gccl.replays "$replays"
+done
+# Groups (issue 16) with ranks sharing GPU 0, in one process and across two.
+for np in 1 2; do
+	step "group device=0 np=$np" 60 ./mpirun.sh "$np" "$gpu_test" "${gotest[@]}" \
+		-test.run '^(TestGroupCommOrder|TestGroupSeveralStreams)$' -gccl.device 0
 done
 
 # The examples take the GPU of their local rank: as many processes as GPUs.

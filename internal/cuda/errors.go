@@ -36,6 +36,9 @@ const (
 	ErrorNotSupported                Result = 801
 	ErrorStreamCaptureUnsupported    Result = 900
 	ErrorStreamCaptureInvalidated    Result = 901
+	ErrorStreamCaptureUnmatched      Result = 903
+	ErrorStreamCaptureUnjoined       Result = 904
+	ErrorStreamCaptureIsolation      Result = 905
 	ErrorStreamCaptureWrongThread    Result = 908
 	ErrorUnknown                     Result = 999
 
@@ -60,6 +63,9 @@ var resultNames = map[Result]string{
 	ErrorNotSupported:                "CUDA_ERROR_NOT_SUPPORTED",
 	ErrorStreamCaptureUnsupported:    "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
 	ErrorStreamCaptureInvalidated:    "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+	ErrorStreamCaptureUnmatched:      "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+	ErrorStreamCaptureUnjoined:       "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+	ErrorStreamCaptureIsolation:      "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
 	ErrorStreamCaptureWrongThread:    "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
 	ErrorUnknown:                     "CUDA_ERROR_UNKNOWN",
 	ErrorSymbolMissing:               "GCCL_CUDA_ERROR_SYMBOL_MISSING",

@@ -17,7 +17,8 @@ import (
 type Backend interface {
 	// Submit takes l and must not block on its operations. On nil the
 	// backend owns l: it waits for l's turn (WaitTurn), runs or enqueues
-	// its ops, and ends it with Done exactly once, from any goroutine.
+	// its ops, joining its streams (Launch.More), and ends it with Done
+	// exactly once, from any goroutine.
 	// On an error the backend did not take l (it must not call Done): the
 	// core gives the turn back and returns the error to the caller.
 	Submit(l *Launch) error
@@ -40,11 +41,11 @@ type Setup struct {
 // (it may exchange over Boot), with ctx bounded by the engine's timeout.
 type NewBackend func(ctx context.Context, s Setup) (Backend, error)
 
-// Joiner is a Backend whose launches may use several streams, which it
-// joins, and whose launches of several engines in one group it submits
-// together (the host backend: launches that share a stream become one
-// task, so that two communicators' operations never wait for each other
-// in a stream's order).
+// Joiner is a Backend whose launches of several engines in one group it
+// submits together (the host backend: launches that share a stream become
+// one task, so that two communicators' operations never wait for each
+// other in a stream's order). Other backends' launches are submitted one
+// by one, in the engines' ID order (LaunchGroup).
 type Joiner interface {
 	Backend
 	// Joins reports whether b's launches can be joined with this

@@ -20,9 +20,39 @@
 // A launch takes a turn in the engine's issue order (a ticket lock), and
 // the backend runs it only in its turn, so operations run in the same
 // order on every rank even when they are spread over several streams.
-// A launch's ops may use several streams only on a backend that joins
-// them (NCCL >= 2.20): it starts when every stream has run what was
-// enqueued before it, and later work on any of them waits for it.
+// A launch's ops may use several streams (NCCL >= 2.20): every backend
+// joins them, so the launch starts when every stream has run what was
+// enqueued before it, and later work on any of them waits for it: the GPU
+// backends link them with CUDA events (package streamjoin), the host
+// backend with host-stream events.
+//
+// # Groups
+//
+// As in NCCL a group is one call: only each communicator's order must
+// match across ranks, not the order in which a rank adds the
+// communicators, even when they share a stream. The host backend (a
+// Joiner) makes the launches that share a stream one task, which runs
+// them concurrently. The GPU backends enqueue each launch on its stream
+// as work of its own (kernels, or copies around a wait for the host), so
+// two communicators on one stream run one after the other, and a rank
+// that queued A then B and a peer that queued B then A would wait for
+// each other for ever (A's kernel waits for the peer's A, queued behind
+// its B, which waits for this rank's B). LaunchGroup therefore submits
+// those launches in a canonical order: by Config.ID, which every rank of
+// a communicator shares (comm hashes its unique IDs' rendezvous keys),
+// ties kept in the group's order. Every shared stream then gets the
+// group's communicators in the same order on every rank, and no wait-for
+// cycle can form, as with locks taken in one global order. NCCL instead
+// runs each communicator's kernels on an internal stream joined to the
+// user's with events, so that a group's communicators run concurrently;
+// here that would need a rank's kernels of every communicator of a
+// group resident on the GPU at once, which ranks sharing one GPU in one
+// process cannot afford (docs/gpu.md), for two events per launch. The
+// canonical order costs a sort of a group's launches and keeps exactly
+// the kernels that ran at once before. When a backend meets its peers
+// in Submit (Meeter), the launches are submitted concurrently, except
+// that those sharing a stream are submitted one after the other by one
+// goroutine, in the canonical order.
 //
 // # The seam
 //
@@ -33,10 +63,10 @@
 // (the engine's timeout and Abort), Fail (the async error) and Done (the
 // end of the launch: the next may run). A backend never sees the Engine.
 // Three optional interfaces say what a backend can do beyond Submit and
-// Close: a Joiner joins streams and the launches of a group (the host
-// backend), a Meeter waits for its peers inside Submit so a group must
-// submit concurrently (the GPU backend capturing with graph
-// registration), a Reporter reports Stats and the last GPU path.
+// Close: a Joiner submits the launches of a group that share a stream
+// together (the host backend), a Meeter waits for its peers inside Submit
+// so a group must submit concurrently (the GPU backend capturing with
+// graph registration), a Reporter reports Stats and the last GPU path.
 //
 // A failed launch records the engine's async error (AsyncError), after
 // which launches fail at once. Every wait is bounded by Config.Timeout and

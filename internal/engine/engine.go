@@ -31,6 +31,11 @@ type Config struct {
 	Device       device.Device
 	Timeout      time.Duration // every wait; 0 = 5 minutes
 	Log          *slog.Logger  // nil = slog.Default()
+	// ID identifies the communicator: the same on every rank, different
+	// between communicators (comm hashes its unique IDs' rendezvous
+	// keys). A group submits its engines' launches in ID order
+	// (LaunchGroup); 0 leaves them in the group's order.
+	ID uint64
 	// Backend makes the backend that runs the ops (package choose picks
 	// one for the device and the peers).
 	Backend NewBackend
@@ -39,6 +44,7 @@ type Config struct {
 // Engine is one rank's engine for one communicator.
 type Engine struct {
 	rank, nranks int
+	id           uint64 // Config.ID
 	dev          device.Device
 	timeout      time.Duration
 	backend      Backend
@@ -78,6 +84,7 @@ func New(cfg Config) (*Engine, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	e.id = cfg.ID
 	e.launches.New = func() any { return &Launch{e: e} }
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	ctx, cancel := e.waitCtx(context.Background())

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"sync"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
 )
 
 // Work is one engine's ops in a group launch.
@@ -30,33 +32,53 @@ func (e *Engine) Launch(ops []Op) error {
 
 // LaunchGroup submits a group: one launch per engine (per device). Every op
 // of every engine is validated before anything is submitted. The launches
-// of Joiner backends are submitted together (submitJoined).
+// of Joiner backends are submitted together (submitJoined); the others in
+// the engines' ID order (Config.ID), which every rank of a communicator
+// shares, whatever order the group added them in (ordered).
 func LaunchGroup(works []Work) error {
 	ls, err := prepareAll(works)
 	if err != nil {
 		return err
 	}
-	if len(ls) > 1 && meets(works, ls) {
-		return submitConcurrently(works, ls)
-	}
-	var joined []*Launch
-	for i, w := range works {
-		_, joins := w.Engine.backend.(Joiner)
-		switch {
-		case ls[i] == nil:
-		case joins:
-			joined = append(joined, ls[i])
-		case err == nil:
-			err = w.Engine.submit(ls[i])
-		default:
-			w.Engine.recycle(ls[i]) // not submitted
+	var joined, own []*Launch
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		if _, joins := l.Backend().(Joiner); joins {
+			joined = append(joined, l)
+		} else {
+			own = append(own, l)
 		}
 	}
-	if err != nil {
-		recycleAll(joined)
-		return err
+	own = ordered(own)
+	if len(own) > 1 && meets(own) {
+		return submitConcurrently(own, joined)
+	}
+	for i, l := range own {
+		if err := l.e.submit(l); err != nil {
+			recycleAll(own[i+1:])
+			recycleAll(joined)
+			return err
+		}
 	}
 	return submitJoined(joined)
+}
+
+// ordered sorts launches by their engines' IDs, keeping the group's order
+// between equal IDs (0, or ranks of one communicator driven together).
+//
+// A backend that is not a Joiner enqueues each launch on its stream as its
+// own work (the GPU backend: kernels), so two communicators that share a
+// stream run one after the other in submission order. Were that the order
+// in which this rank added them to the group, a rank adding A then B and a
+// peer adding B then A would each wait in A's (B's) kernel for the other's,
+// queued behind B's (A's): a deadlock. Every rank submitting in ID order
+// orders every shared stream the same way, so no such cycle forms, and no
+// more of a rank's kernels need to run at once than before.
+func ordered(ls []*Launch) []*Launch {
+	slices.SortStableFunc(ls, func(a, b *Launch) int { return cmp.Compare(a.e.id, b.e.id) })
+	return ls
 }
 
 // prepareAll validates every work's ops: one launch per work (nil for no ops).
@@ -93,28 +115,89 @@ func recycleAll(ls []*Launch) {
 
 // meets reports whether a backend of the group would wait in Submit for
 // its peers (Meeter), which may be engines of this same group.
-func meets(works []Work, ls []*Launch) bool {
-	for i, w := range works {
-		if m, ok := w.Engine.backend.(Meeter); ok && ls[i] != nil && m.Meets(ls[i]) {
+func meets(ls []*Launch) bool {
+	for _, l := range ls {
+		if m, ok := l.Backend().(Meeter); ok && m.Meets(l) {
 			return true
 		}
 	}
 	return false
 }
 
-// submitConcurrently submits every engine's launch on its own goroutine and
-// returns the first error.
-func submitConcurrently(works []Work, ls []*Launch) error {
-	errs := make([]error, len(works))
+// submitConcurrently submits launches whose Submit may wait for each
+// other: every set of launches that share a stream (directly or through
+// other launches) on its own goroutine, in the order given (ordered), so
+// each stream still gets the group's work in ID order; the Joiners'
+// batches on one more. It returns every error.
+func submitConcurrently(own, joined []*Launch) error {
+	sets := shareStreams(own)
+	errs := make([]error, len(sets)+1)
 	var wg sync.WaitGroup
-	for i, w := range works {
-		if ls[i] == nil {
-			continue
-		}
-		wg.Go(func() { errs[i] = w.Engine.submit(ls[i]) })
+	for i, set := range sets {
+		wg.Go(func() {
+			for k, l := range set {
+				if errs[i] = l.e.submit(l); errs[i] != nil {
+					recycleAll(set[k+1:])
+					return
+				}
+			}
+		})
 	}
+	wg.Go(func() { errs[len(sets)] = submitJoined(joined) })
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// streamKey names a stream: a handle of one device.
+type streamKey struct {
+	kind    device.Kind
+	ordinal int
+	s       gccl.Stream
+}
+
+// shareStreams splits ls into sets of launches that share a stream,
+// directly or through other launches, each in ls's order.
+func shareStreams(ls []*Launch) [][]*Launch {
+	label := make([]int, len(ls)) // a set's label: the index of its first launch
+	first := map[streamKey]int{}  // the first launch on each stream
+	for i, l := range ls {
+		label[i] = i
+		for _, k := range l.streamKeys() {
+			j, seen := first[k]
+			if !seen {
+				first[k] = i
+				continue
+			}
+			from, to := max(label[i], label[j]), min(label[i], label[j])
+			for x := range i + 1 {
+				if label[x] == from {
+					label[x] = to
+				}
+			}
+		}
+	}
+	var sets [][]*Launch
+	at := map[int]int{} // label → index in sets
+	for i, l := range ls {
+		k, ok := at[label[i]]
+		if !ok {
+			k = len(sets)
+			at[label[i]] = k
+			sets = append(sets, nil)
+		}
+		sets[k] = append(sets[k], l)
+	}
+	return sets
+}
+
+// streamKeys are the launch's streams.
+func (l *Launch) streamKeys() []streamKey {
+	d := l.e.dev
+	keys := []streamKey{{d.Kind(), d.Ordinal(), l.Stream}}
+	for _, s := range l.More {
+		keys = append(keys, streamKey{d.Kind(), d.Ordinal(), s})
+	}
+	return keys
 }
 
 // submitJoined hands the launches of Joiner backends to their Joiner, one
@@ -200,10 +283,7 @@ func (e *Engine) prepare(ops []Op) (*Launch, error) {
 			e.recycle(l)
 			return nil, err
 		}
-		if err := e.addStream(l, o.Stream); err != nil {
-			e.recycle(l)
-			return nil, err
-		}
+		e.addStream(l, o.Stream)
 		if o.Kind.IsP2P() {
 			p2p = append(p2p, o)
 			continue
@@ -224,16 +304,10 @@ func (e *Engine) prepare(ops []Op) (*Launch, error) {
 }
 
 // addStream notes that an op of l runs on s. A launch on several streams
-// joins them (NCCL >= 2.20): it starts once every stream has reached it and
-// later work on any of them waits for it. A Joiner backend joins streams;
-// the others take one stream per launch.
-func (e *Engine) addStream(l *Launch, s gccl.Stream) error {
-	if s == l.Stream || slices.Contains(l.More, s) {
-		return nil
+// joins them (NCCL >= 2.20), on every backend: it starts once every stream
+// has reached it and later work on any of them waits for it.
+func (e *Engine) addStream(l *Launch, s gccl.Stream) {
+	if s != l.Stream && !slices.Contains(l.More, s) {
+		l.More = append(l.More, s)
 	}
-	if _, joins := e.backend.(Joiner); !joins {
-		return gccl.Errorf(gccl.InvalidUsage, "stream", "one communicator's ops in a group must use one stream on the GPU backend (got %#x and %#x)", l.Stream, s)
-	}
-	l.More = append(l.More, s)
-	return nil
 }

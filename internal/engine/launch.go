@@ -19,7 +19,9 @@ type Launch struct {
 	// (which run concurrently). Each captured its operator (Op.Scalar).
 	Ops []Op
 	// Stream is the first op's stream; More the ops' other streams, each
-	// once (only a Joiner's launches have any: it joins them).
+	// once, which the backend joins: the launch starts once every one of
+	// them ran what was enqueued before it, and later work on any of them
+	// waits for it.
 	Stream gccl.Stream
 	More   []gccl.Stream
 

@@ -75,12 +75,18 @@ func (f *fakeBackend) log() []int {
 // (unused) buffers.
 func seamEngine(t *testing.T, f engine.Backend, timeout time.Duration) (*engine.Engine, uintptr) {
 	t.Helper()
+	return seamEngineID(t, f, timeout, 0)
+}
+
+// seamEngineID is seamEngine with engine.Config.ID id.
+func seamEngineID(t *testing.T, f engine.Backend, timeout time.Duration, id uint64) (*engine.Engine, uintptr) {
+	t.Helper()
 	d, err := device.Open(device.Host, 0)
 	require.NoError(t, err)
 	buf, err := d.Alloc(4096) // every op of these tests fits: counts stay below 1024 int32
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Free(buf) })
-	e, err := engine.New(engine.Config{Rank: 0, NRanks: 1, Boot: enginetest.NewNet(1).Rank(0), Device: d, Timeout: timeout,
+	e, err := engine.New(engine.Config{Rank: 0, NRanks: 1, Boot: enginetest.NewNet(1).Rank(0), Device: d, Timeout: timeout, ID: id,
 		Backend: func(_ context.Context, s engine.Setup) (engine.Backend, error) {
 			assert.Equal(t, timeout, s.Timeout)
 			return f, nil

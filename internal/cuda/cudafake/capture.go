@@ -1,6 +1,9 @@
 package cudafake
 
 import (
+	"maps"
+	"sync"
+
 	"github.com/gccl/gccl/internal/cuda"
 )
 
@@ -9,6 +12,78 @@ type graph struct {
 	id    uint64
 	tasks []task
 	objs  map[cuda.UserObject]int // references this graph holds
+	seq   *sequence               // the capture that builds it; nil for executables
+}
+
+// sequence is a capture in progress over one or more streams: the origin,
+// where it began and must end, and the streams forked into it by waiting
+// on an event recorded in it. The tasks of all of them go to one list in
+// the order they were enqueued (a topological order of the real graph's
+// nodes, which a replay runs one after the other). Each stream's clock
+// counts the tasks of every stream it depends on, so that the end of the
+// capture can tell whether every forked stream was joined back.
+type sequence struct {
+	mu     sync.Mutex
+	origin *stream
+	forked []*stream
+	count  map[*stream]uint64             // tasks captured per stream
+	clock  map[*stream]map[*stream]uint64 // per stream: how many tasks of each it follows
+}
+
+func newSequence(origin *stream) *sequence {
+	return &sequence{origin: origin, count: map[*stream]uint64{}, clock: map[*stream]map[*stream]uint64{}}
+}
+
+// add captures t, enqueued on s.
+func (g *graph) add(s *stream, t task) {
+	q := g.seq
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	g.tasks = append(g.tasks, t)
+	q.count[s]++
+}
+
+// record is what an event recorded on s now makes a waiter depend on.
+func (q *sequence) record(s *stream) map[*stream]uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	seen := maps.Clone(q.clock[s])
+	if seen == nil {
+		seen = map[*stream]uint64{}
+	}
+	seen[s] = q.count[s]
+	return seen
+}
+
+// follow makes s depend on what seen covers; a stream not yet in the
+// capture is forked into it.
+func (q *sequence) follow(s *stream, seen map[*stream]uint64, fork bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if fork {
+		q.forked = append(q.forked, s)
+	}
+	c := q.clock[s]
+	if c == nil {
+		c = map[*stream]uint64{}
+		q.clock[s] = c
+	}
+	for x, n := range seen {
+		c[x] = max(c[x], n)
+	}
+}
+
+// unjoined reports whether a forked stream has tasks the origin does not
+// depend on.
+func (q *sequence) unjoined() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, x := range q.forked {
+		if q.clock[q.origin][x] < q.count[x] {
+			return true
+		}
+	}
+	return false
 }
 
 type userObject struct {
@@ -31,7 +106,7 @@ func (f *Fake) StreamBeginCapture(h cuda.Stream, mode cuda.CaptureMode) error {
 	}
 	f.mu.Lock()
 	f.captureID++
-	g := &graph{id: f.captureID, objs: map[cuda.UserObject]int{}}
+	g := &graph{id: f.captureID, objs: map[cuda.UserObject]int{}, seq: newSequence(s)}
 	f.graphs[cuda.Graph(f.handle())] = g
 	f.mu.Unlock()
 	s.capture = g
@@ -67,6 +142,9 @@ func (f *Fake) graphHandle(g *graph) cuda.Graph {
 	return 0
 }
 
+// StreamEndCapture ends the capture on its origin stream, and on every
+// stream forked into it; a forked stream whose work was not joined back
+// into the origin fails it (the graph is dropped), as the driver does.
 func (f *Fake) StreamEndCapture(h cuda.Stream) (cuda.Graph, error) {
 	s, err := f.stream("cuStreamEndCapture", h)
 	if err != nil {
@@ -74,12 +152,27 @@ func (f *Fake) StreamEndCapture(h cuda.Stream) (cuda.Graph, error) {
 	}
 	s.mu.Lock()
 	g := s.capture
-	s.capture = nil
 	s.mu.Unlock()
 	if g == nil {
 		return 0, fail("cuStreamEndCapture", cuda.ErrorInvalidValue)
 	}
-	return f.graphHandle(g), nil
+	if g.seq.origin != s {
+		return 0, fail("cuStreamEndCapture", cuda.ErrorStreamCaptureUnmatched)
+	}
+	unjoined := g.seq.unjoined()
+	for _, x := range append(g.seq.forked, s) {
+		x.mu.Lock()
+		x.capture = nil
+		x.mu.Unlock()
+	}
+	gh := f.graphHandle(g)
+	if unjoined {
+		f.mu.Lock()
+		delete(f.graphs, gh)
+		f.mu.Unlock()
+		return 0, fail("cuStreamEndCapture", cuda.ErrorStreamCaptureUnjoined)
+	}
+	return gh, nil
 }
 
 func (f *Fake) StreamIsCapturing(h cuda.Stream) (cuda.CaptureStatus, error) {

@@ -16,8 +16,11 @@
 // files, so they work across goroutines and across processes.
 //
 // Differences from the driver: the current context is process-wide, not
-// per OS thread; capture follows one stream (event record/wait on a
-// capturing stream fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); an
+// per OS thread; a capture over several streams (forked into it by
+// waiting on an event recorded in it, joined back the same way before it
+// ends, else CUDA_ERROR_STREAM_CAPTURE_UNJOINED) records one list of tasks
+// in the order they were enqueued, which a replay runs one after the
+// other where a real graph may run independent branches at once; an
 // IPC handle may be opened in the process that made it; waits give up
 // after Config.WaitTimeout with CUDA_ERROR_LAUNCH_TIMEOUT instead of
 // hanging.

@@ -43,8 +43,8 @@ type Kernel func(f *Fake, grid, block cuda.Dim3, args *cuda.Args) error
 // processes too; device addresses are synthetic (never host pointers), so
 // code that dereferences a device pointer on the host fails loudly.
 //
-// Limits: the current context is process-wide, not per OS thread; stream
-// capture follows one stream (no fork/join through events).
+// Limits: the current context is process-wide, not per OS thread; a graph
+// captured over several streams replays their work in one sequence.
 type Fake struct {
 	*memory.Space // the memory calls: allocations, VMM, IPC, host memory, pointer attributes
 

@@ -9,10 +9,18 @@ import (
 
 type event struct {
 	mu       sync.Mutex
-	recorded uint64 // records enqueued
-	done     uint64 // records executed
+	recorded uint64 // eager records enqueued
+	done     uint64 // eager records executed
 	at       time.Time
 	timing   bool
+	captured *capturedRecord // the latest record, when it was made in a capture
+}
+
+// capturedRecord is an event recorded on a capturing stream: the capture
+// and the tasks of each stream a waiter then depends on.
+type capturedRecord struct {
+	g    *graph
+	seen map[*stream]uint64
 }
 
 func (f *Fake) event(fn string, h cuda.Event) (*event, error) {
@@ -42,17 +50,6 @@ func (f *Fake) EventDestroy(h cuda.Event) error {
 	return nil
 }
 
-// capturing refuses event operations on a capturing stream: the fake
-// captures one stream only.
-func capturing(fn string, s *stream) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.capture != nil {
-		return fail(fn, cuda.ErrorStreamCaptureUnsupported)
-	}
-	return nil
-}
-
 func (f *Fake) EventRecord(h cuda.Event, sh cuda.Stream) error {
 	e, err := f.event("cuEventRecord", h)
 	if err != nil {
@@ -62,11 +59,19 @@ func (f *Fake) EventRecord(h cuda.Event, sh cuda.Stream) error {
 	if err != nil {
 		return err
 	}
-	if err := capturing("cuEventRecord", s); err != nil {
-		return err
+	s.mu.Lock()
+	g := s.capture
+	s.mu.Unlock()
+	if g != nil { // a point of the graph, for waits in the same capture
+		rec := &capturedRecord{g: g, seen: g.seq.record(s)}
+		e.mu.Lock()
+		e.captured = rec
+		e.mu.Unlock()
+		return nil
 	}
 	e.mu.Lock()
 	e.recorded++
+	e.captured = nil
 	e.mu.Unlock()
 	s.enqueue(func() error {
 		e.mu.Lock()
@@ -135,12 +140,27 @@ func (f *Fake) StreamWaitEvent(sh cuda.Stream, h cuda.Event) error {
 	if err != nil {
 		return err
 	}
-	if err := capturing("cuStreamWaitEvent", s); err != nil {
-		return err
-	}
 	e.mu.Lock()
-	target := e.recorded
+	target, rec := e.recorded, e.captured
 	e.mu.Unlock()
+	s.mu.Lock()
+	g := s.capture
+	if rec != nil && g == nil && sh != 0 { // s forks into rec's capture
+		s.capture = rec.g
+	}
+	s.mu.Unlock()
+	switch {
+	case rec != nil && (g == nil || g == rec.g):
+		if sh == 0 {
+			return fail("cuStreamWaitEvent", cuda.ErrorStreamCaptureUnsupported) // the legacy stream cannot be captured
+		}
+		rec.g.seq.follow(s, rec.seen, g == nil)
+		return nil
+	case rec != nil || g != nil && target > 0: // a dependency across the capture's boundary
+		return fail("cuStreamWaitEvent", cuda.ErrorStreamCaptureIsolation)
+	case g != nil: // never recorded: nothing to wait for
+		return nil
+	}
 	s.enqueue(func() error {
 		return f.waitUntil("cuStreamWaitEvent", func() bool { return e.reached(target) })
 	})

@@ -61,7 +61,7 @@ func (s *stream) enqueue(t task) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.capture != nil {
-		s.capture.tasks = append(s.capture.tasks, t)
+		s.capture.add(s, t)
 		return
 	}
 	s.queue = append(s.queue, t)

@@ -12,11 +12,11 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo/gpuplan"
-	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/internal/engine/internal/streamjoin"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport/peermem"
 )
@@ -74,9 +74,10 @@ type Backend struct {
 	// little data); set before launching, the same on every rank.
 	testRegion int
 
-	stats counters    // Stats (registered.go)
-	regs  *regs.View  // the communicator's registrations (registered.go)
-	chain streamChain // issue order across streams (chain.go), under the launch's turn
+	stats counters           // Stats (registered.go)
+	regs  *regs.View         // the communicator's registrations (registered.go)
+	chain streamChain        // issue order across streams (chain.go), under the launch's turn
+	links *streamjoin.Events // the event chain and multi-stream launches link streams with
 
 	mu     sync.Mutex
 	closed bool
@@ -99,6 +100,11 @@ func (g *Backend) Submit(l *engine.Launch) error {
 	if err := g.checkStatus(l); err != nil {
 		return err
 	}
+	if len(l.More) > 0 { // refused before anything is enqueued: the communicator stays usable
+		if err := g.dev.Do(func() error { return streamjoin.Check(g.drv, cuda.Stream(l.Stream), l.More) }); err != nil {
+			return err
+		}
+	}
 	if err := g.dev.Do(func() error { return g.enqueue(l) }); err != nil {
 		l.Fail(err)
 		return err
@@ -111,12 +117,16 @@ func (g *Backend) Submit(l *engine.Launch) error {
 // the peers (l's stream is being captured with graph registration on).
 func (g *Backend) Meets(l *engine.Launch) bool { return g.regs.Capturing(cuda.Stream(l.Stream)) }
 
-// enqueue issues l's collectives in order, then its point-to-point ops,
-// after the communicator's previous launch whatever its stream (device
-// context current, in l's turn).
+// enqueue issues l's collectives in order, then its point-to-point ops, on
+// l's stream, after the communicator's previous launch whatever its stream
+// and after the work enqueued so far on l's other streams, which then wait
+// for it (chain.go; device context current, in l's turn).
 func (g *Backend) enqueue(l *engine.Launch) error {
 	s := cuda.Stream(l.Stream)
 	if err := g.join(s); err != nil {
+		return err
+	}
+	if err := g.links.Before(s, l.More); err != nil {
 		return err
 	}
 	first := len(l.Ops)
@@ -129,7 +139,10 @@ func (g *Backend) enqueue(l *engine.Launch) error {
 			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.Ops[i].String(), err)
 		}
 	}
-	return g.sendRecv(l.Ops[first:], s)
+	if err := g.sendRecv(l.Ops[first:], s); err != nil {
+		return err
+	}
+	return g.links.After(s, l.More)
 }
 
 // checkStatus turns a failure a kernel reported into the engine's async error.
@@ -267,81 +280,4 @@ func (g *Backend) Close(abort bool) error {
 		return nil
 	})
 	return first
-}
-
-// streamChain keeps one communicator's kernels in issue order whatever
-// streams they are enqueued on, as NCCL does. Every rank's kernels must run
-// in the same order: two launches of one communicator running at once, or
-// in another order on two ranks, would pair different operations' flags
-// and areas (wrong data, or waits that never end).
-//
-// It costs nothing while launches stay on one stream. When a launch comes
-// on another stream than the previous one, an event recorded on the
-// previous stream now (it covers that launch and whatever was enqueued
-// there before this call, all of it issued earlier, so no cycle can form)
-// is made the new stream's next dependency.
-//
-// Captured launches are chained the same way within one capture (the event
-// joins the two captured streams in the graph). Between a capture and
-// eager work, or two captures, there is no link to make (CUDA forbids it):
-// a graph's kernels run when the graph is launched, and the application
-// orders graph launches against eager operations of the same communicator
-// through the stream it launches the graph on (docs/gpu.md).
-type streamChain struct {
-	last  cuda.Stream
-	valid bool       // last is set
-	ev    cuda.Event // created at the first change of stream
-}
-
-// join makes s wait for the communicator's previous launch when that went
-// to another stream (the engine's ticket held, the context current).
-func (g *Backend) join(s cuda.Stream) error {
-	ch := &g.chain
-	prev, had := ch.last, ch.valid
-	ch.last, ch.valid = s, true
-	if !had || prev == s {
-		return nil
-	}
-	link, err := g.linkable(prev, s)
-	if err != nil || !link {
-		return err
-	}
-	if ch.ev == 0 {
-		if ch.ev, err = g.drv.EventCreate(cuda.EventDisableTiming); err != nil {
-			return gccl.Errorf(gccl.Code(err), "stream", "creating the event that orders the communicator's streams: %w", err)
-		}
-	}
-	if err := g.drv.EventRecord(ch.ev, prev); err != nil {
-		return gccl.Errorf(gccl.Code(err), "stream",
-			"recording an event on stream %#x, where this communicator's previous operation went (was it destroyed while that operation ran?): %w", uintptr(prev), err)
-	}
-	if err := g.drv.StreamWaitEvent(s, ch.ev); err != nil {
-		return gccl.Errorf(gccl.Code(err), "stream", "ordering stream %#x after stream %#x: %w", uintptr(s), uintptr(prev), err)
-	}
-	return nil
-}
-
-// linkable reports whether a dependency of s on prev can be expressed:
-// both eager, or both captured into the same graph.
-func (g *Backend) linkable(prev, s cuda.Stream) (bool, error) {
-	a, err := capture.Info(g.drv, gccl.Stream(prev))
-	if err != nil {
-		return false, gccl.Errorf(gccl.Code(err), "stream",
-			"stream %#x, where this communicator's previous operation went, cannot be queried (destroyed while that operation ran?): %w", uintptr(prev), err)
-	}
-	b, err := capture.Info(g.drv, gccl.Stream(s))
-	if err != nil {
-		return false, err
-	}
-	return a.Active == b.Active && a.ID == b.ID, nil
-}
-
-// destroyChain frees the chain's event (the device's work done).
-func (g *Backend) destroyChain() error {
-	ev := g.chain.ev
-	g.chain = streamChain{}
-	if ev == 0 {
-		return nil
-	}
-	return g.drv.EventDestroy(ev)
 }

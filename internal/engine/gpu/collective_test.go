@@ -38,11 +38,17 @@ type stagedMeet struct {
 }
 
 func newStagedMeet(rs []*regRank) *stagedMeet {
-	m := &stagedMeet{n: len(rs), in: make([]uintptr, len(rs))}
-	m.cond = sync.NewCond(&m.mu)
-	for _, x := range rs {
-		m.fakes = append(m.fakes, x.f)
+	fakes := make([]*cudafake.Fake, len(rs))
+	for r, x := range rs {
+		fakes[r] = x.f
 	}
+	return newMeet(fakes)
+}
+
+// newMeet is a stagedMeet of the ranks whose GPUs are fakes.
+func newMeet(fakes []*cudafake.Fake) *stagedMeet {
+	m := &stagedMeet{n: len(fakes), in: make([]uintptr, len(fakes)), fakes: fakes}
+	m.cond = sync.NewCond(&m.mu)
 	return m
 }
 

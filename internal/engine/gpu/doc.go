@@ -11,9 +11,12 @@
 // peers, checking that every rank runs with the same settings
 // (GCCL_MAX_NCHANNELS, GCCL_PROTO, GCCL_GPU_BUFFSIZE, GCCL_GPU_LL_MAX,
 // GCCL_GPU_PUSH_MAX). Submit waits for the launch's turn, joins its stream
-// to the communicator's previous one (chain.go), enqueues the collectives
-// in order and then one P2P kernel for the point-to-point ops, and ends
-// the launch before it returns.
+// to the communicator's previous one and to the launch's other streams
+// (chain.go: the launch waits for what they ran before, they wait for
+// the launch; all eager or all in one capture, else gccl.ErrInvalidUsage
+// before anything is enqueued), enqueues the collectives in order and
+// then one P2P kernel for the point-to-point ops, and ends the launch
+// before it returns.
 //
 // The kernel of a collective: a one-rank communicator copies (a copy node
 // when captured, a copy engine transfer from 1 MiB); up to GCCL_GPU_LL_MAX

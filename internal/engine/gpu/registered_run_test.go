@@ -13,6 +13,7 @@ import (
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
 	"github.com/gccl/gccl/internal/regcache"
@@ -198,9 +199,14 @@ func registerSizes(t *testing.T, rs []*regRank, ptrs []uintptr, sizes []int) []*
 // gate makes the streams wait (cuStreamWaitValue32) until open is
 // called, so the ops enqueued on them meanwhile stay in flight.
 func (x *regRank) gate(t *testing.T, ss ...gccl.Stream) (open func()) {
+	return gate(t, x.f, x.d, ss...)
+}
+
+// gate makes streams ss of d, a device on fake f, wait until open is called.
+func gate(t *testing.T, f *cudafake.Fake, d *device.CUDADevice, ss ...gccl.Stream) (open func()) {
 	var w uintptr
-	require.NoError(t, x.d.Do(func() (err error) {
-		w, err = x.f.MemHostAlloc(64, cuda.HostAllocDeviceMap)
+	require.NoError(t, d.Do(func() (err error) {
+		w, err = f.MemHostAlloc(64, cuda.HostAllocDeviceMap)
 		return err
 	}))
 	open = func() { atomic.StoreUint32((*uint32)(unsafe.Pointer(unsafe.SliceData(device.HostBytes(w, 4)))), 1) }
@@ -208,12 +214,12 @@ func (x *regRank) gate(t *testing.T, ss ...gccl.Stream) (open func()) {
 		// Opened (again: it is idempotent) and drained before the word goes.
 		open()
 		for _, s := range ss {
-			_ = x.d.Synchronize(s) // a test may have destroyed it, or broken it on purpose
+			_ = d.Synchronize(s) // a test may have destroyed it, or broken it on purpose
 		}
-		assert.NoError(t, x.f.MemFreeHost(w))
+		assert.NoError(t, f.MemFreeHost(w))
 	})
 	for _, s := range ss {
-		require.NoError(t, x.f.StreamWaitValue32(cuda.Stream(s), w, 1, cuda.WaitValueGEQ))
+		require.NoError(t, f.StreamWaitValue32(cuda.Stream(s), w, 1, cuda.WaitValueGEQ))
 	}
 	return open
 }

@@ -114,23 +114,31 @@ func p2pWorld(t *testing.T, n int) ([]*launchRank, []*atomic.Int64) {
 // layout, so the mapping launchWorld makes gives a rank its own buffer at
 // every peer's address.)
 func crossMap(t *testing.T, rs []*launchRank) {
-	handles := make([]cuda.IpcMemHandle, len(rs))
-	for p, x := range rs {
+	gs := make([]*Backend, len(rs))
+	for r, x := range rs {
+		gs[r] = x.g
+	}
+	crossMapBackends(t, gs)
+}
+
+// crossMapBackends is crossMap for the backends of one communicator.
+func crossMapBackends(t *testing.T, gs []*Backend) {
+	handles := make([]cuda.IpcMemHandle, len(gs))
+	for p, g := range gs {
 		var err error
-		handles[p], err = x.g.drv.IpcGetMemHandle(x.g.buf)
+		handles[p], err = g.drv.IpcGetMemHandle(g.buf)
 		require.NoError(t, err)
 	}
-	for r, x := range rs {
-		g := x.g
-		for p := range rs {
+	for r, g := range gs {
+		for p := range gs {
 			if p == r {
 				continue
 			}
-			va, err := x.g.drv.IpcOpenMemHandle(handles[p], cuda.IpcLazyEnablePeerAccess)
+			va, err := g.drv.IpcOpenMemHandle(handles[p], cuda.IpcLazyEnablePeerAccess)
 			require.NoError(t, err)
 			g.peers.Ptrs[p] = va
 			g.base.Flags[p] = g.flags(p)
-			t.Cleanup(func() { assert.NoError(t, x.g.drv.IpcCloseMemHandle(va)) })
+			t.Cleanup(func() { assert.NoError(t, g.drv.IpcCloseMemHandle(va)) })
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
+	"github.com/gccl/gccl/internal/engine/internal/streamjoin"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/regcache"
 	"github.com/gccl/gccl/kernels"
@@ -92,6 +93,7 @@ func newBackendState(dev *device.CUDADevice, s engine.Setup, cfg Config) *Backen
 	drv, _ := devlink.Driver(dev)
 	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: drv, fns: map[string]*loadedFn{},
 		set: gpuplan.NewSettings(set.MaxNChannels, set.GPUBuffSize, set.GPULLMax, set.GPUPushMax, set.Algos, set.Protos)}
+	g.links = streamjoin.New(g.drv)
 	g.regs = regs.New(regs.Config{Regs: cfg.Regs, Net: s.Boot, NRanks: s.NRanks, Device: dev, Driver: g.drv, Timeout: s.Timeout, Log: s.Log})
 	g.sharedCh = min(g.set.MaxChannels, max(1, smCount(g.drv, dev.Ordinal())/gpuSharedKernels))
 	return g
@@ -283,7 +285,8 @@ func (g *Backend) free() error {
 		}
 	}
 	keep(g.regs.Close()) // after the device's work: pending holds then count as done
-	keep(g.destroyChain())
+	keep(g.links.Close())
+	g.chain = streamChain{}
 	keep(g.peers.Close())
 	g.peers = nil
 	for _, p := range []*uintptr{&g.buf, &g.ctrs} {

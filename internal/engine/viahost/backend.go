@@ -17,6 +17,7 @@ import (
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/host"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/internal/engine/internal/streamjoin"
 )
 
 // Backend runs a GPU communicator's operations on the host backend,
@@ -30,9 +31,10 @@ import (
 type Backend struct {
 	rank, nranks int
 
-	dev  *device.CUDADevice
-	drv  cuda.Driver
-	host *host.Backend // runs the ops on their host copies
+	dev   *device.CUDADevice
+	drv   cuda.Driver
+	host  *host.Backend      // runs the ops on their host copies
+	links *streamjoin.Events // joins a launch's streams
 
 	mu      sync.Mutex
 	pool    []pinned // blocks whose launch finished, for reuse
@@ -59,7 +61,7 @@ func Open(ctx context.Context, s engine.Setup, cfg host.Config) (*Backend, error
 		return nil, err
 	}
 	drv, _ := devlink.Driver(dev)
-	return &Backend{rank: s.Rank, nranks: s.NRanks, dev: dev, drv: drv, host: h}, nil
+	return &Backend{rank: s.Rank, nranks: s.NRanks, dev: dev, drv: drv, host: h, links: streamjoin.New(drv)}, nil
 }
 
 // pinned is one host-mapped block of a launch's host copies. Blocks are reused rather than
@@ -86,15 +88,18 @@ type hostOp struct {
 
 // Submit enqueues the copies and the handshake on the launch's stream and
 // starts the goroutine that runs the ops on the host in the launch's turn
-// and then ends the launch.
+// and then ends the launch. A launch on several streams runs on the first,
+// after the work enqueued so far on the others, which then wait for it.
 func (g *Backend) Submit(l *engine.Launch) error {
 	s := cuda.Stream(l.Stream)
 	ops, size := g.plan(l.Ops)
 	var block pinned
 	var flags uintptr
 	err := g.dev.Do(func() error {
-		if st, err := g.drv.StreamIsCapturing(s); err != nil || st != cuda.CaptureNone {
-			return errs.First(err, gccl.Errorf(gccl.InvalidUsage, "stream", "%w", gpuplan.ErrViaHostCapture))
+		for _, h := range append([]gccl.Stream{l.Stream}, l.More...) {
+			if st, err := g.drv.StreamIsCapturing(cuda.Stream(h)); err != nil || st != cuda.CaptureNone {
+				return errs.First(err, gccl.Errorf(gccl.InvalidUsage, "stream", "stream %#x: %w", uintptr(h), gpuplan.ErrViaHostCapture))
+			}
 		}
 		var err error
 		if block, err = g.get(size); err != nil {
@@ -102,7 +107,13 @@ func (g *Backend) Submit(l *engine.Launch) error {
 		}
 		clear(device.HostBytes(block.ptr, blockHeader))
 		if flags, err = g.drv.MemHostGetDevicePointer(block.ptr); err == nil {
+			err = g.links.Before(s, l.More)
+		}
+		if err == nil {
 			err = g.enqueue(ops, block.ptr, flags, s)
+		}
+		if err == nil {
+			err = g.links.After(s, l.More)
 		}
 		if err != nil {
 			g.put(block)
@@ -168,7 +179,7 @@ func (g *Backend) Close(abort bool) error {
 		for _, b := range all {
 			err = errs.First(err, g.drv.MemFreeHost(b.ptr))
 		}
-		return err
+		return errs.First(err, g.links.Close())
 	})
 	return errs.First(err, g.host.Close(abort))
 }

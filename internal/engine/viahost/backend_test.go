@@ -24,19 +24,39 @@ import (
 // each has its own current context) on the GPU-via-host backend.
 func fakeGPUWorld(t *testing.T, n int) ([]*engine.Engine, []*device.CUDADevice, []gccl.Stream) {
 	t.Helper()
-	net := enginetest.NewNet(n)
-	engines, devs, streams := make([]*engine.Engine, n), make([]*device.CUDADevice, n), make([]gccl.Stream, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
+	devs, streams, _ := fakeGPUs(t, n)
+	return viaHostComm(t, devs, 0), devs, streams
+}
+
+// fakeGPUs are n fake GPUs (one fake machine each) with a stream each,
+// closed after the test.
+func fakeGPUs(t *testing.T, n int) ([]*device.CUDADevice, []gccl.Stream, []*cudafake.Fake) {
+	t.Helper()
+	devs, streams, fakes := make([]*device.CUDADevice, n), make([]gccl.Stream, n), make([]*cudafake.Fake, n)
 	for r := range n {
-		dv, err := devlink.OpenGPU(cudafake.New(cudafake.Config{}), 0, 10*time.Second)
+		fakes[r] = cudafake.New(cudafake.Config{})
+		dv, err := devlink.OpenGPU(fakes[r], 0, 10*time.Second)
 		require.NoError(t, err)
-		d := dv.(*device.CUDADevice)
-		devs[r] = d
-		streams[r], err = d.NewStream()
+		devs[r] = dv.(*device.CUDADevice)
+		t.Cleanup(func() { assert.NoError(t, devs[r].Close()) })
+		streams[r], err = devs[r].NewStream()
 		require.NoError(t, err)
+	}
+	return devs, streams, fakes
+}
+
+// viaHostComm is a communicator over devs on the GPU-via-host backend,
+// its engines' ID id, closed after the test.
+func viaHostComm(t *testing.T, devs []*device.CUDADevice, id uint64) []*engine.Engine {
+	t.Helper()
+	n := len(devs)
+	net := enginetest.NewNet(n)
+	engines, errs := make([]*engine.Engine, n), make([]error, n)
+	var wg sync.WaitGroup
+	for r, d := range devs {
 		wg.Go(func() {
-			engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, Timeout: 10 * time.Second, Backend: New(host.Config{Algos: algo.AllAlgorithms})})
+			engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, ID: id, Timeout: 10 * time.Second,
+				Backend: New(host.Config{Algos: algo.AllAlgorithms})})
 		})
 	}
 	wg.Wait()
@@ -44,12 +64,11 @@ func fakeGPUWorld(t *testing.T, n int) ([]*engine.Engine, []*device.CUDADevice, 
 		require.NoError(t, err)
 	}
 	t.Cleanup(func() {
-		for r, e := range engines {
+		for _, e := range engines {
 			assert.NoError(t, e.Close())
-			assert.NoError(t, devs[r].Close())
 		}
 	})
-	return engines, devs, streams
+	return engines
 }
 
 func devBuf(t *testing.T, d *device.CUDADevice, content []byte) uintptr {

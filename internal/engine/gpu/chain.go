@@ -1,0 +1,69 @@
+package gpu
+
+import (
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/capture"
+	"github.com/gccl/gccl/internal/cuda"
+)
+
+// streamChain keeps one communicator's kernels in issue order whatever
+// streams they are enqueued on, as NCCL does. Every rank's kernels must run
+// in the same order: two launches of one communicator running at once, or
+// in another order on two ranks, would pair different operations' flags
+// and areas (wrong data, or waits that never end).
+//
+// It costs nothing while launches stay on one stream. When a launch comes
+// on another stream than the previous one, an event recorded on the
+// previous stream now (it covers that launch and whatever was enqueued
+// there before this call, all of it issued earlier, so no cycle can form)
+// is made the new stream's next dependency.
+//
+// Captured launches are chained the same way within one capture (the event
+// joins the two captured streams in the graph). Between a capture and
+// eager work, or two captures, there is no link to make (CUDA forbids it):
+// a graph's kernels run when the graph is launched, and the application
+// orders graph launches against eager operations of the same communicator
+// through the stream it launches the graph on (docs/gpu.md).
+//
+// A launch on several streams (engine.Launch.More) runs on its first
+// stream: enqueue makes that stream wait for the others (links.Before),
+// and the others wait for the launch (links.After), with the same event.
+type streamChain struct {
+	last  cuda.Stream
+	valid bool // last is set
+}
+
+// join makes s wait for the communicator's previous launch when that went
+// to another stream (the engine's ticket held, the context current).
+func (g *Backend) join(s cuda.Stream) error {
+	ch := &g.chain
+	prev, had := ch.last, ch.valid
+	ch.last, ch.valid = s, true
+	if !had || prev == s {
+		return nil
+	}
+	link, err := g.linkable(prev, s)
+	if err != nil || !link {
+		return err
+	}
+	if err := g.links.Link(prev, s); err != nil {
+		return gccl.Errorf(gccl.Code(err), "stream",
+			"ordering stream %#x after stream %#x, where this communicator's previous operation went (was it destroyed while that operation ran?): %w", uintptr(s), uintptr(prev), err)
+	}
+	return nil
+}
+
+// linkable reports whether a dependency of s on prev can be expressed:
+// both eager, or both captured into the same graph.
+func (g *Backend) linkable(prev, s cuda.Stream) (bool, error) {
+	a, err := capture.Info(g.drv, gccl.Stream(prev))
+	if err != nil {
+		return false, gccl.Errorf(gccl.Code(err), "stream",
+			"stream %#x, where this communicator's previous operation went, cannot be queried (destroyed while that operation ran?): %w", uintptr(prev), err)
+	}
+	b, err := capture.Info(g.drv, gccl.Stream(s))
+	if err != nil {
+		return false, err
+	}
+	return a.Active == b.Active && a.ID == b.ID, nil
+}
