@@ -46,6 +46,19 @@ func (g Cart) Shift(rank, dim, disp int) int {
 	return r
 }
 
+// Neighbors returns the rank on each side of rank, in HaloExchange's order
+// of halos: entry 2*d is the lower neighbour in dimension d (Shift(rank, d,
+// -1)), entry 2*d+1 the upper one, and -1 past the edge of a non-periodic
+// dimension. The neighbour on side i sends its face i^1 into this rank's
+// halo i.
+func (g Cart) Neighbors(rank int) []int {
+	nb := make([]int, 0, 2*len(g.Dims))
+	for d := range g.Dims {
+		nb = append(nb, g.Shift(rank, d, -1), g.Shift(rank, d, 1))
+	}
+	return nb
+}
+
 // Halo is the exchange with one neighbour: Count elements at Send (the face
 // this rank sends toward the neighbour) and Count elements received from it
 // into Recv (the halo on that side). Send and Recv are distinct buffers,
@@ -76,32 +89,21 @@ func HaloExchange(c *comm.Comm, g Cart, halos []Halo, t gccl.DataType, s gccl.St
 	if err := g.check(e.NRanks(), halos); err != nil {
 		return err
 	}
-	rank := e.Rank()
+	nb := g.Neighbors(e.Rank())
 	list := make([]engine.Op, 0, 2*len(halos))
-	// One phase per dimension and direction: every rank sends toward dir and
-	// receives from -dir, so the k-th send to a peer meets that peer's k-th
+	// One phase per side i (a dimension and a direction): every rank sends
+	// its face i toward that side and receives from the opposite side (i^1)
+	// into that halo, so the k-th send to a peer meets that peer's k-th
 	// receive from this rank even when both neighbours are the same rank.
-	for d := range g.Dims {
-		for _, dir := range []int{-1, 1} {
-			to, from := g.Shift(rank, d, dir), g.Shift(rank, d, -dir)
-			out, in := halos[side(d, dir)], halos[side(d, -dir)]
-			if to >= 0 {
-				list = append(list, ops.Send(out.Send, out.Count, t, to, s))
-			}
-			if from >= 0 {
-				list = append(list, ops.Recv(in.Recv, in.Count, t, from, s))
-			}
+	for i, out := range halos {
+		if to := nb[i]; to >= 0 {
+			list = append(list, ops.Send(out.Send, out.Count, t, to, s))
+		}
+		if from, in := nb[i^1], halos[i^1]; from >= 0 {
+			list = append(list, ops.Recv(in.Recv, in.Count, t, from, s))
 		}
 	}
 	return e.Launch(list)
-}
-
-// side is the index in halos of dimension d's neighbour in direction dir.
-func side(d, dir int) int {
-	if dir < 0 {
-		return 2 * d
-	}
-	return 2*d + 1
 }
 
 // check validates the grid against the communicator's size and the halos.

@@ -20,6 +20,8 @@ func TestCartCoordsAndShift(t *testing.T) {
 	assert.Equal(t, -1, g.Shift(6, 1, -2), "past the edge of a non-periodic dimension")
 	assert.Equal(t, 10, g.Shift(6, 1, 1))
 	assert.Equal(t, 4, g.Shift(6, 2, 2), "periodic wrap in dimension 2")
+	assert.Equal(t, []int{18, 18, 2, 10, 5, 7}, g.Neighbors(6), "lower then upper, per dimension")
+	assert.Equal(t, []int{-1, 1}, p2p.Cart{Dims: []int{3}}.Neighbors(0), "none past a non-periodic edge")
 	one := p2p.Cart{Dims: []int{1}, Periodic: []bool{true}}
 	assert.Equal(t, 0, one.Shift(0, 0, -1), "a single periodic rank is its own neighbour")
 }

@@ -46,7 +46,11 @@ func (r *ranker) sweep(op perf.Op) (res report.Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	if _, err := layout.New(op, 0, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace); err != nil {
+	spec, err := r.spec(op)
+	if err != nil {
+		return res, err
+	}
+	if _, err := spec.New(0); err != nil {
 		fmt.Fprintf(r.out, "# %s skipped: %v\n\n", op, err)
 		return res, nil
 	}
@@ -58,7 +62,7 @@ func (r *ranker) sweep(op perf.Op) (res report.Result, err error) {
 			libs, res.Baseline = append(libs, r.base), r.base.Name()
 		}
 	}
-	mem, err := r.alloc(op, sizes, res.Baseline != "")
+	mem, err := r.alloc(spec, sizes, res.Baseline != "")
 	if err != nil {
 		return res, err
 	}
@@ -68,9 +72,9 @@ func (r *ranker) sweep(op perf.Op) (res report.Result, err error) {
 		}
 	}()
 	tab := perf.Table{W: r.out, Baseline: res.Baseline, Memory: r.mem != nil}
-	tab.Header(r.title(op, mem))
+	tab.Header(r.title(spec, mem))
 	for i, size := range sizes {
-		row, err := r.measureSize(op, size, mem.Base, libs, i, len(sizes))
+		row, err := r.measureSize(spec, size, mem.Base, libs, i, len(sizes))
 		if err != nil {
 			return res, fmt.Errorf("%s at %d bytes: %w", op, size, err)
 		}
@@ -83,9 +87,9 @@ func (r *ranker) sweep(op perf.Op) (res report.Result, err error) {
 }
 
 // measureSize measures every library at one size and returns the row.
-func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []lib.Library, i, n int) (perf.Row, error) {
-	t := r.cfg.dtype
-	c, l, err := r.callAt(op, size, mem)
+func (r *ranker) measureSize(spec layout.Spec, size int64, mem uintptr, libs []lib.Library, i, n int) (perf.Row, error) {
+	op, t := spec.Op, r.cfg.dtype
+	c, l, err := r.callAt(spec, size, mem)
 	if err != nil {
 		return perf.Row{}, err
 	}
@@ -118,16 +122,29 @@ func (r *ranker) measureSize(op perf.Op, size int64, mem uintptr, libs []lib.Lib
 	return row, nil
 }
 
-// callAt is op's call at size bytes on the sweep memory at mem, and its layout.
-func (r *ranker) callAt(op perf.Op, size int64, mem uintptr) (lib.Call, layout.Layout, error) {
+// callAt is the call of spec's operation at size bytes on the sweep memory
+// at mem, and its layout.
+func (r *ranker) callAt(spec layout.Spec, size int64, mem uintptr) (lib.Call, layout.Layout, error) {
 	t := r.cfg.dtype
-	l, err := layout.New(op, size, t, r.rank, r.nranks, r.cfg.inplace)
+	l, err := spec.New(size)
 	if err != nil {
 		return lib.Call{}, l, err
 	}
 	send, recv := l.Place(mem, t)
-	return lib.Call{Op: op, Send: send, Recv: recv, Count: l.Count, Type: t, RedOp: r.cfg.redop,
-		Root: r.cfg.root, Rank: r.rank, NRanks: r.nranks}, l, nil
+	return lib.Call{Op: spec.Op, Send: send, Recv: recv, Count: l.Count, Type: t, RedOp: r.cfg.redop,
+		Root: r.cfg.root, Rank: r.rank, NRanks: r.nranks, Grid: spec.Grid}, l, nil
+}
+
+// spec is what op's layouts on this rank depend on besides the size; for
+// halo, the grid (-halo) must hold this run's ranks.
+func (r *ranker) spec(op perf.Op) (layout.Spec, error) {
+	s := layout.Spec{Op: op, Type: r.cfg.dtype, Rank: r.rank, NRanks: r.nranks, InPlace: r.cfg.inplace}
+	if op != perf.Halo {
+		return s, nil
+	}
+	var err error
+	s.Grid, err = r.cfg.grid(r.nranks)
+	return s, err
 }
 
 // measure runs lib once checked (when -check), then the warm-up and timed
@@ -144,7 +161,7 @@ func (r *ranker) measure(library lib.Library, l layout.Layout, c lib.Call, mem u
 	if err != nil {
 		return perf.Measure{}, err
 	}
-	return perf.NewMeasure(c.Op, l.SizeBytes(c.Type, c.NRanks), c.NRanks, all.Times, all.Wrong), nil
+	return perf.NewMeasure(c.Op, l.AlgBytes(c.Type, c.NRanks), c.NRanks, all.Times, all.Wrong), nil
 }
 
 // runLocal is this rank's part of measure. With -graph, out of place, the
@@ -182,11 +199,11 @@ func (r *ranker) runLocal(library lib.Library, l layout.Layout, c lib.Call, mem 
 	return rep, nil
 }
 
-// alloc allocates the memory for the largest layout of op's sweep,
+// alloc allocates the memory for the largest layout of spec's sweep,
 // registered with gccl and with the baseline (when it runs this op and can
 // register) under -register.
-func (r *ranker) alloc(op perf.Op, sizes []int64, withBase bool) (*arena.Arena, error) {
-	bytes, err := r.arenaBytes(op, sizes)
+func (r *ranker) alloc(spec layout.Spec, sizes []int64, withBase bool) (*arena.Arena, error) {
+	bytes, err := r.arenaBytes(spec, sizes)
 	if err != nil {
 		return nil, err
 	}
@@ -197,11 +214,11 @@ func (r *ranker) alloc(op perf.Op, sizes []int64, withBase bool) (*arena.Arena, 
 	return arena.New(r.dev, bytes, r.cfg.register, r.reg, regs)
 }
 
-// arenaBytes is the memory the largest layout of op at sizes needs.
-func (r *ranker) arenaBytes(op perf.Op, sizes []int64) (int, error) {
+// arenaBytes is the memory the largest layout of spec at sizes needs.
+func (r *ranker) arenaBytes(spec layout.Spec, sizes []int64) (int, error) {
 	most := 0
 	for _, s := range sizes {
-		l, err := layout.New(op, s, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace)
+		l, err := spec.New(s)
 		if err != nil {
 			return 0, err
 		}
@@ -210,16 +227,23 @@ func (r *ranker) arenaBytes(op perf.Op, sizes []int64) (int, error) {
 	return most * r.cfg.dtype.Size(), nil
 }
 
-func (r *ranker) title(op perf.Op, mem *arena.Arena) string {
+func (r *ranker) title(spec layout.Spec, mem *arena.Arena) string {
 	place := "out-of-place"
 	if r.cfg.inplace {
 		place = "in-place"
+	}
+	if spec.Op == perf.Halo {
+		wrap := "periodic"
+		if r.cfg.haloOpen {
+			wrap = "open"
+		}
+		place = fmt.Sprintf("%s grid %s, face = size, %s", wrap, dimsString(spec.Grid.Dims), place)
 	}
 	regs := "buffers not registered"
 	if len(mem.RegisteredWith) > 0 {
 		regs = "buffers registered with " + strings.Join(mem.RegisteredWith, " and ")
 	}
 	return fmt.Sprintf("gccl-perf %s: %d ranks, device %v, %v %v, %s, iters %d, warmup %d, check %v, %s, %s",
-		op, r.nranks, r.dev.Kind(), r.cfg.dtype, r.cfg.redop, place, r.cfg.iters, r.cfg.warmup, r.cfg.check,
+		spec.Op, r.nranks, r.dev.Kind(), r.cfg.dtype, r.cfg.redop, place, r.cfg.iters, r.cfg.warmup, r.cfg.check,
 		r.clk.Describe(), regs)
 }

@@ -43,6 +43,8 @@ type config struct {
 	seed     uint64
 	timeout  time.Duration // 0: GCCL_TIMEOUT
 	cpuprof  string        // CPU profile file (under mpirun: one per rank, FILE.RANK)
+	halo     []int         // -op halo: the grid's dimensions (nil: two, balanced over the ranks)
+	haloOpen bool          // -op halo: no dimension wraps around (default: every one does)
 }
 
 // typeAliases are nccl-tests' names for the data types, accepted beside gccl's.
@@ -89,6 +91,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the random inputs")
 	fs.DurationVar(&c.timeout, "timeout", 0, "deadline of every wait (0: GCCL_TIMEOUT, default 5m)")
 	fs.StringVar(&c.cpuprof, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file; under mpirun FILE.RANK")
+	halo := fs.String("halo", "", "-op halo: the grid of ranks, 1 to 3 dimensions as NxM or NxMxK (default: 2-D, balanced over the ranks)")
+	periodic := fs.Bool("haloperiodic", true, "-op halo: every dimension of the grid wraps around (false: none does, edge faces are skipped)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -117,6 +121,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.redop, err = gccl.ParseRedOp(strings.ToLower(*o)); err != nil {
 		return c, fmt.Errorf("-o: %w", err)
 	}
+	if c.halo, err = parseDims(*halo); err != nil {
+		return c, fmt.Errorf("-halo: %w", err)
+	}
+	c.haloOpen = !*periodic
 	return c, c.validate()
 }
 

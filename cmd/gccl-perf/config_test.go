@@ -67,7 +67,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{"-n", "0"}, {"-w", "-1"}, {"-r", "-2"}, {"-np", "-1"}, {"-t", "float128"}, {"-o", "xor"},
 		{"-baseline", "gloo"}, {"-baseline", "mpi", "-np", "2"}, {"-timeout", "-1s"}, {"extra"}, {"-nosuch"},
 		{"-launches", "0"}, {"-checkmax", "lots"}, {"-batch", "-1"}, {"-register=maybe"},
-		{"-device", "-2"}, {"-mem=often"},
+		{"-device", "-2"}, {"-mem=often"}, {"-halo", "2x0"}, {"-halo", "2x2x1x1"}, {"-halo", "twoxtwo"}, {"-halo", "x2"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		assert.Error(t, err, "%v", args)
@@ -116,4 +116,23 @@ func TestSizesAreWholeBlocks(t *testing.T) {
 func TestWorst(t *testing.T) {
 	assert.Equal(t, exitError, worst([]int{exitOK, exitWrong, exitError, exitOK}))
 	assert.Equal(t, exitWrong, worst([]int{exitOK, exitWrong, exitOK}))
+}
+
+// -halo: the grid must hold the run's ranks; by default two dimensions,
+// balanced (the larger first), periodic unless -haloperiodic=false.
+func TestHaloGrid(t *testing.T) {
+	c := mustParse(t)
+	for n, want := range map[int][]int{1: {1, 1}, 2: {2, 1}, 4: {2, 2}, 6: {3, 2}, 7: {7, 1}, 8: {4, 2}, 9: {3, 3}} {
+		g, err := c.grid(n)
+		require.NoError(t, err)
+		assert.Equal(t, want, g.Dims, "%d ranks", n)
+		assert.Equal(t, []bool{true, true}, g.Periodic)
+	}
+	c = mustParse(t, "-halo", "2X2x1", "-haloperiodic=false")
+	g, err := c.grid(4)
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 2, 1}, g.Dims)
+	assert.Equal(t, []bool{false, false, false}, g.Periodic)
+	_, err = c.grid(8)
+	assert.ErrorContains(t, err, "-halo 2x2x1 holds 4 ranks and this run has 8")
 }

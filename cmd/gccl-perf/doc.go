@@ -2,6 +2,7 @@
 // measure NCCL's, and compares them with a baseline library in the same run.
 //
 //	mpirun -np 4 gccl-perf -op allreduce -b 1K -e 64M -f 2 -baseline mpi
+//	mpirun -np 4 gccl-perf -op halo -halo 2x2 -b 1K -e 4M -baseline mpi
 //	gccl-perf -np 4 -op all -b 8 -e 1M          # goroutine ranks, no MPI
 //
 // Under mpirun each process is one rank: MPI starts the job, rank 0 makes
@@ -9,7 +10,7 @@
 // N ranks are goroutines of one process (comm.InitAllN).
 //
 // For each operation (-op allreduce, allgather, reducescatter, broadcast,
-// reduce, sendrecv, alltoall or all) and each size of the sweep (-b to -e,
+// reduce, sendrecv, alltoall, halo or all) and each size of the sweep (-b to -e,
 // multiplying by -f or adding -i), every rank first runs the operation once
 // on random inputs with its output poisoned (each element set to the
 // complement of its expected value) and counts the elements that differ
@@ -22,6 +23,25 @@
 // nccl-tests prints: for all-gather, reduce-scatter and all-to-all the
 // size is the whole buffer and the count argument is size/nranks.
 // -checkmax bounds the checked sizes (larger rows show N/A).
+//
+// Halo (-op halo) is p2p.HaloExchange: every rank exchanges a face with
+// each neighbour on a Cartesian grid of the ranks (-halo NxM or NxMxK,
+// laid out as MPI_Cart_create; default two dimensions balanced over the
+// ranks, 2x2 for 4), each face and each halo a distinct buffer, the whole
+// exchange one launch. Every dimension is periodic unless
+// -haloperiodic=false, which skips the faces past the grid's edges. The
+// size is the bytes of one face (the count, its elements). The check
+// stages random faces and poisoned halos and checks every element of each
+// halo against the face its neighbour sent toward this rank (halos past an
+// edge are not checked). Its bandwidths count what a rank sends: algbw =
+// the faces a rank sends (those with a neighbour, itself included on a
+// periodic dimension of one rank; averaged over the ranks when edges drop
+// some) × the face size / time, so 4 × size on a periodic 2-D grid; busbw
+// = algbw (bus factor 1, as sendrecv: each sent byte crosses one link
+// once). The MPI baseline is the halo step MPI codes write by hand:
+// MPI_Irecv and MPI_Isend to each neighbour (the same neighbours,
+// p2p.Cart.Neighbors), then MPI_Waitall; NCCL's is one group of ncclSend
+// and ncclRecv per neighbour.
 //
 // Timing. On the host backend each iteration is timed on the host, from
 // launch to completion. On a GPU, gccl and the NCCL baseline are timed
@@ -80,8 +100,9 @@
 // -progress shows the sweep on stderr.
 //
 // Baselines (-baseline): "mpi" runs MPI_Allreduce, MPI_Allgather,
-// MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce, MPI_Sendrecv and
-// MPI_Alltoall (internal/mpi.Collectives) on the same host buffers; it needs
+// MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce, MPI_Sendrecv,
+// MPI_Alltoall and the hand-written halo (internal/mpi.Collectives) on the
+// same host buffers; it needs
 // mpirun and MPI's native types (int8..uint64, float32, float64) and
 // operators (sum, prod, max, min). "nccl" loads libnccl.so.2 when the run
 // starts (internal/nccl) and fails then, on every rank, where there is
@@ -89,8 +110,8 @@
 // for the host backend or Launch for GPU streams; Register and Deregister
 // for -register), so others plug in the same way (internal/baseline).
 //
-// -inplace runs the in-place forms as NCCL defines them (send/recv and
-// all-to-all have none and are skipped). The host backend has no CUDA
+// -inplace runs the in-place forms as NCCL defines them (send/recv,
+// all-to-all and halo have none and are skipped). The host backend has no CUDA
 // graphs: -graph there stops with an error saying so.
 //
 // The code: this package reads the flags, creates the communicators and

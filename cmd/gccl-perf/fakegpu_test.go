@@ -92,6 +92,29 @@ func TestSweepOnFakeGPUCountsWrong(t *testing.T) {
 	}
 }
 
+// Halo's check: a library that puts each face into the right halo passes,
+// one that puts them into the wrong side's halos fails on every element,
+// eagerly and in a graph.
+func TestSweepOnFakeGPUChecksHaloFaces(t *testing.T) {
+	for _, mode := range []string{"-graph=false", "-graph=true"} {
+		for _, misplace := range []bool{false, true} {
+			fake, _ := fakePair(t, 0)
+			fake.Misplace = misplace
+			r, out := fakeRanker(t, []string{"-op", "halo", "-halo", "1x1x1", "-b", "64", "-e", "256", "-n", "2", "-w", "0", mode}, fake, nil)
+			res, err := r.sweep(perf.Halo)
+			require.NoError(t, err)
+			require.Len(t, res.Rows, 3, out.String())
+			for _, row := range res.Rows {
+				want := int64(0)
+				if misplace {
+					want = 6 * row.Size / 4 // every element of the 6 halos
+				}
+				assert.Equal(t, want, row.Gccl.Wrong, "%s misplace=%v size %d", mode, misplace, row.Size)
+			}
+		}
+	}
+}
+
 // A failing library fails the sweep with its error, every rank agreeing.
 func TestSweepOnFakeGPUFailure(t *testing.T) {
 	fake, _ := fakePair(t, 0)

@@ -8,7 +8,6 @@ import (
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/initcost"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/layout"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/lib"
-	"github.com/gccl/gccl/internal/perf"
 )
 
 // initCosts measures, on a GPU, the first operations of gccl and of a
@@ -32,16 +31,20 @@ func (r *ranker) initCosts(gcclCost initcost.Cost) (initcost.Summary, error) {
 	return sum, err
 }
 
-// firstOp is what the first-op measurement runs: the run's first operation
-// that can run with this configuration (a layout exists, the root is a
-// rank, the baseline supports it), at the smallest and the largest size of
-// its sweep; ok is false when no operation can.
-func (r *ranker) firstOp() (op perf.Op, sizes []int64, ok bool) {
+// firstOp is what the first-op measurement runs: the layouts of the run's
+// first operation that can run with this configuration (a layout exists,
+// the root is a rank, the baseline supports it), at the smallest and the
+// largest size of its sweep; ok is false when no operation can.
+func (r *ranker) firstOp() (spec layout.Spec, sizes []int64, ok bool) {
 	for _, op := range r.cfg.ops {
 		if op.Rooted() && r.cfg.root >= r.nranks {
 			continue
 		}
-		if _, err := layout.New(op, 0, r.cfg.dtype, r.rank, r.nranks, r.cfg.inplace); err != nil {
+		spec, err := r.spec(op)
+		if err != nil {
+			continue
+		}
+		if _, err := spec.New(0); err != nil {
 			continue
 		}
 		if r.base != nil && r.base.Supports(op, r.cfg.dtype, r.cfg.redop, r.cfg.inplace) != nil {
@@ -52,11 +55,11 @@ func (r *ranker) firstOp() (op perf.Op, sizes []int64, ok bool) {
 			continue
 		}
 		if len(all) == 1 {
-			return op, all, true
+			return spec, all, true
 		}
-		return op, []int64{all[0], all[len(all)-1]}, true
+		return spec, []int64{all[0], all[len(all)-1]}, true
 	}
-	return "", nil, false
+	return layout.Spec{}, nil, false
 }
 
 // measureFirstOps runs, on a GPU, each library's first operations
@@ -65,11 +68,11 @@ func (r *ranker) firstOp() (op perf.Op, sizes []int64, ok bool) {
 // when no operation can run, the costs are left as they are.
 func (r *ranker) measureFirstOps(libs []lib.Library, costs []initcost.Cost) (err error) {
 	m := initcost.MeterOf(r.dev)
-	op, sizes, ok := r.firstOp()
+	spec, sizes, ok := r.firstOp()
 	if m == nil || !ok || costs[0].MemInit < 0 { // gccl's init unmeasured: a shared GPU
 		return nil
 	}
-	bytes, err := r.arenaBytes(op, sizes)
+	bytes, err := r.arenaBytes(spec, sizes)
 	if err != nil {
 		return err
 	}
@@ -81,12 +84,12 @@ func (r *ranker) measureFirstOps(libs []lib.Library, costs []initcost.Cost) (err
 	for i, library := range libs {
 		costs[i], err = initcost.AddFirstOps(m, costs[i], func() error {
 			for _, size := range sizes {
-				c, _, err := r.callAt(op, size, mem.Base)
+				c, _, err := r.callAt(spec, size, mem.Base)
 				if err != nil {
 					return err
 				}
 				if err := r.clk.Once(library, c); err != nil {
-					return fmt.Errorf("%s: first %s at %d bytes: %w", library.Name(), op, size, err)
+					return fmt.Errorf("%s: first %s at %d bytes: %w", library.Name(), spec.Op, size, err)
 				}
 			}
 			return nil

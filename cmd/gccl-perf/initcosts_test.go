@@ -121,13 +121,18 @@ func TestFirstOpChoice(t *testing.T) {
 	r, _ := fakeRanker(t, []string{"-op", "all", "-b", "64", "-e", "4K", "-f", "4", "-r", "3", "-inplace"}, fake, nil)
 	r.nranks = 2 // root 3 is not a rank: broadcast and reduce are skipped, as the in-place sendrecv and alltoall
 	r.cfg.ops = []perf.Op{perf.Broadcast, perf.SendRecv, perf.Reduce, perf.AllToAll, perf.AllGather}
-	op, sizes, ok := r.firstOp()
+	spec, sizes, ok := r.firstOp()
 	require.True(t, ok)
-	assert.Equal(t, perf.AllGather, op)
+	assert.Equal(t, perf.AllGather, spec.Op)
 	assert.Equal(t, []int64{64, 4096}, sizes)
-	r.cfg.ops = []perf.Op{perf.Broadcast, perf.SendRecv}
+	r.cfg.ops = []perf.Op{perf.Broadcast, perf.SendRecv, perf.Halo}
 	_, _, ok = r.firstOp()
-	assert.False(t, ok)
+	assert.False(t, ok, "halo has no in-place form either")
+	r.cfg.inplace, r.cfg.halo = false, []int{3}
+	r.cfg.ops = []perf.Op{perf.Halo, perf.SendRecv}
+	spec, _, ok = r.firstOp()
+	require.True(t, ok)
+	assert.Equal(t, perf.SendRecv, spec.Op, "a -halo grid that does not hold the ranks is skipped")
 }
 
 // freeBytes is d's free memory, as cuMemGetInfo reads it.

@@ -115,7 +115,7 @@ func TestEndToEndEveryOperation(t *testing.T) {
 		require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: check.CountWrong}), "stderr: %s", errs.String())
 		got := tables(t, out.String())
 		for _, op := range cfg.ops {
-			if inplace == "-inplace=true" && (op == "sendrecv" || op == "alltoall") {
+			if inplace == "-inplace=true" && (op == "sendrecv" || op == "alltoall" || op == "halo") {
 				assert.Contains(t, out.String(), "# "+string(op)+" skipped")
 				continue
 			}
@@ -125,6 +125,57 @@ func TestEndToEndEveryOperation(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Halo on the host backend, 4 goroutine ranks on 1-, 2- and 3-D grids,
+// periodic and open: every halo element is checked against the face its
+// neighbour sent, the size is one face, and algbw counts the faces a rank
+// sends (busbw equals it).
+func TestEndToEndHalo(t *testing.T) {
+	for _, tc := range []struct {
+		grid  []string
+		faces float64 // a rank sends, on average
+	}{
+		{nil, 4}, // 2x2, periodic
+		{[]string{"-halo", "4"}, 2},
+		{[]string{"-halo", "2x2x1"}, 6}, // a rank is its own neighbour along the third
+		{[]string{"-halo", "1x4", "-haloperiodic=false"}, 1.5},
+	} {
+		grid := tc.grid
+		dir := t.TempDir()
+		jsonPath := filepath.Join(dir, "h.json")
+		args := append([]string{"-np", "4", "-op", "halo", "-b", "1K", "-e", "64K", "-f", "8", "-n", "2", "-w", "0",
+			"-t", "int32", "-timeout", "30s", "-json", jsonPath}, grid...)
+		cfg := mustParse(t, args...)
+		var out, errs bytes.Buffer
+		require.Equal(t, exitOK, run(cfg, &out, &errs, hooks{check: check.CountWrong}), "%v stderr: %s", grid, errs.String())
+		rows := tables(t, out.String())["halo"]
+		require.Len(t, rows, 3, "%v:\n%s", grid, out.String())
+		for i, r := range rows {
+			assert.Equal(t, int64(1024)<<(3*i), r.size, "the size is one face")
+			assert.Equal(t, "0", r.wrong, "%v size %d", grid, r.size)
+		}
+		var js struct {
+			Rows []struct {
+				Size  int64   `json:"size_bytes"`
+				Time  float64 `json:"time_us"`
+				AlgBW float64 `json:"algbw_gbs"`
+				BusBW float64 `json:"busbw_gbs"`
+			} `json:"rows"`
+		}
+		b, err := os.ReadFile(jsonPath)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &js))
+		require.Len(t, js.Rows, 3)
+		for _, r := range js.Rows {
+			assert.InEpsilon(t, tc.faces*float64(r.Size)/r.Time/1e3, r.AlgBW, 0.01, "%v: faces a rank sends / time", grid)
+			assert.Equal(t, r.AlgBW, r.BusBW)
+		}
+	}
+	var errs bytes.Buffer
+	cfg := mustParse(t, "-np", "4", "-op", "halo", "-halo", "3x1", "-b", "1K", "-e", "1K", "-timeout", "10s")
+	require.Equal(t, exitError, run(cfg, io.Discard, &errs, hooks{check: check.CountWrong}))
+	assert.Contains(t, errs.String(), "-halo 3x1 holds 3 ranks and this run has 4")
 }
 
 // A wrong result must be counted: the injected checker corrupts what it is

@@ -24,7 +24,7 @@ var (
 
 // Collectives runs MPI's collectives (MPI_Allreduce, MPI_Allgather,
 // MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce, MPI_Sendrecv,
-// MPI_Alltoall) on host buffers given as addresses, over its own duplicate
+// MPI_Alltoall) and a halo step (Halo) on host buffers given as addresses, over its own duplicate
 // of MPI_COMM_WORLD. MPI has native types for int8 to uint64, float32 and
 // float64 and native operators for sum, prod, max and min; the other types
 // and avg get gccl.ErrInvalidArgument.

@@ -43,3 +43,17 @@ func cSendrecv(m handle, s uintptr, sn, dest int, r uintptr, rn, src, t int) err
 func cAlltoall(m handle, s, r uintptr, n, t int) error {
 	return mpiError(C.gccl_mpi_alltoall(m, C.uintptr_t(s), C.uintptr_t(r), C.int(n), C.int(t)), "MPI_Alltoall")
 }
+
+func cHalo(m handle, faces []Face, t int) error {
+	n := len(faces)
+	if n == 0 {
+		return nil
+	}
+	peers, counts := make([]C.int, n), make([]C.int, n)
+	sends, recvs := make([]C.uintptr_t, n), make([]C.uintptr_t, n)
+	for i, f := range faces {
+		peers[i], counts[i] = C.int(f.Peer), C.int(f.Count)
+		sends[i], recvs[i] = C.uintptr_t(f.Send), C.uintptr_t(f.Recv)
+	}
+	return mpiError(C.gccl_mpi_halo(m, C.int(n), &peers[0], &sends[0], &recvs[0], &counts[0], C.int(t)), "MPI_Isend/MPI_Irecv halo")
+}

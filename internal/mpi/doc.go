@@ -37,8 +37,10 @@
 // other ranks (NCCL guide §4.2.1).
 //
 // MPI's own collectives. Collectives runs MPI_Allreduce, MPI_Allgather,
-// MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce, MPI_Sendrecv and
-// MPI_Alltoall on host buffers over a duplicate of MPI_COMM_WORLD, so that
-// gccl-perf -baseline mpi times MPI beside gccl on the same buffers. They
+// MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce, MPI_Sendrecv,
+// MPI_Alltoall and a hand-written halo step (MPI_Irecv and MPI_Isend to
+// each neighbour, then MPI_Waitall) on host buffers over a duplicate of
+// MPI_COMM_WORLD, so that gccl-perf -baseline mpi times MPI beside gccl on
+// the same buffers. They
 // share the funnel and the deadline with everything else here.
 package mpi

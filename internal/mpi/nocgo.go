@@ -57,3 +57,4 @@ func cBcast(handle, uintptr, int, int, int) error                       { return
 func cReduce(handle, uintptr, uintptr, int, int, int, int) error        { return errNoCgo }
 func cSendrecv(handle, uintptr, int, int, uintptr, int, int, int) error { return errNoCgo }
 func cAlltoall(handle, uintptr, uintptr, int, int) error                { return errNoCgo }
+func cHalo(handle, []Face, int) error                                   { return errNoCgo }

@@ -181,3 +181,27 @@ int gccl_mpi_sendrecv(MPI_Comm *c, uintptr_t s, int sn, int dest, uintptr_t r, i
 int gccl_mpi_alltoall(MPI_Comm *c, uintptr_t s, uintptr_t r, int n, int t) {
 	return MPI_Alltoall((const void *)s, n, datatype(t), (void *)r, n, datatype(t), *c);
 }
+
+int gccl_mpi_halo(MPI_Comm *c, int n, const int *peers, const uintptr_t *sends, const uintptr_t *recvs,
+	const int *counts, int t) {
+	// Statuses are kept rather than ignored: MPICH's MPI_STATUSES_IGNORE,
+	// (MPI_Status *)1, makes gcc warn of an overflow at MPI_Waitall.
+	MPI_Request *reqs = (MPI_Request *)malloc(sizeof(MPI_Request) * (size_t)(2 * n + 1));
+	MPI_Status *st = (MPI_Status *)malloc(sizeof(MPI_Status) * (size_t)(2 * n + 1));
+	if (reqs == NULL || st == NULL) {
+		free(reqs);
+		free(st);
+		return MPI_ERR_NO_MEM;
+	}
+	int k = 0, e = MPI_SUCCESS;
+	for (int i = 0; i < n && e == MPI_SUCCESS; i++) {
+		if (peers[i] >= 0) e = MPI_Irecv((void *)recvs[i], counts[i], datatype(t), peers[i], i ^ 1, *c, &reqs[k++]);
+	}
+	for (int i = 0; i < n && e == MPI_SUCCESS; i++) {
+		if (peers[i] >= 0) e = MPI_Isend((const void *)sends[i], counts[i], datatype(t), peers[i], i, *c, &reqs[k++]);
+	}
+	if (e == MPI_SUCCESS) e = MPI_Waitall(k, reqs, st);
+	free(reqs);
+	free(st);
+	return e;
+}

@@ -80,5 +80,13 @@ int gccl_mpi_bcast(MPI_Comm *c, uintptr_t b, int n, int t, int root);
 int gccl_mpi_reduce(MPI_Comm *c, uintptr_t s, uintptr_t r, int n, int t, int o, int root);
 int gccl_mpi_sendrecv(MPI_Comm *c, uintptr_t s, int sn, int dest, uintptr_t r, int rn, int src, int t);
 int gccl_mpi_alltoall(MPI_Comm *c, uintptr_t s, uintptr_t r, int n, int t);
+// A hand-written halo step over n faces (pairs: lower then upper neighbour
+// per dimension): for every face i with peers[i] >= 0, MPI_Irecv of
+// counts[i] elements into recvs[i] from peers[i] with tag i^1 (the face the
+// peer sends toward this rank), then MPI_Isend of sends[i] to peers[i] with
+// tag i, then MPI_Waitall. If posting fails, the requests already posted
+// are left to MPI (the job should be aborted).
+int gccl_mpi_halo(MPI_Comm *c, int n, const int *peers, const uintptr_t *sends, const uintptr_t *recvs,
+	const int *counts, int t);
 
 #endif

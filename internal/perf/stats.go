@@ -18,11 +18,12 @@ const (
 	Reduce        Op = "reduce"
 	SendRecv      Op = "sendrecv"
 	AllToAll      Op = "alltoall"
+	Halo          Op = "halo" // p2p.HaloExchange on a Cartesian grid; the size is one face
 )
 
 // Ops lists every operation.
 func Ops() []Op {
-	return []Op{AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv, AllToAll}
+	return []Op{AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv, AllToAll, Halo}
 }
 
 // Blocked reports whether op splits its buffers into one block per rank,
@@ -38,6 +39,7 @@ func (op Op) Rooted() bool { return op == Broadcast || op == Reduce }
 // BusFactor is nccl-tests' factor from algorithm bandwidth to bus bandwidth
 // for an operation over n ranks: the fraction of the data each rank's link
 // must carry, so that busbw is comparable with the hardware's line rate.
+// Send/recv and halo count only the bytes a rank sends: their factor is 1.
 func BusFactor(op Op, n int) float64 {
 	if n <= 1 {
 		return 1

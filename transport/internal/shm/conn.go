@@ -76,17 +76,46 @@ func (e *end) close(flagOff int) {
 	e.r = nil
 }
 
-func (e *end) poller(ctx context.Context, what string, peerPidOff int) wait.Poller {
-	r := e.r
-	return wait.Poller{
-		Ctx: ctx, Deadline: wait.Deadline(ctx, e.timeout), What: what,
-		Alive: func() error {
-			if pid := atomic.LoadUint32(r.u32(peerPidOff)); !pidAlive(pid) {
-				return gccl.Errorf(gccl.RemoteError, what, "peer process %d is gone", pid)
-			}
-			return nil
-		},
+// waiter is what ends a wait on the ring besides the counter it awaits:
+// the context or deadline, this end's Close, the peer's own conditions
+// (peer: its failure record or closed end) and, every liveEvery, whether
+// the peer's process still runs. Its check runs between the counter's
+// polls and naps (package futex).
+type waiter struct {
+	e        *end
+	ctx      context.Context
+	deadline time.Time
+	what     string
+	pidOff   int // the peer's pid in the header
+	peer     func() error
+	lastLive time.Time
+}
+
+// liveEvery is how often a wait checks that the peer's process runs.
+const liveEvery = 10 * time.Millisecond
+
+func (e *end) waiter(ctx context.Context, what string, peerPidOff int, peer func() error) *waiter {
+	return &waiter{e: e, ctx: ctx, deadline: wait.Deadline(ctx, e.timeout), what: what, pidOff: peerPidOff,
+		peer: peer, lastLive: time.Now()}
+}
+
+func (w *waiter) check() error {
+	if err := w.peer(); err != nil {
+		return err
 	}
+	if w.e.closing.Load() {
+		return errClosed
+	}
+	if err := wait.CtxErr(w.ctx, w.deadline, w.what); err != nil {
+		return err
+	}
+	if now := time.Now(); now.Sub(w.lastLive) >= liveEvery {
+		w.lastLive = now
+		if pid := atomic.LoadUint32(w.e.r.u32(w.pidOff)); !pidAlive(pid) {
+			return gccl.Errorf(gccl.RemoteError, w.what, "peer process %d is gone", pid)
+		}
+	}
+	return nil
 }
 
 // Sender is the producing end of a ring; it implements transport.Conn's Send.
@@ -118,19 +147,14 @@ func (s *Sender) Send(ctx context.Context, d [descSize]byte, p []byte) error {
 	}
 	defer s.mu.Unlock()
 	r := s.r
-	poll := s.poller(ctx, "shm send", offReceiverPid)
+	w := s.waiter(ctx, "shm send", offReceiverPid, s.refused)
 	for first := true; first || len(p) > 0; {
-		if err := r.failure(offRecvFailed, "shm send"); err != nil {
+		if err := s.refused(); err != nil {
 			return err
 		}
-		if atomic.LoadUint32(r.u32(offRecvClosed)) != 0 {
-			return gccl.Errorf(gccl.RemoteError, "shm send", "the receiving peer closed its end")
-		}
 		if s.head-atomic.LoadUint64(r.u64(offTail)) >= uint64(r.nslots) {
-			if s.closing.Load() {
-				return errClosed
-			}
-			if err := poll.Pause(); err != nil {
+			// Full: sleep until the consumer frees the oldest slot.
+			if err := r.tailSeq().Await(uint32(s.head-uint64(r.nslots)+1), w.check); err != nil {
 				return err
 			}
 			continue
@@ -147,8 +171,20 @@ func (s *Sender) Send(ctx context.Context, d [descSize]byte, p []byte) error {
 		atomic.StoreUint32(slotLenWord(hdr), uint32(k))
 		s.head++
 		atomic.StoreUint64(r.u64(offHead), s.head)
+		r.headSeq().Advance(uint32(s.head))
 		p, first = p[k:], false
-		poll.Reset()
+	}
+	return nil
+}
+
+// refused is the consumer's failure record or closed end, as an error.
+func (s *Sender) refused() error {
+	r := s.r
+	if err := r.failure(offRecvFailed, "shm send"); err != nil {
+		return err
+	}
+	if atomic.LoadUint32(r.u32(offRecvClosed)) != 0 {
+		return gccl.Errorf(gccl.RemoteError, "shm send", "the receiving peer closed its end")
 	}
 	return nil
 }

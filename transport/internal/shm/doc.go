@@ -23,8 +23,13 @@
 // The producer creates the file under a temporary name and links it into
 // place once initialised, so the consumer never maps a half-built ring; the
 // consumer unlinks it as soon as it has mapped it, and the producer unlinks it
-// again on Close in case the consumer never came. Waiting spins briefly, then
-// yields, then sleeps for short intervals, honouring the context's deadline.
+// again on Close in case the consumer never came. A side that waits (the
+// consumer on an empty ring, the producer on a full one) spins briefly,
+// yields, then sleeps on a futex beside the other side's counter (package
+// futex: headSeq and tailSeq, the low halves of head and tail), which the
+// other side wakes when it advances, so a message is taken as soon as it
+// is published instead of after a timed sleep; every nap is short enough
+// to notice the context's deadline, a local Close and a dead peer.
 // A peer that closed its end, or whose process is gone, turns into
 // gccl.ErrRemote.
 package shm

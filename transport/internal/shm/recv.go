@@ -57,8 +57,8 @@ func (c *Receiver) Recv(ctx context.Context, accept func(d [descSize]byte, n int
 	if c.err != nil {
 		return c.err
 	}
-	poll := c.poller(ctx, "shm recv", offSenderPid)
-	hdr, err := c.await(&poll)
+	w := c.waiter(ctx, "shm recv", offSenderPid, c.ended)
+	hdr, err := c.await(w)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (c *Receiver) Recv(ctx context.Context, accept func(d [descSize]byte, n int
 		c.err = err
 		return err
 	}
-	if err := c.body(&poll, int(n), consume); err != nil {
+	if err := c.body(w, int(n), consume); err != nil {
 		if c.err == nil {
 			c.err = err
 		}
@@ -84,11 +84,13 @@ func (c *Receiver) Recv(ctx context.Context, accept func(d [descSize]byte, n int
 	return nil
 }
 
-// await waits for the next slot and returns its header.
-func (c *Receiver) await(poll *wait.Poller) ([]byte, error) {
+// await waits for the next slot and returns its header: while the ring is
+// empty it sleeps until the producer's head passes the tail, or the
+// producer failed or closed its end, or w ends the wait.
+func (c *Receiver) await(w *waiter) ([]byte, error) {
 	r := c.r
 	for atomic.LoadUint64(r.u64(offHead)) == c.tail {
-		if err := c.idle(poll); err != nil {
+		if err := r.headSeq().Await(uint32(c.tail+1), w.check); err != nil {
 			return nil, err
 		}
 	}
@@ -97,10 +99,10 @@ func (c *Receiver) await(poll *wait.Poller) ([]byte, error) {
 }
 
 // body hands consume the n bytes of the message whose first slot is at tail.
-func (c *Receiver) body(poll *wait.Poller, n int, consume func(piece []byte) error) error {
+func (c *Receiver) body(w *waiter, n int, consume func(piece []byte) error) error {
 	r := c.r
 	for first := true; first || n > 0; first = false {
-		hdr, err := c.await(poll)
+		hdr, err := c.await(w)
 		if err != nil {
 			return err
 		}
@@ -118,20 +120,20 @@ func (c *Receiver) body(poll *wait.Poller, n int, consume func(piece []byte) err
 		n -= l
 		c.tail++
 		atomic.StoreUint64(r.u64(offTail), c.tail)
+		r.tailSeq().Advance(uint32(c.tail))
 		if cerr != nil {
 			if n > 0 {
 				c.err = cerr
 			}
 			return cerr
 		}
-		poll.Reset()
 	}
 	return nil
 }
 
-// idle runs when the ring is empty: it reports a failed or closed producer
-// (once its last bytes are consumed) or a local Close, else pauses.
-func (c *Receiver) idle(poll *wait.Poller) error {
+// ended reports, while the ring is empty, a failed producer or one that
+// closed its end (once its last bytes are consumed).
+func (c *Receiver) ended() error {
 	r := c.r
 	if err := r.failure(offSenderFailed, "shm recv"); err != nil {
 		return err
@@ -139,10 +141,7 @@ func (c *Receiver) idle(poll *wait.Poller) error {
 	if atomic.LoadUint32(r.u32(offSenderClosed)) != 0 && atomic.LoadUint64(r.u64(offHead)) == c.tail {
 		return gccl.Errorf(gccl.RemoteError, "shm recv", "the sending peer closed its end")
 	}
-	if c.closing.Load() {
-		return errClosed
-	}
-	return poll.Pause()
+	return nil
 }
 
 // Fail records err in the ring's header (the consumer refused a message,

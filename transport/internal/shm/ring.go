@@ -9,27 +9,32 @@ import (
 	"unsafe"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/futex"
 )
 
 // Layout of the header page. Counters and flags written by different sides
 // live on different cache lines.
 const (
 	ringMagic   = 0x31686d7331636367 // "gcc1smh1" little-endian
-	ringVersion = 2
+	ringVersion = 3
 
-	offMagic        = 0  // uint64, stored last by the creator
-	offVersion      = 8  // uint32
-	offSlotSize     = 12 // uint32
-	offSlots        = 16 // uint32
-	offSenderPid    = 20 // uint32
-	offReceiverPid  = 64 // uint32, set by the consumer when it maps the ring
-	offHead         = 128
-	offTail         = 192
+	offMagic        = 0   // uint64, stored last by the creator
+	offVersion      = 8   // uint32
+	offSlotSize     = 12  // uint32
+	offSlots        = 16  // uint32
+	offSenderPid    = 20  // uint32
+	offReceiverPid  = 64  // uint32, set by the consumer when it maps the ring
+	offHead         = 128 // uint64, then uint32 headSeq: its low half, the producer's futex counter
+	offHeadSeq      = 136
+	offTail         = 192 // uint64, then uint32 tailSeq: the consumer's futex counter
+	offTailSeq      = 200
 	offSenderClosed = 256  // uint32
 	offRecvClosed   = 320  // uint32
 	offSenderFailed = 384  // failure record of the producer (failRecord)
 	offRecvFailed   = 1536 // failure record of the consumer
 	failBytes       = 1024 // a failure record: uint32 code (0: none), uint32 length, message
+	offHeadWaiters  = 2560 // uint32: consumers sleeping on headSeq
+	offTailWaiters  = 2624 // uint32: producers sleeping on tailSeq
 
 	headerSize = 4096
 	slotHeader = 64 // per slot: the slot's header (slotHdr), padded to a cache line
@@ -57,6 +62,17 @@ func ringBytes(slotSize, nslots int) int { return headerSize + nslots*(slotHeade
 
 func (r *ring) u64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[off])) }
 func (r *ring) u32(off int) *uint32 { return (*uint32)(unsafe.Pointer(&r.mem[off])) }
+
+// headSeq and tailSeq mirror the low 32 bits of head and tail, stored after
+// them, as counters a waiting side sleeps on (package futex): the consumer
+// until head passes its tail, the producer until tail frees a slot.
+func (r *ring) headSeq() futex.Counter {
+	return futex.Counter{Seq: r.u32(offHeadSeq), Waiters: r.u32(offHeadWaiters)}
+}
+
+func (r *ring) tailSeq() futex.Counter {
+	return futex.Counter{Seq: r.u32(offTailSeq), Waiters: r.u32(offTailWaiters)}
+}
 
 // Layout of a slot's header: the bytes the slot holds, then, in the first
 // slot of a message, the message's length and descriptor.

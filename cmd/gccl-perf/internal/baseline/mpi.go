@@ -12,7 +12,8 @@ import (
 )
 
 // mpiBaseline runs MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block,
-// MPI_Bcast, MPI_Reduce, MPI_Sendrecv and MPI_Alltoall on the same host
+// MPI_Bcast, MPI_Reduce, MPI_Sendrecv, MPI_Alltoall and a hand-written halo
+// (MPI_Irecv and MPI_Isend to each neighbour, MPI_Waitall) on the same host
 // buffers as gccl. Its times are those of the MPI calls themselves.
 type mpiBaseline struct {
 	coll *mpi.Collectives
@@ -62,8 +63,21 @@ func (m *mpiBaseline) Run(c lib.Call) (time.Duration, error) {
 		return m.coll.Sendrecv(c.Send, c.Count, c.Next(), c.Recv, c.Count, c.Prev(), c.Type)
 	case perf.AllToAll:
 		return m.coll.Alltoall(c.Send, c.Recv, c.Count, c.Type)
+	case perf.Halo:
+		return m.coll.Halo(mpiFaces(c), c.Type)
 	}
 	return 0, gccl.Errorf(gccl.InvalidArgument, "op", "unknown operation %q", c.Op)
+}
+
+// mpiFaces are c's halo faces with the neighbour on each side, as
+// p2p.HaloExchange finds them (Cart.Neighbors), for the hand-written MPI halo.
+func mpiFaces(c lib.Call) []mpi.Face {
+	nb := c.Grid.Neighbors(c.Rank)
+	faces := make([]mpi.Face, len(nb))
+	for i, h := range c.Halos() {
+		faces[i] = mpi.Face{Peer: nb[i], Send: h.Send, Recv: h.Recv, Count: h.Count}
+	}
+	return faces
 }
 
 // bcast broadcasts into every rank's recv. NCCL reads the root's sendbuff;

@@ -161,7 +161,7 @@ func (b *ncclBaseline) Supports(op perf.Op, t gccl.DataType, redop gccl.RedOp, i
 			return fmt.Errorf("baseline nccl: %w", err)
 		}
 	}
-	if inplace && (op == perf.SendRecv || op == perf.AllToAll) {
+	if inplace && (op == perf.SendRecv || op == perf.AllToAll || op == perf.Halo) {
 		return fmt.Errorf("baseline nccl: %s has no in-place form", op)
 	}
 	return nil
@@ -211,10 +211,31 @@ func ncclOpsOf(c lib.Call) ([]nccl.Op, error) {
 				nccl.Op{Kind: nccl.Recv, Recv: c.Recv + at, Count: c.Count, Type: c.Type, Peer: p})
 		}
 		return ops, nil
+	case perf.Halo:
+		return ncclHalo(c), nil
 	default:
 		return nil, gccl.Errorf(gccl.InvalidArgument, "op", "unknown operation %q", c.Op)
 	}
 	return []nccl.Op{o}, nil
+}
+
+// ncclHalo is halo as an NCCL code writes it: one group of ncclSend and
+// ncclRecv per side, in p2p.HaloExchange's order (send face i to side i,
+// receive halo i^1 from the opposite side), so that the k-th send to a peer
+// meets the peer's k-th receive from this rank even when one peer is the
+// neighbour on both sides.
+func ncclHalo(c lib.Call) []nccl.Op {
+	nb, hs := c.Grid.Neighbors(c.Rank), c.Halos()
+	ops := make([]nccl.Op, 0, 2*len(hs))
+	for i, out := range hs {
+		if nb[i] >= 0 {
+			ops = append(ops, nccl.Op{Kind: nccl.Send, Send: out.Send, Count: out.Count, Type: c.Type, Peer: nb[i]})
+		}
+		if in := hs[i^1]; nb[i^1] >= 0 {
+			ops = append(ops, nccl.Op{Kind: nccl.Recv, Recv: in.Recv, Count: in.Count, Type: c.Type, Peer: nb[i^1]})
+		}
+	}
+	return ops
 }
 
 var _ arena.Registrar = (*ncclBaseline)(nil)

@@ -15,6 +15,7 @@ import (
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/nccl"
 	"github.com/gccl/gccl/internal/perf"
+	"github.com/gccl/gccl/p2p"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -125,6 +126,7 @@ func TestNCCLBaselineSupports(t *testing.T) {
 	assert.Error(t, b.Supports(perf.AllReduce, gccl.Float32, gccl.NumBuiltinOps, false))
 	assert.NoError(t, b.Supports(perf.AllGather, gccl.Float32, gccl.NumBuiltinOps, false), "allgather has no operator")
 	assert.ErrorContains(t, b.Supports(perf.SendRecv, gccl.Float32, gccl.Sum, true), "no in-place form")
+	assert.ErrorContains(t, b.Supports(perf.Halo, gccl.Float32, gccl.Sum, true), "no in-place form")
 	assert.NoError(t, b.Supports(perf.ReduceScatter, gccl.Float32, gccl.Sum, true))
 
 	old := &ncclBaseline{version: 21805}
@@ -193,4 +195,46 @@ func TestNCCLBaselineKeepsNVLSOff(t *testing.T) {
 	env.Reload()
 	require.NoError(t, keepNCCLOffNVLS())
 	assert.Equal(t, "1", os.Getenv("NCCL_NVLS_ENABLE"), "an explicit 1 is the user's choice")
+}
+
+// ncclHalo's groups, matched as NCCL matches them (the k-th send from r to
+// q with q's k-th receive from r), put every neighbour's face i^1 into halo
+// i, on grids where one rank is the neighbour on both sides or its own.
+func TestNCCLHaloMatchesHaloExchange(t *testing.T) {
+	const count, size = 10, 40 // elements and bytes of a face
+	for _, g := range []p2p.Cart{
+		{Dims: []int{2, 2}, Periodic: []bool{true, true}},
+		{Dims: []int{2, 2, 1}, Periodic: []bool{true, true, true}},
+		{Dims: []int{4, 1}, Periodic: []bool{false, true}},
+		{Dims: []int{3}},
+	} {
+		n := 1
+		for _, d := range g.Dims {
+			n *= d
+		}
+		// sent[r][q] and recvd[q][r]: face and halo indices in issue order.
+		sent, recvd := map[[2]int][]int{}, map[[2]int][]int{}
+		for r := range n {
+			c := lib.Call{Op: perf.Halo, Send: 1 << 20, Recv: 2 << 20, Count: count, Type: gccl.Float32, Rank: r, NRanks: n, Grid: g}
+			ops, err := ncclOpsOf(c)
+			require.NoError(t, err)
+			for _, o := range ops {
+				require.Equal(t, count, o.Count)
+				if o.Kind == nccl.Send {
+					sent[[2]int{r, o.Peer}] = append(sent[[2]int{r, o.Peer}], int(o.Send-c.Send)/size)
+				} else {
+					recvd[[2]int{o.Peer, r}] = append(recvd[[2]int{o.Peer, r}], int(o.Recv-c.Recv)/size)
+				}
+			}
+		}
+		require.Equal(t, len(sent), len(recvd), "grid %v", g.Dims)
+		for pair, faces := range sent {
+			halos := recvd[pair]
+			require.Len(t, halos, len(faces), "grid %v %v", g.Dims, pair)
+			for k, f := range faces {
+				assert.Equal(t, f^1, halos[k], "grid %v: rank %d's face %d lands in rank %d's halo", g.Dims, pair[0], f, pair[1])
+				assert.Equal(t, pair[0], g.Neighbors(pair[1])[halos[k]], "grid %v", g.Dims)
+			}
+		}
+	}
 }

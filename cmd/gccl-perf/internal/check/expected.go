@@ -36,6 +36,8 @@ func expected(l layout.Layout, rank, nranks, root int) []source {
 		return []source{{ranks: []int{(rank + nranks - 1) % nranks}, n: l.Count}}
 	case perf.ReduceScatter:
 		return []source{{ranks: all, from: rank * l.Count, n: l.Count}}
+	case perf.Halo:
+		return halos(l, rank)
 	}
 	var out []source // all-gather and all-to-all: one block from each rank
 	for j := range nranks {
@@ -44,6 +46,19 @@ func expected(l layout.Layout, rank, nranks, root int) []source {
 			from = rank * l.Count
 		}
 		out = append(out, source{ranks: []int{j}, from: from, n: l.Count, at: j * l.Count})
+	}
+	return out
+}
+
+// halos is halo's result on rank: halo i holds face i^1 of the neighbour
+// on side i (its face toward this rank); a halo past the edge of a
+// non-periodic grid is not checked.
+func halos(l layout.Layout, rank int) []source {
+	var out []source
+	for i, nb := range l.Grid.Neighbors(rank) {
+		if nb >= 0 {
+			out = append(out, source{ranks: []int{nb}, from: (i ^ 1) * l.Count, n: l.Count, at: i * l.Count})
+		}
 	}
 	return out
 }

@@ -58,6 +58,8 @@ func (g *Gccl) Launch(c Call) error {
 		return grp.End()
 	case perf.AllToAll:
 		return p2p.AllToAll(cm, c.Send, c.Recv, c.Count, c.Type, s)
+	case perf.Halo:
+		return p2p.HaloExchange(cm, c.Grid, c.Halos(), c.Type, s)
 	}
 	return gccl.Errorf(gccl.InvalidArgument, "op", "unknown operation %q", c.Op)
 }

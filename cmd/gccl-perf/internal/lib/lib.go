@@ -7,6 +7,7 @@ import (
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/perf"
+	"github.com/gccl/gccl/p2p"
 )
 
 // Call is one operation as every library runs it: the same buffers and
@@ -21,11 +22,24 @@ type Call struct {
 	Root   int
 	Rank   int
 	NRanks int
+	Grid   p2p.Cart // halo: the grid of ranks
 }
 
 // Next and Prev are the peers of the send/recv ring.
 func (c Call) Next() int { return (c.Rank + 1) % c.NRanks }
 func (c Call) Prev() int { return (c.Rank + c.NRanks - 1) % c.NRanks }
+
+// Halos are halo's faces and halos, one per side of the grid in
+// p2p.HaloExchange's order: face i is Count elements at Send + i×Count,
+// its halo Count elements at Recv + i×Count.
+func (c Call) Halos() []p2p.Halo {
+	n := uintptr(c.Count * c.Type.Size())
+	hs := make([]p2p.Halo, 2*len(c.Grid.Dims))
+	for i := range hs {
+		hs[i] = p2p.Halo{Send: c.Send + uintptr(i)*n, Recv: c.Recv + uintptr(i)*n, Count: c.Count}
+	}
+	return hs
+}
 
 // Library is what gccl-perf measures on one rank: gccl itself or a
 // baseline. A library also implements HostRunner (it runs on the host

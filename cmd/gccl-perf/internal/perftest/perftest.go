@@ -46,15 +46,17 @@ func Driver(d *device.CUDADevice) cuda.Driver {
 
 // Lib is a stream library on the fake driver: an operation copies the
 // send buffer to the receive buffer (the one-rank broadcast: Short copies
-// the last element less, to make a wrong result), then sleeps Delay in
-// stream order, as a kernel of known length would run. It is also a
-// registrar (arena.Registrar).
+// the last element less, to make a wrong result; halo is the one-rank
+// periodic exchange, each face into the opposite halo, or with Misplace
+// into its own side's), then sleeps Delay in stream order, as a kernel of
+// known length would run. It is also a registrar (arena.Registrar).
 type Lib struct {
 	name     string
 	Dev      *device.CUDADevice
 	Stream   gccl.Stream
 	Delay    time.Duration
 	Short    bool
+	Misplace bool         // halo: face i lands in halo i, not the opposite side's
 	Fail     error        // returned by Launch when set
 	Launches atomic.Int64 // Launch calls
 	Ran      atomic.Int64 // operations the stream executed
@@ -84,12 +86,33 @@ func (f *Lib) Launch(c lib.Call) error {
 		n -= c.Type.Size()
 	}
 	drv, s := Driver(f.Dev), cuda.Stream(f.Stream)
-	if n > 0 {
+	if c.Op == perf.Halo {
+		if err := f.halo(c); err != nil {
+			return err
+		}
+	} else if n > 0 {
 		if err := drv.MemcpyDtoDAsync(c.Recv, c.Send, n, s); err != nil {
 			return err
 		}
 	}
 	return drv.LaunchHostFunc(s, func() { time.Sleep(f.Delay); f.Ran.Add(1) })
+}
+
+// halo copies each face into the halo on the opposite side (a rank alone
+// on a periodic grid is its own neighbour on every side), or into its own
+// side's with Misplace.
+func (f *Lib) halo(c lib.Call) error {
+	hs := c.Halos()
+	for i, h := range hs {
+		from := hs[i^1]
+		if f.Misplace {
+			from = h
+		}
+		if err := Driver(f.Dev).MemcpyDtoDAsync(h.Recv, from.Send, h.Count*c.Type.Size(), cuda.Stream(f.Stream)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *Lib) Register(p uintptr, size int) error {

@@ -8,8 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/gccl/gccl/device"
-	"github.com/gccl/gccl/internal/engine/host/futex"
 	"github.com/gccl/gccl/internal/engine/host/opdesc"
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/transport"
 )
 
