@@ -24,7 +24,7 @@ var commNames = [numComms]string{"world", "dup", "split"}
 type op struct {
 	c           harness.Case
 	comm        int  // worldComm, dupComm or splitComm
-	stream      int  // raw: the stream is stream % the communicator's streams
+	stream      int  // of the rank's streams (drawn raw, then bound by drawStreams)
 	align       int  // elements the buffers start past an aligned address
 	deviceScale bool // PreMulSum's scalar lies in device memory, not host (immediate)
 	root, peer  int  // raw
@@ -66,21 +66,19 @@ type batch struct {
 
 // sequence is what every rank runs for one seed.
 type sequence struct {
-	streams [numComms]int // streams per communicator (2 or 3)
-	batches []batch
+	streams     int             // streams of each rank, shared by its communicators
+	commStreams [numComms][]int // the rank's streams each communicator uses
+	batches     []batch
 }
 
 // draw returns the sequence of nops operations for seed on nranks ranks,
-// counts up to maxCount elements.
-func draw(seed uint64, nops, nranks, maxCount int) sequence {
+// counts up to maxCount elements, each rank with at most maxStreams
+// streams (0: no limit) and each communicator with at most -random.streams
+// of them. The limits change only the streams, not the operations.
+func draw(seed uint64, nops, nranks, maxCount, maxStreams int) sequence {
 	rng := rand.New(rand.NewPCG(seed, 0x7a4d0))
 	var s sequence
-	for i := range s.streams {
-		s.streams[i] = 2 + rng.IntN(2)
-		if *streams > 0 {
-			s.streams[i] = min(s.streams[i], *streams)
-		}
-	}
+	s.streams, s.commStreams = drawStreams(rng, *streams, maxStreams)
 	for drawn := 0; drawn < nops; {
 		b := batch{group: rng.IntN(4) == 0}
 		k := 1 + rng.IntN(6)
@@ -91,27 +89,15 @@ func draw(seed uint64, nops, nranks, maxCount int) sequence {
 		for range k {
 			b.ops = append(b.ops, drawOp(rng, nranks, maxCount))
 		}
-		if b.group {
-			oneStreamPerComm(b.ops)
+		for i := range b.ops {
+			o := &b.ops[i]
+			cs := s.commStreams[o.comm]
+			o.stream = cs[o.stream%len(cs)]
 		}
 		s.batches = append(s.batches, b)
 		drawn += k
 	}
 	return s
-}
-
-// oneStreamPerComm gives a group's operations on one communicator the
-// stream of the first of them: gccl takes one stream per communicator in
-// a group.
-func oneStreamPerComm(ops []op) {
-	first := map[int]int{}
-	for i := range ops {
-		if s, ok := first[ops[i].comm]; ok {
-			ops[i].stream = s
-		} else {
-			first[ops[i].comm] = ops[i].stream
-		}
-	}
 }
 
 // perRank are the kinds whose Count is one rank's share (or one block):

@@ -28,8 +28,8 @@ type meeting interface {
 // rank is one rank's communicators, streams and arena for one seed.
 type rank struct {
 	comms   [numComms]*comm.Comm
-	streams [numComms][]gccl.Stream
-	dev     device.Device // the world communicator's: the arena's
+	streams []gccl.Stream // every communicator's (one device), some shared
+	dev     device.Device // the world communicator's: the arena's and streams'
 	arena   uintptr
 	size    int // of the arena
 }
@@ -48,16 +48,14 @@ func open(m meeting, cfg *comm.Config, seq sequence) (*rank, error) {
 	if r.comms[splitComm], err = w.Split(w.Rank()%2, w.Count()-w.Rank(), nil); err != nil {
 		return r, fmt.Errorf("splitting by parity: %w", err)
 	}
-	for i, c := range r.comms {
-		for range seq.streams[i] {
-			s, err := c.Device().NewStream()
-			if err != nil {
-				return r, fmt.Errorf("stream of the %s communicator: %w", commNames[i], err)
-			}
-			r.streams[i] = append(r.streams[i], s)
-		}
-	}
 	r.dev, r.size = w.Device(), 1
+	for range seq.streams {
+		s, err := r.dev.NewStream()
+		if err != nil {
+			return r, fmt.Errorf("making a stream: %w", err)
+		}
+		r.streams = append(r.streams, s)
+	}
 	for _, b := range seq.batches {
 		_, used := r.layout(b, 0)
 		r.size = max(r.size, used)
@@ -85,13 +83,8 @@ func (r *rank) close(failed bool) error {
 			errs = append(errs, c.Finalize())
 		}
 	}
-	for i, c := range r.comms {
-		if c == nil {
-			continue
-		}
-		for _, s := range r.streams[i] {
-			errs = append(errs, c.Device().DestroyStream(s))
-		}
+	for _, s := range r.streams {
+		errs = append(errs, r.dev.DestroyStream(s))
 	}
 	if r.arena != 0 {
 		errs = append(errs, r.dev.Free(r.arena))
@@ -159,15 +152,15 @@ func (r *rank) run(b batch, first int, wait func(device.Device, gccl.Stream) err
 	if err := r.launch(b, ps, calls); err != nil {
 		return err
 	}
-	for i, c := range r.comms {
-		for _, s := range r.streams[i] {
-			if err := wait(c.Device(), s); err != nil {
-				if errors.Is(err, gccl.ErrTimeout) {
-					dumpStacks()
-				}
-				return fmt.Errorf("ops %d-%d: waiting for a stream of the %s communicator: %w", first, first+len(ps)-1, commNames[i], err)
+	for i, s := range r.streams {
+		if err := wait(r.dev, s); err != nil {
+			if errors.Is(err, gccl.ErrTimeout) {
+				dumpStacks()
 			}
+			return fmt.Errorf("ops %d-%d: waiting for stream %d: %w", first, first+len(ps)-1, i, err)
 		}
+	}
+	for i, c := range r.comms {
 		if err := c.AsyncError(); err != nil {
 			return fmt.Errorf("ops %d-%d: the %s communicator: %w", first, first+len(ps)-1, commNames[i], err)
 		}
@@ -190,7 +183,8 @@ func (r *rank) run(b batch, first int, wait func(device.Device, gccl.Stream) err
 	return nil
 }
 
-// launch launches b's operations one by one or as one group.
+// launch launches b's operations one by one or as one group, added in
+// this rank's order (batch.addOrder).
 func (r *rank) launch(b batch, ps []placed, calls []harness.Call) error {
 	if !b.group {
 		for i, p := range ps {
@@ -201,19 +195,21 @@ func (r *rank) launch(b batch, ps []placed, calls []harness.Call) error {
 		return nil
 	}
 	g := group.New()
-	for i, p := range ps {
-		calls[i].Add(g, r.comms[p.o.comm], r.stream(p.o))
+	order := b.addOrder(r.comms[worldComm].Rank())
+	for _, i := range order {
+		calls[i].Add(g, r.comms[ps[i].o.comm], r.stream(ps[i].o))
 	}
 	if err := g.End(); err != nil {
-		return fmt.Errorf("group of ops %d-%d: %w", ps[0].index, ps[len(ps)-1].index, err)
+		added := make([]int, len(order))
+		for j, i := range order {
+			added[j] = ps[i].index
+		}
+		return fmt.Errorf("group of ops %d-%d (added in order %v): %w", ps[0].index, ps[len(ps)-1].index, added, err)
 	}
 	return nil
 }
 
-func (r *rank) stream(o op) gccl.Stream {
-	ss := r.streams[o.comm]
-	return ss[o.stream%len(ss)]
-}
+func (r *rank) stream(o op) gccl.Stream { return r.streams[o.stream] }
 
 // call resolves p's buffers and operator (a PreMulSum made now).
 func (r *rank) call(p placed) (harness.Call, error) {

@@ -163,13 +163,10 @@ func TestShared(t *testing.T) {
 // passed.
 func runSharedSeed(t *testing.T, s settings, n int, seed uint64) bool {
 	start := time.Now()
-	seq := draw(seed, s.ops, n, s.maxN)
 	// Kernels of the ranks' streams share one context's 32 hardware queues
 	// (docs/gpu.md): no more streams than that, or two of them share a
 	// queue and a kernel can wait behind its own peer.
-	for i := range seq.streams {
-		seq.streams[i] = min(seq.streams[i], max(1, 32/(n*numComms)))
-	}
+	seq := draw(seed, s.ops, n, s.maxN, max(1, 32/n))
 	m := sharedMeeting{barrier: newBarrier(n), n: n}
 	for i := range m.ids {
 		var err error
@@ -211,7 +208,7 @@ func TestMPI(t *testing.T) {
 	s := resolve(t, seedOf(t, rand.Uint64()), mpiboot.LocalSize())
 	for seed := s.seed; seed < s.seed+uint64(s.seeds); seed++ {
 		start := time.Now()
-		seq := draw(seed, s.ops, size, s.maxN)
+		seq := draw(seed, s.ops, size, s.maxN, 0)
 		var logf func(string, ...any)
 		if *verbose && rank == 0 {
 			logf = t.Logf
