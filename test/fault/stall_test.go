@@ -22,6 +22,7 @@ var blamed = regexp.MustCompile(`timed out after \S+ waiting for (ranks? [0-9]+(
 func assertNames(t *testing.T, c *comm.Comm, err error, want string) {
 	t.Helper()
 	r := c.Rank()
+	t.Logf("rank %d: %v", r, err)
 	require.ErrorIs(t, err, gccl.ErrTimeout, "rank %d", r)
 	m := blamed.FindStringSubmatch(err.Error())
 	if assert.NotNil(t, m, "rank %d names no rank: %v", r, err) {

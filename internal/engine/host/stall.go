@@ -89,8 +89,14 @@ func (b *Backend) namesStalled(err error, took time.Duration) error {
 	if len(notes) > 0 {
 		msg += " (" + strings.Join(notes, "; ") + ")"
 	}
-	if !slices.Equal(stalled, w.Peers) {
-		msg += fmt.Sprintf("; this rank waited for %s, which reported waiting in turn", opdesc.Ranks(w.Peers))
+	var relays []int // ranks waited for that reported waiting in turn
+	for _, p := range w.Peers {
+		if !slices.Contains(stalled, p) {
+			relays = append(relays, p)
+		}
+	}
+	if len(relays) > 0 {
+		msg += fmt.Sprintf("; this rank waited for %s too, which reported waiting in turn", opdesc.Ranks(relays))
 	}
 	msg += fmt.Sprintf("; check that %s is running and calls the same operations (a stopped or stuck process, or a missing call), or raise GCCL_TIMEOUT or Config.Timeout if it is only slow", opdesc.Ranks(stalled))
 	return gccl.Errorf(gccl.TimeoutError, "peer", "%s", msg)
