@@ -60,8 +60,8 @@ var disagreeAnswers = map[string]disagreeAnswer{
 	"root-other": {gccl.InvalidUsage, []string{"received Broadcast(1024 int32, root", "while running Broadcast(1024 int32, root"}, []int{0, 1}, nil, "on both ranks (zero-copy path); on step schedules `ErrTimeout`"},
 	"root-self":  {gccl.InvalidUsage, []string{"received Broadcast(1024 int32, root", "while running Broadcast(1024 int32, root"}, []int{0, 1}, nil, "on both ranks at once (zero-copy path); on step schedules the next operation fails"},
 	"send-more":  receiverErr, "send-less": receiverErr, "send-type": receiverErr,
-	"send-vs-recv": {gccl.TimeoutError, []string{"receiving from rank 1", "deadline expired"}, []int{0}, []gccl.Result{gccl.TimeoutError, gccl.RemoteError},
-		"after the 1 s deadline (the other rank: the same, or `ErrRemote` when told first)"},
+	"send-vs-recv": {gccl.TimeoutError, []string{"Recv(256 int32) from rank 1 timed out after", "waiting for rank 1"}, []int{0}, []gccl.Result{gccl.TimeoutError},
+		"after the 1 s deadline (the other rank: the same, naming rank 0; each waits for the other, so each names the rank it waited for)"},
 }
 
 func runDisagreement(t *testing.T, d fault.Disagreement, exp disagreeAnswer) error {

@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/host/opdesc"
 	"github.com/gccl/gccl/internal/engine/host/zerocopy"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/transport"
@@ -43,6 +45,9 @@ type Backend struct {
 	allowed      algo.Allowed
 	chunk        int
 
+	boot    engine.Bootstrap // the stall reports (stall.go)
+	timeout time.Duration
+
 	ep    *transport.Endpoint
 	infos []transport.PeerInfo
 	link  []algo.Link // per peer
@@ -63,6 +68,7 @@ type Backend struct {
 // peerConn is the two directions to one peer.
 type peerConn struct {
 	send, recv transport.Conn
+	lastHeard  // the last operation a message came from (stall.go)
 }
 
 // New returns the constructor of a host backend with cfg, for engine.Config.
@@ -77,7 +83,7 @@ func New(cfg Config) engine.NewBackend {
 // Connections are made on first use.
 func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 	b := &Backend{rank: s.Rank, nranks: s.NRanks, dev: s.Device, log: s.Log, red: cfg.Reducer,
-		allowed: cfg.Algos, chunk: cfg.ChunkBytes, conns: make([]*peerConn, s.NRanks),
+		allowed: cfg.Algos, chunk: cfg.ChunkBytes, boot: s.Boot, timeout: s.Timeout, conns: make([]*peerConn, s.NRanks),
 		sendSeq: make([]uint32, s.NRanks), recvSeq: make([]uint32, s.NRanks)}
 	if b.red == nil {
 		b.red = DefaultReducer
@@ -167,7 +173,10 @@ func (b *Backend) Close(abort bool) error {
 // connect makes the missing connections to peers, all at once: each Connect
 // waits for the peer's matching call, so connecting one by one could wait in
 // a cycle.
-func (b *Backend) connect(ctx context.Context, peers []int) error {
+//
+// A connection that times out is an opdesc.WaitError of op (the peer has
+// not started an operation with this rank).
+func (b *Backend) connect(ctx context.Context, op string, peers []int) error {
 	b.connMu.Lock()
 	defer b.connMu.Unlock()
 	var wg sync.WaitGroup
@@ -182,7 +191,11 @@ func (b *Backend) connect(ctx context.Context, peers []int) error {
 		go func() {
 			defer wg.Done()
 			s, r, err := b.ep.Connect(ctx, b.infos[p], 0)
-			conns[p].send, conns[p].recv, errList[i] = s, r, wrapPeer(err, p, "connecting to")
+			err = wrapPeer(err, p, "connecting to")
+			if gccl.Code(err) == gccl.TimeoutError {
+				err = opdesc.Waiting(op, p, "it never connected: it has not started an operation with this rank", err)
+			}
+			conns[p].send, conns[p].recv, errList[i] = s, r, err
 		}()
 	}
 	wg.Wait()
@@ -190,6 +203,9 @@ func (b *Backend) connect(ctx context.Context, peers []int) error {
 		if c != nil && c.send != nil {
 			b.conns[p] = c
 		}
+	}
+	if w := opdesc.Merge(errList...); w != nil {
+		return w
 	}
 	return errs.First(errList...)
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"time"
 	"unsafe"
 
 	"github.com/gccl/gccl"
@@ -18,8 +19,13 @@ import (
 // A failure tells every connected peer (failConns): the communicator is
 // failed from then on. A failure that follows a peer's refusal of this
 // rank's messages reports the refusal (the disagreement), not its effects.
+//
+// A run that timed out waiting for peers names the rank(s) that made no
+// progress (stall.go), which takes up to stallGrace more.
 func (b *Backend) Run(ctx context.Context, ops []engine.Op) error {
+	start := time.Now()
 	err := b.run(ctx, ops)
+	err = b.namesStalled(err, time.Since(start))
 	if err != nil && gccl.Code(err) != gccl.InvalidUsage {
 		if rerr := b.refusal(); rerr != nil {
 			err = gccl.Errorf(gccl.InvalidUsage, "comm", "%v (then: %v)", rerr, err)
@@ -41,6 +47,9 @@ func (b *Backend) run(ctx context.Context, ops []engine.Op) error {
 		d := opdesc.Coll(&ops[i], b.collSeq)
 		b.collSeq++
 		if err := b.runCollective(ctx, &ops[i], d); err != nil {
+			if opdesc.Merge(err) != nil {
+				return err // names the operation itself
+			}
 			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", ops[i].String(), err)
 		}
 	}
@@ -79,7 +88,7 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opdesc.Desc
 	}
 	send, recv := o.Sizes(b.nranks)
 	sendTo, recvFrom := plan.Peers()
-	if err := b.connect(ctx, append(sendTo, recvFrom...)); err != nil {
+	if err := b.connect(ctx, d.String(), append(sendTo, recvFrom...)); err != nil {
 		return err
 	}
 	if len(b.scratch) < plan.ScratchBytes {

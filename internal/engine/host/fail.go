@@ -19,8 +19,11 @@ func (b *Backend) failConns(err error) {
 	conns := slices.Clone(b.conns)
 	b.connMu.Unlock()
 	code := gccl.RemoteError
-	if errors.Is(err, opdesc.ErrDisagree) { // ranks that disagree: a caller's mistake on both
+	switch {
+	case errors.Is(err, opdesc.ErrDisagree): // ranks that disagree: a caller's mistake on both
 		code = gccl.InvalidUsage
+	case gccl.Code(err) == gccl.TimeoutError: // a peer waiting for this rank follows its report (stall.go)
+		code = gccl.TimeoutError
 	}
 	ferr := gccl.Errorf(code, "peer", "rank %d failed: %v", b.rank, err)
 	var wg sync.WaitGroup

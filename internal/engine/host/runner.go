@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine/host/opdesc"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
@@ -32,9 +33,11 @@ type runner struct {
 	senders map[int]chan *sendReq
 	wg      sync.WaitGroup
 	pending []*sendReq
+	waits   []error // the timed-out waits of sends (opdesc.WaitError)
 }
 
 type sendReq struct {
+	peer int
 	p    []byte
 	done chan struct{}
 	err  error
@@ -49,7 +52,7 @@ func newRunner(ctx context.Context, conns []*peerConn, es int, combine combineFu
 		q := make(chan *sendReq, n)
 		r.senders[p] = q
 		r.wg.Add(1)
-		go r.sendLoop(conns[p].send, q)
+		go r.sendLoop(p, q)
 	}
 	return r
 }
@@ -71,7 +74,11 @@ func (r *runner) run(steps []algo.Step) error {
 	if err != nil {
 		r.cancel()
 	}
-	return errs.First(err, r.finish())
+	err = errs.First(err, r.finish())
+	if w := opdesc.Merge(append([]error{err}, r.waits...)...); w != nil {
+		return w // every peer this rank was waiting for when time ran out
+	}
+	return err
 }
 
 func (r *runner) steps(steps []algo.Step) error {
@@ -141,6 +148,9 @@ func (r *runner) recv(peer, n int, consume func(off int, p []byte) error) error 
 	accept := func(w transport.Desc, got int) error {
 		err := r.desc.Check(r.me, peer, w, got, n)
 		refused = err != nil
+		if err == nil {
+			r.conns[peer].heard(r.desc)
+		}
 		return err
 	}
 	err := c.Recv(r.ctx, accept, func(p []byte) error {
@@ -171,24 +181,36 @@ func (r *runner) recv(peer, n int, consume func(off int, p []byte) error) error 
 		c.Fail(err) // the sender's Send fails with it too
 		return err
 	}
-	return wrapPeer(err, peer, "receiving from")
+	return r.waited(wrapPeer(err, peer, "receiving from"), peer, r.conns[peer].note(r.desc.Label()))
 }
+
+// waited makes a timeout of a wait on peer an opdesc.WaitError with note.
+func (r *runner) waited(err error, peer int, note string) error {
+	if gccl.Code(err) != gccl.TimeoutError {
+		return err
+	}
+	return opdesc.Waiting(r.desc.String(), peer, note, err)
+}
+
+// sendNote is the note on a peer that did not take this rank's data.
+const sendNote = "it has not taken this rank's data (its receive buffer is full)"
 
 // post queues p for peer's sender goroutine; the queue was sized by
 // newRunner, so this never blocks.
 func (r *runner) post(peer int, p []byte) {
-	req := &sendReq{p: p, done: make(chan struct{})}
+	req := &sendReq{peer: peer, p: p, done: make(chan struct{})}
 	r.pending = append(r.pending, req)
 	r.senders[peer] <- req
 }
 
-func (r *runner) sendLoop(c transport.Conn, q chan *sendReq) {
+func (r *runner) sendLoop(peer int, q chan *sendReq) {
 	defer r.wg.Done()
+	c := r.conns[peer].send
 	for req := range q {
 		if err := r.ctx.Err(); err != nil {
 			req.err = errs.Ctx(r.ctx, "sending")
 		} else {
-			req.err = c.Send(r.ctx, r.wire, req.p)
+			req.err = r.waited(wrapPeer(c.Send(r.ctx, r.wire, req.p), peer, "sending to"), peer, sendNote)
 		}
 		close(req.done)
 	}
@@ -226,7 +248,7 @@ func (r *runner) wait(req *sendReq) error {
 	case <-req.done:
 		return req.err
 	case <-r.ctx.Done():
-		return errs.Ctx(r.ctx, "waiting for a send")
+		return r.waited(errs.Ctx(r.ctx, "waiting for a send"), req.peer, sendNote)
 	}
 }
 
@@ -234,7 +256,11 @@ func (r *runner) wait(req *sendReq) error {
 func (r *runner) finish() error {
 	var err error
 	for _, req := range r.pending {
-		err = errs.First(err, r.wait(req))
+		werr := r.wait(req)
+		if werr != nil && opdesc.Merge(werr) != nil {
+			r.waits = append(r.waits, werr)
+		}
+		err = errs.First(err, werr)
 	}
 	if err != nil {
 		r.cancel()

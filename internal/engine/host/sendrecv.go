@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/gccl/gccl"
@@ -52,7 +53,7 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 	for _, k := range order {
 		peers = append(peers, k.peer)
 	}
-	if err := b.connect(ctx, peers); err != nil {
+	if err := b.connect(ctx, p2pName(ops), peers); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -72,7 +73,26 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 		}()
 	}
 	wg.Wait()
+	if w := opdesc.Merge(errList...); w != nil {
+		w.Op = p2pName(ops) // every peer a lane was waiting for
+		return w
+	}
 	return causeErr(errList...)
+}
+
+// p2pName names a launch's point-to-point ops in errors.
+func p2pName(ops []engine.Op) string {
+	if len(ops) == 1 {
+		return p2pOne(&ops[0])
+	}
+	return fmt.Sprintf("a group of %d sends and receives (%s, ...)", len(ops), p2pOne(&ops[0]))
+}
+
+func p2pOne(o *engine.Op) string {
+	if o.Kind == algo.P2PSend {
+		return fmt.Sprintf("Send(%d %v) to rank %d", o.Count, o.Type, o.Peer)
+	}
+	return fmt.Sprintf("Recv(%d %v) from rank %d", o.Count, o.Type, o.Peer)
 }
 
 // causeErr is the first error that is not a cancellation, else the first
@@ -105,7 +125,8 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
 	}
 	pc := b.conns[o.Peer]
 	if o.Kind == algo.P2PSend {
-		return wrapPeer(pc.send.Send(ctx, d.Wire(), device.HostBytes(o.Send, n)), o.Peer, "sending to")
+		err := wrapPeer(pc.send.Send(ctx, d.Wire(), device.HostBytes(o.Send, n)), o.Peer, "sending to")
+		return p2pWaited(o, err, sendNote)
 	}
 	dst := device.HostBytes(o.Recv, n)
 	off := 0
@@ -113,6 +134,9 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
 	accept := func(w transport.Desc, got int) error {
 		err := d.Check(b.rank, o.Peer, w, got, n)
 		refused = err != nil
+		if err == nil {
+			pc.heard(opdesc.Of(w))
+		}
 		return err
 	}
 	err := pc.recv.Recv(ctx, accept, func(p []byte) error { off += copy(dst[off:], p); return nil })
@@ -120,7 +144,15 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
 		pc.recv.Fail(err) // the sender's Send fails with it too
 		return err
 	}
-	return wrapPeer(err, o.Peer, "receiving from")
+	return p2pWaited(o, wrapPeer(err, o.Peer, "receiving from"), pc.note(""))
+}
+
+// p2pWaited makes a timeout of a Send or Recv an opdesc.WaitError.
+func p2pWaited(o *engine.Op, err error, note string) error {
+	if gccl.Code(err) != gccl.TimeoutError {
+		return err
+	}
+	return opdesc.Waiting(p2pOne(o), o.Peer, note, err)
 }
 
 // copySelf pairs sends to self with receives from self, in order.

@@ -13,6 +13,7 @@ import (
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/host/opdesc"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/internal/futex"
 )
 
 // op is one zero-copy collective as this rank sees it: every rank's
@@ -59,7 +60,7 @@ func (z *Path) Run(ctx context.Context, o *engine.Op, d opdesc.Desc, combine fun
 	z.own.putDesc(parity, 0, describe(o.Send, sendSz))
 	z.own.putDesc(parity, 1, describe(o.Recv, recvSz))
 	z.own.putOp(parity, d)
-	if err := z.barrier(ctx); err != nil {
+	if err := z.barrier(ctx, d); err != nil {
 		return false, err
 	}
 	if err := z.agree(parity, d); err != nil {
@@ -81,7 +82,7 @@ func (z *Path) Run(ctx context.Context, o *engine.Op, d opdesc.Desc, combine fun
 		return false, err
 	}
 	z.runs++
-	return true, z.barrier(ctx)
+	return true, z.barrier(ctx, d)
 }
 
 // newOp is o as this rank runs it, its buffers not yet resolved.
@@ -104,7 +105,7 @@ func (z *Path) runCopyIn(ctx context.Context, o *engine.Op, d opdesc.Desc, zo *o
 		copy(z.own.area(parity), device.HostBytes(o.Send, sendSz))
 	}
 	z.own.putOp(parity, d)
-	if err := z.barrier(ctx); err != nil {
+	if err := z.barrier(ctx, d); err != nil {
 		return err
 	}
 	if err := z.agree(parity, d); err != nil {
@@ -196,8 +197,10 @@ func (z *Path) agree(parity uint32, d opdesc.Desc) error {
 	return nil
 }
 
-// barrier arrives at the next barrier and waits for every peer to arrive.
-func (z *Path) barrier(ctx context.Context) error {
+// barrier arrives at the next barrier of operation d and waits for every
+// peer to arrive. A timeout is an opdesc.WaitError naming every peer that
+// has not arrived.
+func (z *Path) barrier(ctx context.Context, d opdesc.Desc) error {
 	z.seq++
 	z.own.seq().Advance(z.seq)
 	deadline, _ := ctx.Deadline()
@@ -206,10 +209,32 @@ func (z *Path) barrier(ctx context.Context) error {
 			continue
 		}
 		if err := z.ctl[r].seq().Await(z.seq, z.check(ctx, r, deadline)); err != nil {
+			if gccl.Code(err) == gccl.TimeoutError {
+				return z.missing(d, r, err)
+			}
 			return err
 		}
 	}
 	return nil
+}
+
+// missing is the WaitError of a barrier of d that timed out: the peers
+// that have not arrived, each with the last barrier it reached.
+func (z *Path) missing(d opdesc.Desc, waited int, err error) error {
+	w := &opdesc.WaitError{Op: d.String(), Notes: map[int]string{}, Err: err}
+	for r := range z.ctl {
+		if r == z.rank {
+			continue
+		}
+		if at := atomic.LoadUint32(z.ctl[r].seq().Seq); !futex.Reached(at, z.seq) {
+			w.Peers = append(w.Peers, r)
+			w.Notes[r] = fmt.Sprintf("it has not arrived at %s's zero-copy barrier (%d barriers behind this rank)", d.Label(), z.seq-at)
+		}
+	}
+	if len(w.Peers) == 0 { // it arrived just after the deadline
+		w.Peers, w.Notes[waited] = []int{waited}, "it arrived at the barrier just after the deadline"
+	}
+	return w
 }
 
 // check returns the check of a wait for peer r: the context, the deadline,
