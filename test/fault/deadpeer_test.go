@@ -7,6 +7,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -59,7 +60,7 @@ func deadPeer(t *testing.T, w Workload, timeout time.Duration) {
 	died := time.Now()
 	require.NoError(t, comms[victim].Abort())
 
-	took, errs := Parallel(n-1, func(r int) (time.Duration, error) {
+	took, errs := gccltest.Parallel(n-1, func(r int) (time.Duration, error) {
 		err := bufs[r].Dev.Synchronize(bufs[r].S)
 		if err == nil {
 			// This rank's share finished before the victim died (it need

@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/p2p"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,7 +73,7 @@ func TestStalledRankNamed(t *testing.T) {
 			launch := func(r int) error {
 				return coll.AllReduce(comms[r], bufs[r].Send, bufs[r].Recv, count, gccl.Int32, gccl.Sum, bufs[r].S)
 			}
-			_, errs := Parallel(n, func(r int) (struct{}, error) {
+			_, errs := gccltest.Parallel(n, func(r int) (struct{}, error) {
 				if err := launch(r); err != nil {
 					return struct{}{}, err
 				}
@@ -82,7 +83,7 @@ func TestStalledRankNamed(t *testing.T) {
 				require.NoError(t, errs[r], "warm-up on rank %d", r)
 			}
 			start := time.Now()
-			_, errs = Parallel(n, func(r int) (struct{}, error) {
+			_, errs = gccltest.Parallel(n, func(r int) (struct{}, error) {
 				if r == stalled {
 					return struct{}{}, nil
 				}
@@ -123,7 +124,7 @@ func TestStalledRankNamedSendRecv(t *testing.T) {
 			require.NoError(t, p2p.Recv(comms[0], b0.Recv, count, gccl.Int32, 1, b0.S))
 			require.NoError(t, p2p.Recv(comms[1], b1.Recv, count, gccl.Int32, 2, b1.S))
 			require.NoError(t, p2p.Send(comms[1], b1.Send, count, gccl.Int32, 0, b1.S))
-			_, errs := Parallel(2, func(r int) (struct{}, error) { return struct{}{}, bufs[r].Dev.Synchronize(bufs[r].S) })
+			_, errs := gccltest.Parallel(2, func(r int) (struct{}, error) { return struct{}{}, bufs[r].Dev.Synchronize(bufs[r].S) })
 			assertNames(t, comms[0], errs[0], "rank 2")
 			assertNames(t, comms[1], errs[1], "rank 2")
 		})
