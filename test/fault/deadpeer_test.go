@@ -45,13 +45,7 @@ func TestDeadPeer(t *testing.T) {
 func deadPeer(t *testing.T, w Workload, timeout time.Duration) {
 	const n, count = 4, 1 << 20 // 4 MiB per buffer: long enough to be cut in the middle
 	comms := makeComms(t, n, timeout)
-	bufs := make([]*Bufs, n)
-	for r, c := range comms {
-		b, err := NewBufs(c, 4*count, uint64(r))
-		require.NoError(t, err)
-		defer b.Free()
-		bufs[r] = b
-	}
+	bufs := makeBufs(t, comms, 4*count)
 	victim := n - 1
 	for r, c := range comms {
 		require.NoError(t, w.Launch(c, bufs[r], count), "launching on rank %d", r)

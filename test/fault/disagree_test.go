@@ -47,13 +47,7 @@ func TestDisagreements(t *testing.T) {
 func disagree(t *testing.T, d Disagreement) {
 	const n = 2
 	comms := makeComms(t, n, 2*time.Second)
-	bufs := make([]*Bufs, n)
-	for r, c := range comms {
-		b, err := NewBufs(c, DisagreeBytes, uint64(r))
-		require.NoError(t, err)
-		t.Cleanup(b.Free)
-		bufs[r] = b
-	}
+	bufs := makeBufs(t, comms, DisagreeBytes)
 	_, errs := gccltest.Parallel(n, func(r int) (struct{}, error) {
 		err := d.Calls(r, comms[r], bufs[r])
 		if err == nil {

@@ -41,13 +41,7 @@ func TestInitMissingRankTimesOut(t *testing.T) {
 func TestOperationTimesOut(t *testing.T) {
 	const n, count, timeout = 4, 1024, time.Second
 	comms := makeComms(t, n, timeout)
-	bufs := make([]*Bufs, n)
-	for r, c := range comms {
-		b, err := NewBufs(c, 4*count, uint64(r))
-		require.NoError(t, err)
-		defer b.Free()
-		bufs[r] = b
-	}
+	bufs := makeBufs(t, comms, 4*count)
 	start := time.Now()
 	for r := range n - 1 {
 		require.NoError(t, coll.AllReduce(comms[r], bufs[r].Send, bufs[r].Recv, count, gccl.Int32, gccl.Sum, bufs[r].S))

@@ -63,13 +63,7 @@ func TestStalledRankNamed(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			setPath(t, p.shmDisable, p.algo)
 			comms := makeComms(t, n, timeout)
-			bufs := make([]*Bufs, n)
-			for r, c := range comms {
-				b, err := NewBufs(c, 4*count, uint64(r))
-				require.NoError(t, err)
-				defer b.Free()
-				bufs[r] = b
-			}
+			bufs := makeBufs(t, comms, 4*count)
 			launch := func(r int) error {
 				return coll.AllReduce(comms[r], bufs[r].Send, bufs[r].Recv, count, gccl.Int32, gccl.Sum, bufs[r].S)
 			}
@@ -113,13 +107,7 @@ func TestStalledRankNamedSendRecv(t *testing.T) {
 		t.Run(map[string]string{"0": "shm", "1": "tcp"}[tr], func(t *testing.T) {
 			setPath(t, tr, "")
 			comms := makeComms(t, n, timeout)
-			bufs := make([]*Bufs, n)
-			for r, c := range comms {
-				b, err := NewBufs(c, 4*count, uint64(r))
-				require.NoError(t, err)
-				defer b.Free()
-				bufs[r] = b
-			}
+			bufs := makeBufs(t, comms, 4*count)
 			b0, b1 := bufs[0], bufs[1]
 			require.NoError(t, p2p.Recv(comms[0], b0.Recv, count, gccl.Int32, 1, b0.S))
 			require.NoError(t, p2p.Recv(comms[1], b1.Recv, count, gccl.Int32, 2, b1.S))
