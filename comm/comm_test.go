@@ -3,12 +3,12 @@ package comm
 import (
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,22 +18,11 @@ func testConfig(timeout time.Duration) *Config {
 	return &Config{Backend: device.Host, Timeout: timeout, Blocking: ptr(true)}
 }
 
-// parallel runs f for every rank in its own goroutine and returns the results.
-func parallel[T any](n int, f func(rank int) (T, error)) ([]T, []error) {
-	out, errs := make([]T, n), make([]error, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		wg.Go(func() { out[r], errs[r] = f(r) })
-	}
-	wg.Wait()
-	return out, errs
-}
-
 func makeComms(t *testing.T, n int) []*Comm {
 	t.Helper()
 	id, err := NewUniqueID()
 	require.NoError(t, err)
-	comms, errs := parallel(n, func(r int) (*Comm, error) { return InitRankConfig(n, id, r, testConfig(20*time.Second)) })
+	comms, errs := gccltest.Parallel(n, func(r int) (*Comm, error) { return InitRankConfig(n, id, r, testConfig(20*time.Second)) })
 	t.Cleanup(func() {
 		for _, c := range comms {
 			assert.NoError(t, c.Close())
@@ -58,7 +47,7 @@ func checkAllGather(t *testing.T, comms []*Comm) {
 		}
 		return b
 	}
-	got, errs := parallel(len(comms), func(r int) ([][]byte, error) {
+	got, errs := gccltest.Parallel(len(comms), func(r int) ([][]byte, error) {
 		return comms[r].bootstrap().AllGather(t.Context(), gen(comms[r].Rank()))
 	})
 	for r := range comms {
@@ -83,7 +72,7 @@ func TestInitFinalizeClose(t *testing.T) {
 				assert.NoError(t, c.AsyncError())
 			}
 			checkAllGather(t, comms)
-			_, errs := parallel(n, func(r int) (any, error) { return nil, comms[r].Finalize() })
+			_, errs := gccltest.Parallel(n, func(r int) (any, error) { return nil, comms[r].Finalize() })
 			for r, err := range errs {
 				require.NoError(t, err, "rank %d", r)
 			}
@@ -117,7 +106,7 @@ func TestSplit(t *testing.T) {
 	comms := makeComms(t, n)
 	for name, coloring := range colorings {
 		t.Run(name, func(t *testing.T) {
-			subs, errs := parallel(n, func(r int) (*Comm, error) { col, key := coloring(r); return comms[r].Split(col, key, nil) })
+			subs, errs := gccltest.Parallel(n, func(r int) (*Comm, error) { col, key := coloring(r); return comms[r].Split(col, key, nil) })
 			defer func() {
 				for _, s := range subs {
 					assert.NoError(t, s.Close())
@@ -163,7 +152,7 @@ func sortByKey(g []int, coloring func(int) (int, int)) {
 
 func TestSplitInvalidColor(t *testing.T) {
 	comms := makeComms(t, 3)
-	subs, errs := parallel(3, func(r int) (*Comm, error) {
+	subs, errs := gccltest.Parallel(3, func(r int) (*Comm, error) {
 		return comms[r].Split(map[bool]int{true: -5, false: 1}[r == 1], r, nil)
 	})
 	for r := range 3 {
@@ -213,7 +202,7 @@ func TestScalable(t *testing.T) {
 		ids[i], err = NewUniqueID()
 		require.NoError(t, err)
 	}
-	comms, errs := parallel(5, func(r int) (*Comm, error) { return InitRankScalable(5, r, ids, testConfig(20*time.Second)) })
+	comms, errs := gccltest.Parallel(5, func(r int) (*Comm, error) { return InitRankScalable(5, r, ids, testConfig(20*time.Second)) })
 	defer func() {
 		for _, c := range comms {
 			assert.NoError(t, c.Close())

@@ -10,6 +10,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -63,7 +64,7 @@ func gpuComms(t *testing.T, n int, use device.Device) []*Comm {
 	t.Helper()
 	id, err := NewUniqueID()
 	require.NoError(t, err)
-	comms, errs := parallel(n, func(r int) (*Comm, error) {
+	comms, errs := gccltest.Parallel(n, func(r int) (*Comm, error) {
 		return InitRankConfig(n, id, r, &Config{Backend: device.CUDA, UseDevice: use, Timeout: 20 * time.Second, Blocking: ptr(true)})
 	})
 	for r, err := range errs {
@@ -87,7 +88,7 @@ func TestCommClosesItsDevice(t *testing.T) {
 				require.NoError(t, err)
 			}
 			require.GreaterOrEqual(t, d.live.Load(), int32(n))
-			_, errs := parallel(n, func(r int) (any, error) {
+			_, errs := gccltest.Parallel(n, func(r int) (any, error) {
 				if abort {
 					return nil, comms[r].Abort()
 				}
@@ -119,7 +120,7 @@ func TestCommLeavesSuppliedDevice(t *testing.T) {
 	}
 	p, err := dev.Alloc(4096)
 	require.NoError(t, err)
-	_, errs := parallel(2, func(r int) (any, error) { return nil, comms[r].Close() })
+	_, errs := gccltest.Parallel(2, func(r int) (any, error) { return nil, comms[r].Close() })
 	for r, err := range errs {
 		require.NoError(t, err, "rank %d", r)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,7 +84,7 @@ func TestDuplicateRanks(t *testing.T) {
 	id, err := NewUniqueID()
 	require.NoError(t, err)
 	ranks := []int{0, 0}
-	comms, errs := parallel(2, func(i int) (*Comm, error) { return InitRankConfig(2, id, ranks[i], testConfig(10*time.Second)) })
+	comms, errs := gccltest.Parallel(2, func(i int) (*Comm, error) { return InitRankConfig(2, id, ranks[i], testConfig(10*time.Second)) })
 	for i := range 2 {
 		assert.Nil(t, comms[i])
 		assert.ErrorIs(t, errs[i], gccl.ErrInvalidArgument, "caller %d", i)
@@ -94,7 +95,7 @@ func TestMissingRankTimesOut(t *testing.T) {
 	id, err := NewUniqueID()
 	require.NoError(t, err)
 	start := time.Now()
-	_, errs := parallel(2, func(r int) (*Comm, error) { return InitRankConfig(3, id, r, testConfig(time.Second)) })
+	_, errs := gccltest.Parallel(2, func(r int) (*Comm, error) { return InitRankConfig(3, id, r, testConfig(time.Second)) })
 	assert.Less(t, time.Since(start), 3*time.Second)
 	for _, err := range errs {
 		require.ErrorIs(t, err, gccl.ErrTimeout)

@@ -4,22 +4,21 @@ import (
 	"context"
 	"time"
 
-	"github.com/gccl/gccl"
-
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/transport/internal/msg"
 	"github.com/gccl/gccl/transport/internal/shm"
 	"github.com/gccl/gccl/transport/topo"
 )
 
 // DescSize is the size of a message's descriptor.
-const DescSize = 24
+const DescSize = msg.DescSize
 
 // Desc is a message's descriptor: bytes the sender attaches to a message
 // and the receiver sees, with the message's length, before any of its
 // bytes. The transport carries it once per message and gives it no
 // meaning; the host backend says there which operation the message
 // belongs to (internal/engine/host/opdesc).
-type Desc = [DescSize]byte
+type Desc = msg.Desc
 
 // Conn is one direction of a connection to one peer: an ordered, reliable
 // sequence of messages, each a descriptor and zero or more bytes.
@@ -46,14 +45,7 @@ type Refuser interface{ Refusal() error }
 
 // Expect is the accept function of a Recv that takes a message of n
 // bytes, whatever its descriptor.
-func Expect(n int) func(Desc, int) error {
-	return func(_ Desc, got int) error {
-		if got != n {
-			return gccl.Errorf(gccl.InvalidUsage, "n", "received a message of %d bytes, want %d", got, n)
-		}
-		return nil
-	}
-}
+func Expect(n int) func(Desc, int) error { return msg.Expect(n) }
 
 // Config describes a rank's endpoint for one communicator. CommID, Secret and
 // Rank are required; every other zero field takes its default (from the

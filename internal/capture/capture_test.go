@@ -7,6 +7,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,12 +21,6 @@ func setup(t *testing.T) (*cudafake.Fake, gccl.Stream) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.StreamDestroy(s) })
 	return f, gccl.Stream(s)
-}
-
-func requireCode(t *testing.T, err error, code gccl.Result) {
-	t.Helper()
-	require.Error(t, err)
-	require.Equal(t, code, gccl.Code(err), "%v", err)
 }
 
 // counter counts release calls and lets a test wait for them.
@@ -74,11 +69,11 @@ func TestCapturing(t *testing.T) {
 	assert.Len(t, map[uint64]bool{ids[0]: true, ids[1]: true, ids[2]: true}, 3, "capture IDs are unique")
 
 	_, _, err = Capturing(nil, s)
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	_, _, err = Capturing(f, 12345)
-	requireCode(t, err, gccl.UnhandledCudaError)
+	gccltest.RequireCode(t, err, gccl.UnhandledCudaError)
 	_, _, err = Capturing(invalidated{f}, s)
-	requireCode(t, err, gccl.InvalidUsage)
+	gccltest.RequireCode(t, err, gccl.InvalidUsage)
 }
 
 type invalidated struct{ *cudafake.Fake }
@@ -137,11 +132,11 @@ func (refuse) GraphRetainUserObject(cuda.Graph, cuda.UserObject, int, bool) erro
 func TestRetainErrors(t *testing.T) {
 	f, s := setup(t)
 	_, err := Retain(f, s, nil)
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	require.NoError(t, f.StreamBeginCapture(cuda.Stream(s), cuda.CaptureModeGlobal))
 	c := make(counter, 1)
 	ok, err := Retain(refuse{f}, s, c.release)
-	requireCode(t, err, gccl.UnhandledCudaError)
+	gccltest.RequireCode(t, err, gccl.UnhandledCudaError)
 	assert.False(t, ok)
 	c.expect(t, 0) // the caller keeps its resource on error
 	g, err := f.StreamEndCapture(cuda.Stream(s))

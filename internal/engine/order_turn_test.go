@@ -2,11 +2,11 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,13 +30,6 @@ func (e *Engine) take() *Launch {
 // waitTurn is l.WaitTurn with no bound of the caller's.
 func waitTurn(l *Launch) error { return l.WaitTurn(context.Background()) }
 
-func requireCode(t *testing.T, err error, code gccl.Result) {
-	t.Helper()
-	var ge *gccl.Error
-	require.True(t, errors.As(err, &ge), "%T is not a *gccl.Error: %v", err, err)
-	require.Equal(t, code, ge.Code, "%v", err)
-}
-
 // TestWaitTurn: the served turn passes at once without allocating; a
 // later one waits for release, and otherwise ends with the timeout, the
 // engine's abort or its async error, each as its own typed error.
@@ -57,19 +50,19 @@ func TestWaitTurn(t *testing.T) {
 
 	short := turnEngine(30 * time.Millisecond)
 	short.order.take()
-	requireCode(t, waitTurn(short.take()), gccl.TimeoutError)
+	gccltest.RequireCode(t, waitTurn(short.take()), gccl.TimeoutError)
 
 	aborted := turnEngine(10 * time.Second)
 	aborted.order.take()
 	go func() { time.Sleep(20 * time.Millisecond); aborted.cancel() }()
 	start = time.Now()
-	requireCode(t, waitTurn(aborted.take()), gccl.RemoteError)
+	gccltest.RequireCode(t, waitTurn(aborted.take()), gccl.RemoteError)
 	assert.Less(t, time.Since(start), 5*time.Second)
 	// Already aborted: a new wait fails at once rather than after the timeout.
-	requireCode(t, waitTurn(aborted.take()), gccl.RemoteError)
+	gccltest.RequireCode(t, waitTurn(aborted.take()), gccl.RemoteError)
 
 	broken := turnEngine(10 * time.Second)
 	broken.order.take()
 	broken.setAsyncError(gccl.Errorf(gccl.SystemError, "x", "peer gone"))
-	requireCode(t, waitTurn(broken.take()), gccl.SystemError)
+	gccltest.RequireCode(t, waitTurn(broken.take()), gccl.SystemError)
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/nettest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,7 +92,7 @@ func TestFDPassServesWantedPeers(t *testing.T) {
 		return err != nil
 	})
 	_, err = Fetch(ctx, s.Name, s.Token)
-	requireCode(t, err, gccl.RemoteError)
+	gccltest.RequireCode(t, err, gccl.RemoteError)
 	assert.Equal(t, want, s.Fetches())
 }
 
@@ -107,7 +108,7 @@ func TestFDPassRefusesWrongToken(t *testing.T) {
 		bad := s.Token
 		bad[rng.IntN(TokenLen)] ^= byte(1 + rng.IntN(255))
 		fd, err := Fetch(ctx, s.Name, bad)
-		requireCode(t, err, gccl.RemoteError)
+		gccltest.RequireCode(t, err, gccl.RemoteError)
 		assert.Equal(t, -1, fd)
 	}
 	// A peer that connects and says nothing blocks no one.
@@ -122,9 +123,9 @@ func TestFDPassRefusesWrongToken(t *testing.T) {
 	assert.Equal(t, 1, s.Fetches())
 
 	_, err = Fetch(ctx, "relative/path", s.Token)
-	requireCode(t, err, gccl.RemoteError)
+	gccltest.RequireCode(t, err, gccl.RemoteError)
 	_, err = Fetch(ctx, "@", s.Token)
-	requireCode(t, err, gccl.RemoteError)
+	gccltest.RequireCode(t, err, gccl.RemoteError)
 }
 
 func TestFDPassHonoursDeadlines(t *testing.T) {
@@ -160,7 +161,7 @@ func TestFDPassHonoursDeadlines(t *testing.T) {
 	defer cancel2()
 	start = time.Now()
 	_, err = Fetch(short, mute.Addr().String(), s.Token)
-	requireCode(t, err, gccl.TimeoutError)
+	gccltest.RequireCode(t, err, gccl.TimeoutError)
 	assert.Less(t, time.Since(start), 2*time.Second)
 
 	done, cancel3 := context.WithCancel(context.Background())
@@ -172,7 +173,7 @@ func TestFDPassHonoursDeadlines(t *testing.T) {
 
 func TestFDPassBadArguments(t *testing.T) {
 	_, err := Serve(context.Background(), -1, 1)
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	var s *Server
 	s.Close()
 	s.Expect(3)
@@ -238,7 +239,7 @@ func TestFDPassServesNoMoreThanWanted(t *testing.T) {
 		s, err := Serve(ctx, int(f.Fd()), c.want)
 		require.NoError(t, err)
 		s.Expect(c.lowered)
-		fds, errs := onRanks(c.fetchers, func(int) (int, error) { return Fetch(ctx, s.Name, s.Token) })
+		fds, errs := gccltest.Parallel(c.fetchers, func(int) (int, error) { return Fetch(ctx, s.Name, s.Token) })
 		ok := 0
 		for i := range c.fetchers {
 			if errs[i] == nil {
@@ -246,7 +247,7 @@ func TestFDPassServesNoMoreThanWanted(t *testing.T) {
 				sameFile(t, rng, f, fds[i], 4096)
 				require.NoError(t, syscall.Close(fds[i]))
 			} else {
-				requireCode(t, errs[i], gccl.RemoteError)
+				gccltest.RequireCode(t, errs[i], gccl.RemoteError)
 			}
 		}
 		assert.Equal(t, c.lowered, ok, "%+v", c)

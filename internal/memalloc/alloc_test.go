@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/nettest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,7 +48,7 @@ func TestMemAllocRoundsAndAligns(t *testing.T) {
 		require.NoError(t, Free(p))
 		_, _, err = spy.MemGetAddressRange(p)
 		require.Error(t, err, "unmapped after MemFree")
-		requireCode(t, Free(p), gccl.InvalidUsage)
+		gccltest.RequireCode(t, Free(p), gccl.InvalidUsage)
 	}
 }
 
@@ -90,27 +91,27 @@ func TestMemAllocHost(t *testing.T) {
 func TestMemAllocMisuse(t *testing.T) {
 	c := hostDev(t)
 	_, err := Alloc(nil, 10)
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	_, err = Alloc(c, -1)
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	require.NoError(t, Free(0))
 	p, err := c.Alloc(64)
 	require.NoError(t, err)
-	requireCode(t, Free(p), gccl.InvalidArgument) // Device.Alloc memory, not MemAlloc's
+	gccltest.RequireCode(t, Free(p), gccl.InvalidArgument) // Device.Alloc memory, not MemAlloc's
 	require.NoError(t, c.Free(p))
 
 	q, err := Alloc(c, 4096)
 	require.NoError(t, err)
-	CountRegistered(q+100, 200, 1)             // a registration inside it
-	requireCode(t, Free(q), gccl.InvalidUsage) // still registered
+	CountRegistered(q+100, 200, 1)                      // a registration inside it
+	gccltest.RequireCode(t, Free(q), gccl.InvalidUsage) // still registered
 	CountRegistered(q+100, 200, -1)
 	require.NoError(t, Free(q))
-	requireCode(t, Free(q), gccl.InvalidUsage)
+	gccltest.RequireCode(t, Free(q), gccl.InvalidUsage)
 
 	// A GPU without VMM support.
 	spy := &noVMM{Fake: cudafake.New(cudafake.Config{})}
 	_, err = Alloc(gpuDev(t, spy, 0), 10)
-	requireCode(t, err, gccl.InvalidUsage)
+	gccltest.RequireCode(t, err, gccl.InvalidUsage)
 }
 
 type noVMM struct{ *cudafake.Fake }

@@ -1,12 +1,10 @@
 package memalloc
 
 import (
-	"errors"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
@@ -83,13 +81,4 @@ func gpuDev(t *testing.T, drv cuda.Driver, ordinal int) *device.CUDADevice {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.(*device.CUDADevice).Close() })
 	return d.(*device.CUDADevice)
-}
-
-// requireCode fails unless err is a *gccl.Error with the given code.
-func requireCode(t *testing.T, err error, code gccl.Result) {
-	t.Helper()
-	require.Error(t, err)
-	var ge *gccl.Error
-	require.True(t, errors.As(err, &ge), "%T is not a *gccl.Error: %v", err, err)
-	require.Equal(t, code, ge.Code, "%v", err)
 }

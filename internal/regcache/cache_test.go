@@ -1,6 +1,7 @@
 package regcache
 
 import (
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/memalloc"
 	"math/rand/v2"
 	"sync"
@@ -80,17 +81,17 @@ func TestRegisterSharesAndRefcounts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, a.Registration().Uses())
 	require.NoError(t, Deregister(a), "another handle keeps it alive")
-	requireCode(t, Deregister(a), gccl.InvalidUsage)
-	requireCode(t, Deregister(b), gccl.InvalidUsage) // last handle, in use
+	gccltest.RequireCode(t, Deregister(a), gccl.InvalidUsage)
+	gccltest.RequireCode(t, Deregister(b), gccl.InvalidUsage) // last handle, in use
 	_, _, ok := c.Lookup(p, 8192)
 	assert.True(t, ok, "a refused deregistration leaves it registered")
 	release()
 	release() // twice is harmless
 	assert.Equal(t, 0, b.Registration().Uses())
 	require.NoError(t, Deregister(b))
-	requireCode(t, Deregister(b), gccl.InvalidUsage)
+	gccltest.RequireCode(t, Deregister(b), gccl.InvalidUsage)
 	_, err = b.Registration().Acquire()
-	requireCode(t, err, gccl.InvalidUsage)
+	gccltest.RequireCode(t, err, gccl.InvalidUsage)
 }
 
 func TestRegisterMisuse(t *testing.T) {
@@ -111,11 +112,11 @@ func TestRegisterMisuse(t *testing.T) {
 	} {
 		h, err := call()
 		assert.Nil(t, h, name)
-		requireCode(t, err, gccl.InvalidArgument)
+		gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	}
-	requireCode(t, Deregister(nil), gccl.InvalidArgument)
+	gccltest.RequireCode(t, Deregister(nil), gccl.InvalidArgument)
 	_, err = (*Registration)(nil).Acquire()
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 }
 
 func TestRegisterDisabled(t *testing.T) {
@@ -130,9 +131,9 @@ func TestRegisterDisabled(t *testing.T) {
 	_, _, ok := c.Lookup(p, 1)
 	assert.False(t, ok)
 	_, err = c.Register(0, 4096)
-	requireCode(t, err, gccl.InvalidArgument) // arguments are still checked
+	gccltest.RequireCode(t, err, gccl.InvalidArgument) // arguments are still checked
 	require.NoError(t, Deregister(h))
-	requireCode(t, Deregister(h), gccl.InvalidUsage)
+	gccltest.RequireCode(t, Deregister(h), gccl.InvalidUsage)
 }
 
 func TestCloseReleasesAll(t *testing.T) {
@@ -149,7 +150,7 @@ func TestCloseReleasesAll(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 	for _, h := range hs {
-		requireCode(t, Deregister(h), gccl.InvalidUsage)
+		gccltest.RequireCode(t, Deregister(h), gccl.InvalidUsage)
 	}
 	_, _, ok := c.Lookup(p, 1)
 	assert.False(t, ok)
@@ -178,18 +179,18 @@ func TestRegisterGPUKinds(t *testing.T) {
 	assert.Equal(t, Legacy, hq.Registration().Kind)
 	assert.Equal(t, 16, hq.Registration().Offset())
 	_, err = c.Register(q+16, 10000)
-	requireCode(t, err, gccl.InvalidArgument) // past the allocation
+	gccltest.RequireCode(t, err, gccl.InvalidArgument) // past the allocation
 
 	// Memory of another GPU, and host memory, are refused.
 	other := gpuComm(t, f, 1)
 	o, err := other.dev.Alloc(100)
 	require.NoError(t, err)
 	_, err = c.Register(o, 100)
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	var hostp uintptr
 	require.NoError(t, g.Do(func() (err error) { hostp, err = f.MemHostAlloc(4096, 0); return err }))
 	_, err = c.Register(hostp, 100)
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	require.NoError(t, g.Do(func() error { return f.MemFreeHost(hostp) }))
 
 	require.NoError(t, Deregister(h))

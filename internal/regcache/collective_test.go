@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/gccl/gccl/internal/fdpass"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/memalloc"
 	"github.com/gccl/gccl/internal/nettest"
 	"math/rand/v2"
@@ -79,17 +80,6 @@ func fakeRanks(t *testing.T, n int) (cs []*Cache, nets []*rankNet) {
 	return cs, nets
 }
 
-// onRanks runs fn on every rank concurrently and returns their results.
-func onRanks[T any](n int, fn func(r int) (T, error)) ([]T, []error) {
-	out, errs := make([]T, n), make([]error, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		wg.Go(func() { out[r], errs[r] = fn(r) })
-	}
-	wg.Wait()
-	return out, errs
-}
-
 // TestRegisterCollectiveMapsPeers registers cudaMalloc and MemAlloc buffers of
 // different sizes and offsets on three ranks and checks that every rank
 // reads and writes every peer's buffer through Peers, with no copy.
@@ -109,7 +99,7 @@ func TestRegisterCollectiveMapsPeers(t *testing.T) {
 			defer func() { assert.NoError(t, free(base)) }()
 			ptrs[r], lens[r] = base+uintptr(16*rng.IntN(1000)), 1000+rng.IntN(50000)
 		}
-		hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
+		hs, errs := gccltest.Parallel(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
 		for r := range n {
 			require.NoError(t, errs[r], "rank %d", r)
 			reg := hs[r].Registration()
@@ -138,7 +128,7 @@ func TestRegisterCollectiveMapsPeers(t *testing.T) {
 		}
 		for r := range n {
 			require.NoError(t, Deregister(hs[r]))
-			requireCode(t, Deregister(hs[r]), gccl.InvalidUsage)
+			gccltest.RequireCode(t, Deregister(hs[r]), gccl.InvalidUsage)
 			assert.Empty(t, hs[r].Registration().mapped, "peers unmapped")
 		}
 	}
@@ -156,18 +146,18 @@ func TestRegisterCollectiveFailsTogether(t *testing.T) {
 		ptrs[r] = p
 	}
 	bad := []uintptr{ptrs[0], 0, ptrs[2]}
-	_, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(bad[r], 4096) })
-	requireCode(t, errs[1], gccl.InvalidArgument)
-	requireCode(t, errs[0], gccl.InvalidUsage)
-	requireCode(t, errs[2], gccl.InvalidUsage)
+	_, errs := gccltest.Parallel(n, func(r int) (*Handle, error) { return cs[r].Register(bad[r], 4096) })
+	gccltest.RequireCode(t, errs[1], gccl.InvalidArgument)
+	gccltest.RequireCode(t, errs[0], gccl.InvalidUsage)
+	gccltest.RequireCode(t, errs[2], gccl.InvalidUsage)
 	assert.Contains(t, errs[0].Error(), "rank 1")
 
 	past := []int{4096, 4096, 8192} // rank 2 runs past its allocation
-	_, errs = onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], past[r]) })
+	_, errs = gccltest.Parallel(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], past[r]) })
 	for r := range n {
 		require.Error(t, errs[r], "rank %d", r)
 	}
-	hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], 4096) })
+	hs, errs := gccltest.Parallel(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], 4096) })
 	for r := range n {
 		require.NoError(t, errs[r])
 		assert.Equal(t, uint64(3), hs[r].Registration().Seq, "failed calls count too")
@@ -200,6 +190,6 @@ func TestEntryRoundTripAndBounds(t *testing.T) {
 		{Registered: true, Kind: VMM, Size: 100, Len: 0},
 	} {
 		var d entry
-		requireCode(t, d.unmarshal(e.marshal()), gccl.RemoteError)
+		gccltest.RequireCode(t, d.unmarshal(e.marshal()), gccl.RemoteError)
 	}
 }

@@ -2,6 +2,7 @@ package regcache
 
 import (
 	"bytes"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/memalloc"
 	"github.com/gccl/gccl/internal/nettest"
 	"math/rand/v2"
@@ -63,7 +64,7 @@ func TestRegisterCollectiveAcrossProcesses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	ptrs, lens := vmmRanks(t, rng, cs)
 	before := openFDs(t)
-	hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
+	hs, errs := gccltest.Parallel(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
 	for r := range n {
 		require.NoError(t, errs[r], "rank %d", r)
 		require.Len(t, hs[r].Registration().Peers, n, "rank %d mapped its peers", r)
@@ -108,7 +109,7 @@ func TestRegisterCollectiveAcrossHostsStages(t *testing.T) {
 		legacy[r] = p
 	}
 	for _, bufs := range [][]uintptr{ptrs, legacy} {
-		hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(bufs[r], min(lens[r], 1<<16)) })
+		hs, errs := gccltest.Parallel(n, func(r int) (*Handle, error) { return cs[r].Register(bufs[r], min(lens[r], 1<<16)) })
 		for r := range n {
 			require.NoError(t, errs[r])
 			reg := hs[r].Registration()
@@ -138,7 +139,7 @@ func TestRegisterCollectiveUnreachableSocketStages(t *testing.T) {
 				spoil(e)
 			}
 		})
-		hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
+		hs, errs := gccltest.Parallel(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
 		for r := range n {
 			require.NoError(t, errs[r], "rank %d", r)
 			assert.Nil(t, hs[r].Registration().Peers, "rank %d stages", r)
@@ -147,7 +148,7 @@ func TestRegisterCollectiveUnreachableSocketStages(t *testing.T) {
 		}
 	}
 	asProcesses(t, nil)
-	hs, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
+	hs, errs := gccltest.Parallel(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
 	for r := range n {
 		require.NoError(t, errs[r])
 		assert.Len(t, hs[r].Registration().Peers, n)
@@ -168,12 +169,12 @@ func TestRegisterCollectiveImportFailureFailsTogether(t *testing.T) {
 			e.Size += 1 << 20 // larger than the memory behind the descriptor
 		}
 	})
-	_, errs := onRanks(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
+	_, errs := gccltest.Parallel(n, func(r int) (*Handle, error) { return cs[r].Register(ptrs[r], lens[r]) })
 	for r := range n {
 		require.Error(t, errs[r], "rank %d", r)
 		var ge *gccl.Error
 		require.ErrorAs(t, errs[r], &ge)
 		assert.Contains(t, errs[r].Error(), "rank 0")
 	}
-	requireCode(t, errs[0], gccl.InvalidUsage) // rank 0 learns it from rank 1's verdict
+	gccltest.RequireCode(t, errs[0], gccl.InvalidUsage) // rank 0 learns it from rank 1's verdict
 }

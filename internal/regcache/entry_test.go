@@ -2,6 +2,7 @@ package regcache
 
 import (
 	"github.com/gccl/gccl/internal/fdpass"
+	"github.com/gccl/gccl/internal/gccltest"
 	"strings"
 	"testing"
 
@@ -20,10 +21,10 @@ func TestEntryBoundsSocket(t *testing.T) {
 	b := entry{Registered: true, Kind: VMM, Size: 100, Len: 100, Sock: "@x"}.marshal()
 	b[156] = fdpass.MaxName + 1 // claim a longer name than allowed
 	b = append(b, make([]byte, fdpass.MaxName-1)...)
-	requireCode(t, d.unmarshal(b), gccl.RemoteError)
+	gccltest.RequireCode(t, d.unmarshal(b), gccl.RemoteError)
 	b = entry{Registered: true, Kind: VMM, Size: 100, Len: 100}.marshal()
 	b[22] = 4 // an unknown flag
-	requireCode(t, d.unmarshal(b), gccl.RemoteError)
+	gccltest.RequireCode(t, d.unmarshal(b), gccl.RemoteError)
 }
 
 // FuzzEntryUnmarshal: no input panics, errors are typed, and what decodes
@@ -35,7 +36,7 @@ func FuzzEntryUnmarshal(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var e entry
 		if err := e.unmarshal(b); err != nil {
-			requireCode(t, err, gccl.RemoteError)
+			gccltest.RequireCode(t, err, gccl.RemoteError)
 			return
 		}
 		require.Equal(t, b, e.marshal())

@@ -2,6 +2,7 @@ package regcache
 
 import (
 	"bytes"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/memalloc"
 	"github.com/gccl/gccl/internal/nettest"
 	"math/rand/v2"
@@ -74,17 +75,17 @@ func TestImportMisuse(t *testing.T) {
 	h := hostComm(t)
 	g, _ := fakeComm(t)
 	_, err := mapShared(nil, shareDesc{Kind: Host, Size: 10, Len: 1})
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	_, err = mapShared(h.dev, shareDesc{Kind: Host, Size: 10, Offset: 5, Len: 6})
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	_, err = mapShared(g.dev, shareDesc{Kind: Host, Size: 10, Len: 1})
-	requireCode(t, err, gccl.InvalidUsage) // backends differ
+	gccltest.RequireCode(t, err, gccl.InvalidUsage) // backends differ
 	_, err = mapShared(h.dev, shareDesc{Kind: VMM, Size: 10, Len: 1})
-	requireCode(t, err, gccl.InvalidUsage)
+	gccltest.RequireCode(t, err, gccl.InvalidUsage)
 	_, err = mapShared(h.dev, shareDesc{Kind: Host, Size: 10, Len: 1, Region: "/etc/passwd"})
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	_, err = (*Registration)(nil).share()
-	requireCode(t, err, gccl.InvalidArgument)
+	gccltest.RequireCode(t, err, gccl.InvalidArgument)
 	require.NoError(t, (*mappedPeer)(nil).Close())
 	_ = device.Host
 }

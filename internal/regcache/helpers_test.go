@@ -1,11 +1,9 @@
 package regcache
 
 import (
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
@@ -51,15 +49,6 @@ func gpuRank(t *testing.T, drv cuda.Driver, ordinal int, o Owner) *Cache {
 func fakeComm(t *testing.T) (*Cache, *cudafake.Fake) {
 	f := cudafake.New(cudafake.Config{Devices: 2, MemBytes: 256 << 20})
 	return gpuComm(t, f, 0), f
-}
-
-// requireCode fails unless err is a *gccl.Error with the given code.
-func requireCode(t *testing.T, err error, code gccl.Result) {
-	t.Helper()
-	require.Error(t, err)
-	var ge *gccl.Error
-	require.True(t, errors.As(err, &ge), "%T is not a *gccl.Error: %v", err, err)
-	require.Equal(t, code, ge.Code, "%v", err)
 }
 
 // setEnv sets a variable for one test and reloads the settings.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/coll"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -42,7 +43,7 @@ func TestAbortWhileBlockedInAllReduce(t *testing.T) {
 
 	start := time.Now()
 	abortTimes := make([]time.Duration, n)
-	_, errs := Parallel(n, func(r int) (struct{}, error) {
+	_, errs := gccltest.Parallel(n, func(r int) (struct{}, error) {
 		t0 := time.Now()
 		err := comms[r].Abort()
 		abortTimes[r] = time.Since(t0)

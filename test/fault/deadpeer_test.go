@@ -7,6 +7,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,13 +45,7 @@ func TestDeadPeer(t *testing.T) {
 func deadPeer(t *testing.T, w Workload, timeout time.Duration) {
 	const n, count = 4, 1 << 20 // 4 MiB per buffer: long enough to be cut in the middle
 	comms := makeComms(t, n, timeout)
-	bufs := make([]*Bufs, n)
-	for r, c := range comms {
-		b, err := NewBufs(c, 4*count, uint64(r))
-		require.NoError(t, err)
-		defer b.Free()
-		bufs[r] = b
-	}
+	bufs := makeBufs(t, comms, 4*count)
 	victim := n - 1
 	for r, c := range comms {
 		require.NoError(t, w.Launch(c, bufs[r], count), "launching on rank %d", r)
@@ -59,7 +54,7 @@ func deadPeer(t *testing.T, w Workload, timeout time.Duration) {
 	died := time.Now()
 	require.NoError(t, comms[victim].Abort())
 
-	took, errs := Parallel(n-1, func(r int) (time.Duration, error) {
+	took, errs := gccltest.Parallel(n-1, func(r int) (time.Duration, error) {
 		err := bufs[r].Dev.Synchronize(bufs[r].S)
 		if err == nil {
 			// This rank's share finished before the victim died (it need

@@ -10,6 +10,7 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/p2p"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,14 +47,8 @@ func TestDisagreements(t *testing.T) {
 func disagree(t *testing.T, d Disagreement) {
 	const n = 2
 	comms := makeComms(t, n, 2*time.Second)
-	bufs := make([]*Bufs, n)
-	for r, c := range comms {
-		b, err := NewBufs(c, DisagreeBytes, uint64(r))
-		require.NoError(t, err)
-		t.Cleanup(b.Free)
-		bufs[r] = b
-	}
-	_, errs := Parallel(n, func(r int) (struct{}, error) {
+	bufs := makeBufs(t, comms, DisagreeBytes)
+	_, errs := gccltest.Parallel(n, func(r int) (struct{}, error) {
 		err := d.Calls(r, comms[r], bufs[r])
 		if err == nil {
 			err = bufs[r].Dev.Synchronize(bufs[r].S)
@@ -88,7 +83,7 @@ func disagree(t *testing.T, d Disagreement) {
 // returns each rank's first error.
 func noStaleBytes(t *testing.T, comms []*comm.Comm, bufs []*Bufs) []error {
 	const count = 256
-	_, errs := Parallel(len(comms), func(r int) (struct{}, error) {
+	_, errs := gccltest.Parallel(len(comms), func(r int) (struct{}, error) {
 		b := bufs[r]
 		in := make([]byte, 4*count)
 		for i := range count {

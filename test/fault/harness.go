@@ -6,24 +6,12 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/gccltest"
 )
-
-// Parallel runs f for ranks 0..n-1, each in its own goroutine, and returns
-// the results.
-func Parallel[T any](n int, f func(rank int) (T, error)) ([]T, []error) {
-	out, errs := make([]T, n), make([]error, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		wg.Go(func() { out[r], errs[r] = f(r) })
-	}
-	wg.Wait()
-	return out, errs
-}
 
 // NewComms creates an n-rank blocking host communicator in this process,
 // one goroutine per rank, with the given deadline. On failure it aborts the
@@ -35,7 +23,7 @@ func NewComms(n int, timeout time.Duration, name string) ([]*comm.Comm, error) {
 	}
 	blocking := true
 	cfg := &comm.Config{Backend: device.Host, Timeout: timeout, Blocking: &blocking, Name: name}
-	comms, errs := Parallel(n, func(r int) (*comm.Comm, error) { return comm.InitRankConfig(n, id, r, cfg) })
+	comms, errs := gccltest.Parallel(n, func(r int) (*comm.Comm, error) { return comm.InitRankConfig(n, id, r, cfg) })
 	if err := errors.Join(errs...); err != nil {
 		for _, c := range comms {
 			_ = c.Abort()

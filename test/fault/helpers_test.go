@@ -23,6 +23,20 @@ func makeComms(t *testing.T, n int, timeout time.Duration) []*comm.Comm {
 	return comms
 }
 
+// makeBufs allocates send and recv buffers of size bytes on every comm's
+// device (rank r's seeded with r), freed after the test.
+func makeBufs(t *testing.T, comms []*comm.Comm, size int) []*Bufs {
+	t.Helper()
+	bufs := make([]*Bufs, len(comms))
+	for r, c := range comms {
+		b, err := NewBufs(c, size, uint64(r))
+		require.NoError(t, err)
+		t.Cleanup(b.Free)
+		bufs[r] = b
+	}
+	return bufs
+}
+
 // countResources counts resources after making sure the process's root
 // listener exists (it lives as long as the process).
 func countResources(t *testing.T) Resources {

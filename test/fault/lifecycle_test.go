@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/reduce"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,7 +24,7 @@ func TestInitMissingRankTimesOut(t *testing.T) {
 	blocking := true
 	cfg := &comm.Config{Backend: device.Host, Timeout: timeout, Blocking: &blocking}
 	start := time.Now()
-	comms, errs := Parallel(3, func(r int) (*comm.Comm, error) { return comm.InitRankConfig(4, id, r, cfg) })
+	comms, errs := gccltest.Parallel(3, func(r int) (*comm.Comm, error) { return comm.InitRankConfig(4, id, r, cfg) })
 	took := time.Since(start)
 	for r := range 3 {
 		assert.Nil(t, comms[r])
@@ -40,18 +41,12 @@ func TestInitMissingRankTimesOut(t *testing.T) {
 func TestOperationTimesOut(t *testing.T) {
 	const n, count, timeout = 4, 1024, time.Second
 	comms := makeComms(t, n, timeout)
-	bufs := make([]*Bufs, n)
-	for r, c := range comms {
-		b, err := NewBufs(c, 4*count, uint64(r))
-		require.NoError(t, err)
-		defer b.Free()
-		bufs[r] = b
-	}
+	bufs := makeBufs(t, comms, 4*count)
 	start := time.Now()
 	for r := range n - 1 {
 		require.NoError(t, coll.AllReduce(comms[r], bufs[r].Send, bufs[r].Recv, count, gccl.Int32, gccl.Sum, bufs[r].S))
 	}
-	took, errs := Parallel(n-1, func(r int) (time.Duration, error) {
+	took, errs := gccltest.Parallel(n-1, func(r int) (time.Duration, error) {
 		err := bufs[r].Dev.Synchronize(bufs[r].S)
 		return time.Since(start), err
 	})
@@ -109,7 +104,7 @@ func TestFinalizeFlushes(t *testing.T) {
 		require.NoError(t, b.Dev.CopyOut(inputs[r], b.Send))
 	}
 	want := reduce.Reference(inputs, gccl.Int32, gccl.Sum, 0)
-	_, errs := Parallel(n, func(r int) (struct{}, error) { return struct{}{}, comms[r].Finalize() })
+	_, errs := gccltest.Parallel(n, func(r int) (struct{}, error) { return struct{}{}, comms[r].Finalize() })
 	for r := range n {
 		require.NoError(t, errs[r], "Finalize of rank %d", r)
 		done, err := bufs[r].Dev.Query(bufs[r].S)

@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/p2p"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,17 +63,11 @@ func TestStalledRankNamed(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			setPath(t, p.shmDisable, p.algo)
 			comms := makeComms(t, n, timeout)
-			bufs := make([]*Bufs, n)
-			for r, c := range comms {
-				b, err := NewBufs(c, 4*count, uint64(r))
-				require.NoError(t, err)
-				defer b.Free()
-				bufs[r] = b
-			}
+			bufs := makeBufs(t, comms, 4*count)
 			launch := func(r int) error {
 				return coll.AllReduce(comms[r], bufs[r].Send, bufs[r].Recv, count, gccl.Int32, gccl.Sum, bufs[r].S)
 			}
-			_, errs := Parallel(n, func(r int) (struct{}, error) {
+			_, errs := gccltest.Parallel(n, func(r int) (struct{}, error) {
 				if err := launch(r); err != nil {
 					return struct{}{}, err
 				}
@@ -82,7 +77,7 @@ func TestStalledRankNamed(t *testing.T) {
 				require.NoError(t, errs[r], "warm-up on rank %d", r)
 			}
 			start := time.Now()
-			_, errs = Parallel(n, func(r int) (struct{}, error) {
+			_, errs = gccltest.Parallel(n, func(r int) (struct{}, error) {
 				if r == stalled {
 					return struct{}{}, nil
 				}
@@ -112,18 +107,12 @@ func TestStalledRankNamedSendRecv(t *testing.T) {
 		t.Run(map[string]string{"0": "shm", "1": "tcp"}[tr], func(t *testing.T) {
 			setPath(t, tr, "")
 			comms := makeComms(t, n, timeout)
-			bufs := make([]*Bufs, n)
-			for r, c := range comms {
-				b, err := NewBufs(c, 4*count, uint64(r))
-				require.NoError(t, err)
-				defer b.Free()
-				bufs[r] = b
-			}
+			bufs := makeBufs(t, comms, 4*count)
 			b0, b1 := bufs[0], bufs[1]
 			require.NoError(t, p2p.Recv(comms[0], b0.Recv, count, gccl.Int32, 1, b0.S))
 			require.NoError(t, p2p.Recv(comms[1], b1.Recv, count, gccl.Int32, 2, b1.S))
 			require.NoError(t, p2p.Send(comms[1], b1.Send, count, gccl.Int32, 0, b1.S))
-			_, errs := Parallel(2, func(r int) (struct{}, error) { return struct{}{}, bufs[r].Dev.Synchronize(bufs[r].S) })
+			_, errs := gccltest.Parallel(2, func(r int) (struct{}, error) { return struct{}{}, bufs[r].Dev.Synchronize(bufs[r].S) })
 			assertNames(t, comms[0], errs[0], "rank 2")
 			assertNames(t, comms[1], errs[1], "rank 2")
 		})

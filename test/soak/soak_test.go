@@ -12,7 +12,7 @@ import (
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/group"
-	"github.com/gccl/gccl/test/fault"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/test/harness"
 	"github.com/stretchr/testify/require"
 )
@@ -206,7 +206,7 @@ func run(t *testing.T, seed uint64) {
 	for _, r := range ranks {
 		require.NoError(t, r.c.AsyncError())
 	}
-	_, errs := fault.Parallel(n, func(i int) (struct{}, error) { return struct{}{}, comms[i].Finalize() })
+	_, errs := gccltest.Parallel(n, func(i int) (struct{}, error) { return struct{}{}, comms[i].Finalize() })
 	for i, err := range errs {
 		require.NoError(t, err, "Finalize of rank %d", i)
 	}

@@ -343,7 +343,7 @@ func TestGroupOneCommSeveralStreams(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = x.d.DestroyStream(s2) })
 		second[r], streams[r] = s2, []gccl.Stream{s2, x.s}
-		opens[r] = gate(t, x.f, x.d, s2) // the other stream's earlier work
+		opens[r] = enginetest.Gate(t, x.f, x.d, s2) // the other stream's earlier work
 		ar, out := g.allReduce(r, 20, count, x.s)
 		ops := []engine.Op{ar, g.send(r, (r+1)%n, 21, count, s2), g.recv(r, (r+n-1)%n, 21, count, x.s)}
 		require.NoError(t, engine.LaunchGroup([]engine.Work{{Engine: es[r], Ops: ops}}), "rank %d", r)

@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
-	"sync/atomic"
 	"testing"
-	"unsafe"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/algo/gpuplan"
-	"github.com/gccl/gccl/internal/cuda"
-	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
 	"github.com/gccl/gccl/internal/regcache"
 	"github.com/gccl/gccl/kernels"
@@ -199,29 +195,7 @@ func registerSizes(t *testing.T, rs []*regRank, ptrs []uintptr, sizes []int) []*
 // gate makes the streams wait (cuStreamWaitValue32) until open is
 // called, so the ops enqueued on them meanwhile stay in flight.
 func (x *regRank) gate(t *testing.T, ss ...gccl.Stream) (open func()) {
-	return gate(t, x.f, x.d, ss...)
-}
-
-// gate makes streams ss of d, a device on fake f, wait until open is called.
-func gate(t *testing.T, f *cudafake.Fake, d *device.CUDADevice, ss ...gccl.Stream) (open func()) {
-	var w uintptr
-	require.NoError(t, d.Do(func() (err error) {
-		w, err = f.MemHostAlloc(64, cuda.HostAllocDeviceMap)
-		return err
-	}))
-	open = func() { atomic.StoreUint32((*uint32)(unsafe.Pointer(unsafe.SliceData(device.HostBytes(w, 4)))), 1) }
-	t.Cleanup(func() {
-		// Opened (again: it is idempotent) and drained before the word goes.
-		open()
-		for _, s := range ss {
-			_ = d.Synchronize(s) // a test may have destroyed it, or broken it on purpose
-		}
-		assert.NoError(t, f.MemFreeHost(w))
-	})
-	for _, s := range ss {
-		require.NoError(t, f.StreamWaitValue32(cuda.Stream(s), w, 1, cuda.WaitValueGEQ))
-	}
-	return open
+	return enginetest.Gate(t, x.f, x.d, ss...)
 }
 
 // gather launches a 16-element all-gather on x's registered chunk at

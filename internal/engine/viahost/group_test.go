@@ -4,17 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
-	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
-	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -105,7 +103,7 @@ func TestViaHostSeveralStreams(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = d.DestroyStream(s2) })
 		second[r] = s2
-		opens[r] = gate(t, fakes[r], d, s2)
+		opens[r] = enginetest.Gate(t, fakes[r], d, s2)
 		_, in := randInt32s(3, r, count)
 		out, got := devBuf(t, d, poison), devBuf(t, d, poison)
 		recvs[r] = got
@@ -151,25 +149,4 @@ func read(t *testing.T, d *device.CUDADevice, p uintptr, n int) []byte {
 	b := make([]byte, n)
 	require.NoError(t, d.CopyOut(b, p))
 	return b
-}
-
-// gate makes streams ss of d, a device on fake f, wait until open is called.
-func gate(t *testing.T, f *cudafake.Fake, d *device.CUDADevice, ss ...gccl.Stream) (open func()) {
-	var w uintptr
-	require.NoError(t, d.Do(func() (err error) {
-		w, err = f.MemHostAlloc(64, cuda.HostAllocDeviceMap)
-		return err
-	}))
-	open = func() { atomic.StoreUint32((*uint32)(unsafe.Pointer(unsafe.SliceData(device.HostBytes(w, 4)))), 1) }
-	t.Cleanup(func() {
-		open()
-		for _, s := range ss {
-			_ = d.Synchronize(s)
-		}
-		assert.NoError(t, f.MemFreeHost(w))
-	})
-	for _, s := range ss {
-		require.NoError(t, f.StreamWaitValue32(cuda.Stream(s), w, 1, cuda.WaitValueGEQ))
-	}
-	return open
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/transport/internal/msg"
 )
 
 // Frame header layout: magic, payload length, sequence number, payload
@@ -16,7 +17,6 @@ const (
 	frameMagic  = 0x32464347 // "GCF2" little-endian
 	HeaderSize  = 64
 	hdrCRCStart = 60 // bytes [0,60) are covered by the header CRC at [60,64)
-	descSize    = 24
 
 	flagFirst = 1 // the first frame of a message: msgLen and desc are set
 	flagFail  = 2 // a failure record: the payload is the error's message, code its code
@@ -37,9 +37,9 @@ type header struct {
 	seq    uint64
 	crc    uint32 // CRC32C of the payload
 	flags  uint32
-	msgLen uint64         // flagFirst: the message's length
-	desc   [descSize]byte // flagFirst: the message's descriptor
-	code   uint32         // flagFail: the error's code
+	msgLen uint64   // flagFirst: the message's length
+	desc   msg.Desc // flagFirst: the message's descriptor
+	code   uint32   // flagFail: the error's code
 }
 
 // put writes h into b[:HeaderSize].
@@ -51,7 +51,7 @@ func (h header) put(b []byte) {
 	le.PutUint32(b[16:], h.crc)
 	le.PutUint32(b[20:], h.flags)
 	le.PutUint64(b[24:], h.msgLen)
-	copy(b[32:32+descSize], h.desc[:])
+	copy(b[32:32+msg.DescSize], h.desc[:])
 	le.PutUint32(b[56:], h.code)
 	le.PutUint32(b[hdrCRCStart:], crc32.Checksum(b[:hdrCRCStart], castagnoli))
 }
@@ -76,7 +76,7 @@ func parseHeader(b []byte, wantSeq uint64) (header, error) {
 		crc:    le.Uint32(b[16:]),
 		flags:  le.Uint32(b[20:]),
 		msgLen: le.Uint64(b[24:]),
-		desc:   [descSize]byte(b[32 : 32+descSize]),
+		desc:   msg.Desc(b[32 : 32+msg.DescSize]),
 		code:   le.Uint32(b[56:]),
 	}
 	switch {

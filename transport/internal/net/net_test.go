@@ -10,6 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/nettest"
+	"github.com/gccl/gccl/transport/internal/msg"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,7 +47,7 @@ func TestStreamOverSockets(t *testing.T) {
 		}()
 		got := make([]byte, 0, len(want))
 		for i, m := range msgs {
-			require.NoError(t, r.Recv(ctx, func(d [descSize]byte, n int) error {
+			require.NoError(t, r.Recv(ctx, func(d msg.Desc, n int) error {
 				require.Equal(t, descOf(i), d)
 				require.Equal(t, len(m), n)
 				return nil
@@ -62,12 +63,12 @@ func TestRecvDeadlineKeepsStream(t *testing.T) {
 	s, r := pair(t, 2, 64)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	require.ErrorIs(t, r.Recv(ctx, expect(1), func([]byte) error { return nil }), gccl.ErrTimeout)
-	msg := nettest.RandBytes(rand.New(rand.NewPCG(2, 2)), 300)
-	require.NoError(t, s.Send(context.Background(), d0, msg))
+	require.ErrorIs(t, r.Recv(ctx, msg.Expect(1), func([]byte) error { return nil }), gccl.ErrTimeout)
+	payload := nettest.RandBytes(rand.New(rand.NewPCG(2, 2)), 300)
+	require.NoError(t, s.Send(context.Background(), d0, payload))
 	var got []byte
-	require.NoError(t, r.Recv(context.Background(), expect(300), func(p []byte) error { got = append(got, p...); return nil }))
-	require.Equal(t, msg, got)
+	require.NoError(t, r.Recv(context.Background(), msg.Expect(300), func(p []byte) error { got = append(got, p...); return nil }))
+	require.Equal(t, payload, got)
 }
 
 func TestSendDeadline(t *testing.T) {
@@ -85,9 +86,9 @@ func TestPeerCloseAndTruncation(t *testing.T) {
 	require.NoError(t, s.Send(context.Background(), d0, []byte("abc")))
 	require.NoError(t, s.Close())
 	var got []byte
-	require.NoError(t, r.Recv(context.Background(), expect(3), func(p []byte) error { got = append(got, p...); return nil }))
+	require.NoError(t, r.Recv(context.Background(), msg.Expect(3), func(p []byte) error { got = append(got, p...); return nil }))
 	require.Equal(t, "abc", string(got))
-	require.ErrorIs(t, r.Recv(context.Background(), expect(1), func([]byte) error { return nil }), gccl.ErrRemote)
+	require.ErrorIs(t, r.Recv(context.Background(), msg.Expect(1), func([]byte) error { return nil }), gccl.ErrRemote)
 
 	// Half a frame, then close.
 	out, in := nettest.TCPPairs(t, 1)
@@ -99,7 +100,7 @@ func TestPeerCloseAndTruncation(t *testing.T) {
 	_, err = out[0].Write(append(hdr[:], make([]byte, 40)...))
 	require.NoError(t, err)
 	out[0].Close()
-	err = r2.Recv(context.Background(), expect(100), func([]byte) error { t.Error("truncated data delivered"); return nil })
+	err = r2.Recv(context.Background(), msg.Expect(100), func([]byte) error { t.Error("truncated data delivered"); return nil })
 	require.ErrorIs(t, err, gccl.ErrRemote)
 	require.Contains(t, err.Error(), "truncated")
 }
@@ -107,7 +108,7 @@ func TestPeerCloseAndTruncation(t *testing.T) {
 func TestCloseUnblocksAndRejects(t *testing.T) {
 	s, r := pair(t, 2, 64)
 	errc := make(chan error, 1)
-	go func() { errc <- r.Recv(context.Background(), expect(1), func([]byte) error { return nil }) }()
+	go func() { errc <- r.Recv(context.Background(), msg.Expect(1), func([]byte) error { return nil }) }()
 	time.Sleep(10 * time.Millisecond)
 	require.NoError(t, r.Close())
 	require.ErrorIs(t, <-errc, gccl.ErrInvalidUsage)
@@ -198,7 +199,7 @@ func FuzzReceiver(f *testing.F) {
 		for {
 			var got []byte
 			n := 0
-			err := r.Recv(ctx, func(_ [descSize]byte, m int) error { n = m; return nil },
+			err := r.Recv(ctx, func(_ msg.Desc, m int) error { n = m; return nil },
 				func(p []byte) error { got = append(got, p...); return nil })
 			if err != nil {
 				require.NotEqual(t, gccl.Success, gccl.Code(err), "unexpected %v", err)
@@ -209,24 +210,14 @@ func FuzzReceiver(f *testing.F) {
 	})
 }
 
-var d0 [descSize]byte
+var d0 msg.Desc
 
 // descOf is a descriptor telling message i apart.
-func descOf(i int) (d [descSize]byte) {
+func descOf(i int) (d msg.Desc) {
 	for k := range d {
 		d[k] = byte(i + k)
 	}
 	return d
-}
-
-// expect accepts a message of n bytes.
-func expect(n int) func([descSize]byte, int) error {
-	return func(_ [descSize]byte, got int) error {
-		if got != n {
-			return gccl.Errorf(gccl.InvalidUsage, "n", "message of %d bytes, want %d", got, n)
-		}
-		return nil
-	}
 }
 
 // TestRefusedMessage: a receiver that refuses a message and Fails tells
@@ -236,7 +227,7 @@ func TestRefusedMessage(t *testing.T) {
 	s, r := pair(t, 2, 64)
 	ctx := context.Background()
 	require.NoError(t, s.Send(ctx, descOf(1), make([]byte, 100)))
-	err := r.Recv(ctx, expect(50), func([]byte) error { t.Fatal("a refused message must not be consumed"); return nil })
+	err := r.Recv(ctx, msg.Expect(50), func([]byte) error { t.Fatal("a refused message must not be consumed"); return nil })
 	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
 	r.Fail(err)
 	require.Eventually(t, func() bool { return s.Refusal() != nil }, 5*time.Second, time.Millisecond)
@@ -247,8 +238,8 @@ func TestRefusedMessage(t *testing.T) {
 	s2, r2 := pair(t, 3, 64)
 	require.NoError(t, s2.Send(ctx, descOf(1), make([]byte, 200)))
 	s2.Fail(gccl.Errorf(gccl.RemoteError, "op", "rank 3 failed"))
-	require.NoError(t, r2.Recv(ctx, expect(200), func([]byte) error { return nil }))
-	err = r2.Recv(ctx, expect(1), func([]byte) error { return nil })
+	require.NoError(t, r2.Recv(ctx, msg.Expect(200), func([]byte) error { return nil }))
+	err = r2.Recv(ctx, msg.Expect(1), func([]byte) error { return nil })
 	require.ErrorIs(t, err, gccl.ErrRemote)
 	require.Contains(t, err.Error(), "rank 3 failed")
 }

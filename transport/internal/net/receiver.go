@@ -12,6 +12,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/wait"
+	"github.com/gccl/gccl/transport/internal/msg"
 )
 
 // readAhead is how many verified frames each socket's reader may queue.
@@ -119,7 +120,7 @@ func (r *Receiver) readErr(err error, what string) error {
 // consume ends Recv and is returned as is, and so is every later call's
 // (the rest of the message is not read). A deadline before the message
 // began leaves the stream intact: a later Recv takes the message.
-func (r *Receiver) Recv(ctx context.Context, accept func(d [descSize]byte, n int) error, consume func(piece []byte) error) error {
+func (r *Receiver) Recv(ctx context.Context, accept func(d msg.Desc, n int) error, consume func(piece []byte) error) error {
 	if r.closed.Load() {
 		return errClosed
 	}
@@ -242,7 +243,7 @@ func (r *Receiver) Fail(err error) {
 }
 
 // Send is not supported on the receiving end.
-func (r *Receiver) Send(context.Context, [descSize]byte, []byte) error {
+func (r *Receiver) Send(context.Context, msg.Desc, []byte) error {
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Send on the receiving end of a socket connection")
 }
 

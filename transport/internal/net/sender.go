@@ -13,6 +13,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/wait"
+	"github.com/gccl/gccl/transport/internal/msg"
 )
 
 // Options tunes a connection. The zero value selects the defaults.
@@ -97,7 +98,7 @@ func (s *Sender) Refusal() error {
 // Send writes one message, descriptor d and p, as frames spread over the
 // sockets (one frame when p is empty); it returns once every frame was
 // handed to the kernel, so p may be reused.
-func (s *Sender) Send(ctx context.Context, d [descSize]byte, p []byte) error {
+func (s *Sender) Send(ctx context.Context, d msg.Desc, p []byte) error {
 	if s.closed.Load() {
 		return errClosed
 	}
@@ -150,7 +151,7 @@ func (s *Sender) Fail(err error) {
 }
 
 // writeAll writes the chunks of p, socket by socket in parallel.
-func (s *Sender) writeAll(d [descSize]byte, p []byte, nchunks int) error {
+func (s *Sender) writeAll(d msg.Desc, p []byte, nchunks int) error {
 	n := min(len(s.socks), nchunks)
 	if n == 1 {
 		return s.writeSock(d, p, nchunks, 0, 1)
@@ -168,7 +169,7 @@ func (s *Sender) writeAll(d [descSize]byte, p []byte, nchunks int) error {
 // writeSock writes chunks first, first+step, ... of p. Chunk j carries
 // sequence number s.seq+j and goes to socket (s.seq+j) mod len(socks);
 // chunk 0 carries the message's length and descriptor d.
-func (s *Sender) writeSock(d [descSize]byte, p []byte, nchunks, first, step int) error {
+func (s *Sender) writeSock(d msg.Desc, p []byte, nchunks, first, step int) error {
 	var hdr [HeaderSize]byte
 	for j := first; j < nchunks; j += step {
 		payload := p[j*s.chunk : min(len(p), (j+1)*s.chunk)]
@@ -207,7 +208,7 @@ func (s *Sender) classify(ctx context.Context, deadline time.Time, err error) er
 }
 
 // Recv is not supported on the sending end.
-func (s *Sender) Recv(context.Context, func([descSize]byte, int) error, func([]byte) error) error {
+func (s *Sender) Recv(context.Context, func(msg.Desc, int) error, func([]byte) error) error {
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Recv on the sending end of a socket connection")
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/wait"
+	"github.com/gccl/gccl/transport/internal/msg"
 )
 
 // Options sets the geometry of a ring and the default deadline. The zero
@@ -141,7 +142,7 @@ func Create(path string, o Options) (*Sender, error) {
 // Send copies one message, descriptor d and p, into the ring: its first
 // slot carries d and the message's length (even when p is empty). It
 // returns once every byte is in a slot.
-func (s *Sender) Send(ctx context.Context, d [descSize]byte, p []byte) error {
+func (s *Sender) Send(ctx context.Context, d msg.Desc, p []byte) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func (s *Sender) Send(ctx context.Context, d [descSize]byte, p []byte) error {
 		if first {
 			flags = slotFirst
 			binary.LittleEndian.PutUint64(hdr[slotMsg:], uint64(len(p)))
-			copy(hdr[slotDesc:slotDesc+descSize], d[:])
+			copy(hdr[slotDesc:slotDesc+msg.DescSize], d[:])
 		}
 		binary.LittleEndian.PutUint32(hdr[slotFlags:], flags)
 		atomic.StoreUint32(slotLenWord(hdr), uint32(k))
@@ -210,7 +211,7 @@ func (s *Sender) Fail(err error) {
 }
 
 // Recv is not supported on the producing end.
-func (s *Sender) Recv(context.Context, func([descSize]byte, int) error, func([]byte) error) error {
+func (s *Sender) Recv(context.Context, func(msg.Desc, int) error, func([]byte) error) error {
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Recv on the sending end of a shared-memory ring")
 }
 

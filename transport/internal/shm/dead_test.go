@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/transport/internal/msg"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,7 +25,7 @@ func TestHelperProcess(t *testing.T) {
 	if err != nil {
 		os.Exit(2)
 	}
-	_ = s.Send(context.Background(), [descSize]byte{}, []byte("alive"))
+	_ = s.Send(context.Background(), msg.Desc{}, []byte("alive"))
 	os.Stdout.WriteString("ready\n")
 	time.Sleep(time.Minute)
 	os.Exit(3)
@@ -50,13 +51,13 @@ func TestDeadPeerProcess(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Close()
 	var got []byte
-	require.NoError(t, r.Recv(ctx, expect(5), func(p []byte) error { got = append(got, p...); return nil }))
+	require.NoError(t, r.Recv(ctx, msg.Expect(5), func(p []byte) error { got = append(got, p...); return nil }))
 	require.Equal(t, "alive", string(got))
 
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait() // reap it, so the pid is really gone
 	start := time.Now()
-	err = r.Recv(ctx, expect(1), func([]byte) error { return nil })
+	err = r.Recv(ctx, msg.Expect(1), func([]byte) error { return nil })
 	require.ErrorIs(t, err, gccl.ErrRemote)
 	require.Contains(t, err.Error(), "gone")
 	require.Less(t, time.Since(start), 5*time.Second)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/wait"
+	"github.com/gccl/gccl/transport/internal/msg"
 )
 
 // Receiver is the consuming end of a ring; it implements transport.Conn's Recv.
@@ -49,7 +50,7 @@ func Open(ctx context.Context, path string, o Options) (*Receiver, error) {
 // call. An error from accept or consume ends Recv and is returned as is;
 // an error once the message was accepted leaves the ring unusable (later
 // calls return it).
-func (c *Receiver) Recv(ctx context.Context, accept func(d [descSize]byte, n int) error, consume func(piece []byte) error) error {
+func (c *Receiver) Recv(ctx context.Context, accept func(d msg.Desc, n int) error, consume func(piece []byte) error) error {
 	if err := c.begin(); err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (c *Receiver) Recv(ctx context.Context, accept func(d [descSize]byte, n int
 		c.err = gccl.Errorf(gccl.RemoteError, "shm recv", "message of %d bytes: the ring is corrupted", n)
 		return c.err
 	}
-	if err := accept([descSize]byte(hdr[slotDesc:slotDesc+descSize]), int(n)); err != nil {
+	if err := accept(msg.Desc(hdr[slotDesc:slotDesc+msg.DescSize]), int(n)); err != nil {
 		c.err = err
 		return err
 	}
@@ -158,7 +159,7 @@ func (c *Receiver) Fail(err error) {
 }
 
 // Send is not supported on the consuming end.
-func (c *Receiver) Send(context.Context, [descSize]byte, []byte) error {
+func (c *Receiver) Send(context.Context, msg.Desc, []byte) error {
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Send on the receiving end of a shared-memory ring")
 }
 

@@ -82,7 +82,6 @@ const (
 	slotMsg   = 8  // uint64: the message's length (first slot)
 	slotDesc  = 16 // [DescSize]byte: the message's descriptor (first slot)
 	slotFirst = 1
-	descSize  = 24
 )
 
 // slot returns the header and the data area of slot i.

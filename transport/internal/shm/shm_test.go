@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/transport/internal/msg"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,7 +31,7 @@ func pair(t *testing.T, o Options) (*Sender, *Receiver, string) {
 	return s, r, path
 }
 
-var d0 [descSize]byte
+var d0 msg.Desc
 
 func randBytes(rng *rand.Rand, n int) []byte {
 	b := make([]byte, n)
@@ -40,18 +41,8 @@ func randBytes(rng *rand.Rand, n int) []byte {
 	return b
 }
 
-// expect accepts a message of n bytes.
-func expect(n int) func([descSize]byte, int) error {
-	return func(_ [descSize]byte, got int) error {
-		if got != n {
-			return gccl.Errorf(gccl.InvalidUsage, "n", "message of %d bytes, want %d", got, n)
-		}
-		return nil
-	}
-}
-
 // descOf is a descriptor telling message i apart.
-func descOf(i int) (d [descSize]byte) {
+func descOf(i int) (d msg.Desc) {
 	for k := range d {
 		d[k] = byte(i + k)
 	}
@@ -62,7 +53,7 @@ func descOf(i int) (d [descSize]byte) {
 func collect(ctx context.Context, r *Receiver, sizes []int) ([]byte, error) {
 	var out []byte
 	for i, n := range sizes {
-		err := r.Recv(ctx, func(d [descSize]byte, got int) error {
+		err := r.Recv(ctx, func(d msg.Desc, got int) error {
 			if d != descOf(i) || got != n {
 				return fmt.Errorf("message %d: descriptor %v, %d bytes; want %v, %d", i, d, got, descOf(i), n)
 			}
@@ -107,7 +98,7 @@ func TestPiecesPointIntoSlots(t *testing.T) {
 	s, r, _ := pair(t, Options{SlotSize: 64, Slots: 2})
 	ctx := context.Background()
 	require.NoError(t, s.Send(ctx, d0, bytes.Repeat([]byte{7}, 64)))
-	require.NoError(t, r.Recv(ctx, expect(64), func(p []byte) error {
+	require.NoError(t, r.Recv(ctx, msg.Expect(64), func(p []byte) error {
 		_, slot := r.r.slot(0)
 		assert.Equal(t, &slot[0], &p[0], "piece must alias the shared slot, not a copy")
 		return nil
@@ -119,7 +110,7 @@ func TestDeadlines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := r.Recv(ctx, expect(1), func([]byte) error { return nil })
+	err := r.Recv(ctx, msg.Expect(1), func([]byte) error { return nil })
 	require.ErrorIs(t, err, gccl.ErrTimeout)
 	// Fill the ring, then one more byte must time out.
 	require.NoError(t, s.Send(context.Background(), d0, make([]byte, 128)))
@@ -129,7 +120,7 @@ func TestDeadlines(t *testing.T) {
 	assert.Less(t, time.Since(start), 2*time.Second)
 	// Default timeout applies without a ctx deadline.
 	s2, r2, _ := pair(t, Options{Timeout: 20 * time.Millisecond})
-	require.ErrorIs(t, r2.Recv(context.Background(), expect(1), func([]byte) error { return nil }), gccl.ErrTimeout)
+	require.ErrorIs(t, r2.Recv(context.Background(), msg.Expect(1), func([]byte) error { return nil }), gccl.ErrTimeout)
 	_ = s2
 }
 
@@ -142,9 +133,9 @@ func TestPeerCloseGivesRemote(t *testing.T) {
 	require.NoError(t, s.Close())
 	// Bytes sent before the close still arrive; then the close is reported.
 	var got []byte
-	require.NoError(t, r.Recv(ctx, expect(100), func(p []byte) error { got = append(got, p...); return nil }))
+	require.NoError(t, r.Recv(ctx, msg.Expect(100), func(p []byte) error { got = append(got, p...); return nil }))
 	require.Equal(t, payload, got)
-	require.ErrorIs(t, r.Recv(ctx, expect(1), func([]byte) error { return nil }), gccl.ErrRemote)
+	require.ErrorIs(t, r.Recv(ctx, msg.Expect(1), func([]byte) error { return nil }), gccl.ErrRemote)
 
 	s2, r2, _ := pair(t, Options{SlotSize: 64, Slots: 1})
 	require.NoError(t, s2.Send(ctx, d0, make([]byte, 64)))
@@ -158,12 +149,12 @@ func TestPeerCloseGivesRemote(t *testing.T) {
 func TestLocalCloseUnblocksAndRejects(t *testing.T) {
 	s, r, _ := pair(t, Options{SlotSize: 64, Slots: 1})
 	errc := make(chan error, 1)
-	go func() { errc <- r.Recv(context.Background(), expect(1), func([]byte) error { return nil }) }()
+	go func() { errc <- r.Recv(context.Background(), msg.Expect(1), func([]byte) error { return nil }) }()
 	time.Sleep(10 * time.Millisecond)
 	require.NoError(t, r.Close())
 	require.ErrorIs(t, <-errc, gccl.ErrInvalidUsage)
 	require.NoError(t, r.Close())
-	require.ErrorIs(t, r.Recv(context.Background(), expect(1), nil), gccl.ErrInvalidUsage)
+	require.ErrorIs(t, r.Recv(context.Background(), msg.Expect(1), nil), gccl.ErrInvalidUsage)
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
 	require.ErrorIs(t, s.Send(context.Background(), d0, []byte{1}), gccl.ErrInvalidUsage)
@@ -175,7 +166,7 @@ func TestConsumeErrorReturned(t *testing.T) {
 	s, r, _ := pair(t, Options{})
 	require.NoError(t, s.Send(context.Background(), d0, []byte("abc")))
 	boom := errors.New("boom")
-	require.ErrorIs(t, r.Recv(context.Background(), expect(3), func([]byte) error { return boom }), boom)
+	require.ErrorIs(t, r.Recv(context.Background(), msg.Expect(3), func([]byte) error { return boom }), boom)
 }
 
 func TestFilesUnlinked(t *testing.T) {
@@ -198,7 +189,7 @@ func TestCorruptionDetected(t *testing.T) {
 	require.NoError(t, s.Send(context.Background(), d0, []byte{1, 2, 3}))
 	hdr, _ := s.r.slot(0)
 	*slotLenWord(hdr) = 1 << 20 // a length beyond the slot
-	require.ErrorIs(t, r.Recv(context.Background(), expect(3), func([]byte) error { return nil }), gccl.ErrRemote)
+	require.ErrorIs(t, r.Recv(context.Background(), msg.Expect(3), func([]byte) error { return nil }), gccl.ErrRemote)
 }
 
 func TestOpenValidates(t *testing.T) {
@@ -230,17 +221,17 @@ func TestRefusedMessage(t *testing.T) {
 	s, r, _ := pair(t, Options{SlotSize: 64, Slots: 4})
 	ctx := context.Background()
 	require.NoError(t, s.Send(ctx, descOf(1), make([]byte, 100)))
-	err := r.Recv(ctx, expect(50), func([]byte) error { t.Fatal("a refused message must not be consumed"); return nil })
+	err := r.Recv(ctx, msg.Expect(50), func([]byte) error { t.Fatal("a refused message must not be consumed"); return nil })
 	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
 	r.Fail(err)
-	require.ErrorIs(t, r.Recv(ctx, expect(100), func([]byte) error { return nil }), gccl.ErrInvalidUsage)
+	require.ErrorIs(t, r.Recv(ctx, msg.Expect(100), func([]byte) error { return nil }), gccl.ErrInvalidUsage)
 	err = s.Send(ctx, descOf(2), []byte{1})
 	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
 	require.Contains(t, err.Error(), "want 50")
 
 	s2, r2, _ := pair(t, Options{SlotSize: 64, Slots: 4})
 	s2.Fail(gccl.Errorf(gccl.RemoteError, "op", "rank 3 failed"))
-	err = r2.Recv(ctx, expect(1), func([]byte) error { return nil })
+	err = r2.Recv(ctx, msg.Expect(1), func([]byte) error { return nil })
 	require.ErrorIs(t, err, gccl.ErrRemote)
 	require.Contains(t, err.Error(), "rank 3 failed")
 }
