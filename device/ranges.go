@@ -18,9 +18,11 @@ import (
 //
 // On the host device, memory from Alloc (and so bufreg.MemAlloc) is
 // checked against the size that was asked for; other memory (a pinned Go
-// buffer) is accepted when the kernel has its first and last page mapped,
-// so memory that Free released is refused until the address is mapped
-// again (by a later Alloc, which then owns it, or by anything else). On a GPU the driver tells which allocation
+// buffer) is accepted when the kernel has its first and last page mapped.
+// Free keeps the address space of what it released reserved (mapped
+// inaccessible, for the last 4096 allocations freed, at most 256 GiB of
+// addresses and no memory), so an operation on freed memory is refused
+// rather than let loose on whatever the process would map there next. On a GPU the driver tells which allocation
 // holds p (cuMemGetAddressRange), remembered per allocation so that later
 // checks cost a lookup. Devices of other packages are not checked.
 //
@@ -87,15 +89,20 @@ func checkHost(arg string, p uintptr, n int) error {
 		next = shm.allocs[j]
 	}
 	shm.RUnlock()
+	wasFreed := func() error {
+		return rangeError(arg, p, n, "lies in an allocation of %d bytes at %#x that was freed; pass live memory", f.asked, f.base)
+	}
 	switch {
 	case next != nil:
 		return rangeError(arg, p, n, "starts outside any allocation and runs into the allocation at %#x; pass memory of one allocation", next.base())
+	case freed && f.reserved:
+		return wasFreed() // nothing else can be mapped there
 	case mapped(p, n):
 		// Memory of the program's own (a pinned Go buffer), or freed
 		// memory that something else mapped since: not ours to refuse.
 		return nil
 	case freed:
-		return rangeError(arg, p, n, "lies in an allocation of %d bytes at %#x that was freed; pass live memory", f.asked, f.base)
+		return wasFreed()
 	}
 	return rangeError(arg, p, n, "is not inside any allocation (no memory is mapped there); "+
 		"pass memory from Device.Alloc or bufreg.MemAlloc")
@@ -120,6 +127,7 @@ func mapped(p uintptr, n int) bool {
 type span struct {
 	base        uintptr
 	size, asked int
+	reserved    bool // a freed host allocation whose address space gccl holds (reserve)
 }
 
 func (s span) end() uintptr { return s.base + uintptr(s.size) }

@@ -2,6 +2,7 @@ package device
 
 import (
 	"fmt"
+	"runtime"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -168,5 +169,25 @@ func BenchmarkCheckRange(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFreedAddressStaysReserved: Free keeps the released address space
+// reserved, so nothing else can be mapped there (a mapping asked for at
+// that address without replacing fails) and an operation on the freed
+// memory is refused every time, not only while nothing else happens to be
+// mapped there.
+func TestFreedAddressStaysReserved(t *testing.T) {
+	d, err := Open(Host, 0)
+	require.NoError(t, err)
+	p, err := d.Alloc(3 * 4096)
+	require.NoError(t, err)
+	require.NoError(t, d.Free(p))
+	_, _, errno := syscall.Syscall6(syscall.SYS_MMAP, p+4096, 4096, syscall.PROT_READ|syscall.PROT_WRITE,
+		syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|mapFixedNoreplace, ^uintptr(0), 0)
+	require.Equal(t, syscall.EEXIST, errno, "the freed range must still be held")
+	for range 3 {
+		requireRange(t, CheckRange(d, "recvbuff", p+4096, 64), "recvbuff", "that was freed")
+		runtime.GC() // the Go runtime maps and unmaps meanwhile
 	}
 }

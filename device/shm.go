@@ -35,14 +35,21 @@ type allocation struct {
 func (a *allocation) base() uintptr { return uintptr(unsafe.Pointer(&a.mem[0])) }
 
 // freedMemory is how many freed allocations are remembered to tell a
-// double Free, or an operation on freed memory, from a foreign pointer.
-const freedMemory = 4096
+// double Free, or an operation on freed memory, from a foreign pointer;
+// freedReserve bounds the address space they keep reserved (no memory:
+// inaccessible, unbacked mappings).
+const (
+	freedMemory  = 4096
+	freedReserve = 1 << 38 // 256 GiB
+)
 
 var shm = struct {
 	sync.RWMutex
 	allocs []*allocation // sorted by base
 	freed  spans         // freed allocations (mapped sizes), none overlapping a live one
 	ring   []uintptr     // the bases of freed in the order they were freed, for eviction
+
+	reservedBytes int // address space the reserved spans of freed hold
 }{}
 
 // memfdSyscall is memfd_create's number, 0 where it is not known.
@@ -153,26 +160,62 @@ func freeShared(p uintptr) error {
 	}
 	a := shm.allocs[i]
 	shm.allocs = append(shm.allocs[:i], shm.allocs[i+1:]...)
-	rememberFreed(a)
+	base, n := a.base(), len(a.mem)
+	err := syscall.Munmap(a.mem)
+	rememberFreed(span{base: base, size: n, asked: a.size, reserved: err == nil && reserve(base, n)})
 	shm.Unlock()
-	return a.release()
+	return a.close(err)
 }
 
-// rememberFreed notes a freed allocation, forgetting the oldest beyond
-// freedMemory. shm must be locked.
-func rememberFreed(a *allocation) {
-	shm.freed.add(span{base: a.base(), size: len(a.mem), asked: a.size})
-	shm.ring = append(shm.ring, a.base())
-	if len(shm.ring) > freedMemory {
-		if f, ok := shm.freed.at(shm.ring[0]); ok && f.base == shm.ring[0] {
-			shm.freed.remove(f.base, f.size)
+// rememberFreed notes a freed allocation, forgetting (and, if reserved,
+// unmapping) the oldest beyond freedMemory of them or freedReserve bytes of
+// reserved address space. shm must be locked.
+func rememberFreed(f span) {
+	shm.freed.add(f)
+	shm.ring = append(shm.ring, f.base)
+	if f.reserved {
+		shm.reservedBytes += f.size
+	}
+	for len(shm.ring) > freedMemory || shm.reservedBytes > freedReserve {
+		if old, ok := shm.freed.at(shm.ring[0]); ok && old.base == shm.ring[0] {
+			shm.freed.remove(old.base, old.size)
+			if old.reserved {
+				unreserve(old.base, old.size)
+				shm.reservedBytes -= old.size
+			}
 		}
 		shm.ring = shm.ring[1:]
 	}
 }
 
-func (a *allocation) release() error {
-	err := syscall.Munmap(a.mem)
+// mapFixedNoreplace is Linux's MAP_FIXED_NOREPLACE (4.17): map at the
+// address given or fail, never over another mapping.
+const mapFixedNoreplace = 0x100000
+
+// reserve maps [p, p+n), just unmapped, as address space that cannot be
+// accessed, so that nothing else is mapped there while it is remembered as
+// freed: an operation on freed memory is then refused every time rather
+// than writing into whatever the process mapped there next. It reports
+// whether it could (another thread may have mapped part of the range
+// meanwhile, and kernels before 4.17 take the address as a hint only).
+func reserve(p uintptr, n int) bool {
+	got, _, errno := syscall.Syscall6(syscall.SYS_MMAP, p, uintptr(n), syscall.PROT_NONE,
+		syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_NORESERVE|mapFixedNoreplace, ^uintptr(0), 0)
+	if errno != 0 {
+		return false
+	}
+	if got != p {
+		unreserve(got, n)
+		return false
+	}
+	return true
+}
+
+// unreserve gives back address space that reserve took.
+func unreserve(p uintptr, n int) { _, _, _ = syscall.Syscall(syscall.SYS_MUNMAP, p, uintptr(n), 0) }
+
+// close removes the allocation's file; err is the unmapping's.
+func (a *allocation) close(err error) error {
 	if a.path != "" {
 		if rerr := os.Remove(a.path); err == nil {
 			err = rerr
