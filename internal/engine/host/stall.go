@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -43,30 +42,42 @@ type stallReport struct {
 	Notes map[int]string `json:"notes"`
 }
 
-// heard records that a message of d came from the peer of c.
+// heard records that a message of d came from the peer of c. It runs for
+// every message received, so it keeps the descriptor and leaves making a
+// label of it to note, which runs only when a wait times out.
 func (c *peerConn) heard(d opdesc.Desc) {
-	l := d.Label()
-	c.last.Store(&l)
+	c.heardMu.Lock()
+	c.heardLast, c.heardAny = d, true
+	c.heardMu.Unlock()
 }
 
 // note says what this rank last heard of the peer of c, for an operation
 // labelled cur.
 func (c *peerConn) note(cur string) string {
-	var last *string
+	last, seen := "", false
 	if c != nil {
-		last = c.last.Load()
+		c.heardMu.Lock()
+		if seen = c.heardAny; seen {
+			last = c.heardLast.Label()
+		}
+		c.heardMu.Unlock()
 	}
 	switch {
-	case last == nil:
+	case !seen:
 		return "no data from it yet"
-	case *last == cur:
+	case last == cur:
 		return "it stopped sending partway through " + cur
 	}
-	return "no data from it since " + *last
+	return "no data from it since " + last
 }
 
-// lastHeard is embedded in peerConn.
-type lastHeard struct{ last atomic.Pointer[string] }
+// lastHeard is embedded in peerConn: the descriptor of the last message
+// its connection delivered.
+type lastHeard struct {
+	heardMu   sync.Mutex
+	heardLast opdesc.Desc
+	heardAny  bool
+}
 
 // namesStalled turns a timed-out run's error into the ErrTimeout that names
 // the rank(s) that made no progress; other errors pass unchanged.
