@@ -2,7 +2,6 @@ package fault
 
 import (
 	"bytes"
-	"encoding/binary"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/gccl/gccl/coll"
 	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/reduce"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -56,7 +56,7 @@ func severalGoroutines(t *testing.T) {
 			t.Cleanup(ar[r].Free)
 			t.Cleanup(ag[r].Free)
 		}
-		wantAR := sumInt32(read(t, ar[0], ar[0].Send, 4*arCount), read(t, ar[1], ar[1].Send, 4*arCount))
+		wantAR := reduce.Reference([][]byte{read(t, ar[0], ar[0].Send, 4*arCount), read(t, ar[1], ar[1].Send, 4*arCount)}, gccl.Int32, gccl.Sum, 0)
 		wantAG := append(read(t, ag[0], ag[0].Send, 4*agCount), read(t, ag[1], ag[1].Send, 4*agCount)...)
 		type outcome struct {
 			err error
@@ -121,14 +121,5 @@ func severalGoroutines(t *testing.T) {
 func read(t *testing.T, b *Bufs, p uintptr, n int) []byte {
 	out := make([]byte, n)
 	require.NoError(t, b.Dev.CopyOut(out, p))
-	return out
-}
-
-// sumInt32 is the element-wise int32 sum of a and b (little-endian).
-func sumInt32(a, b []byte) []byte {
-	out := make([]byte, len(a))
-	for i := 0; i < len(a); i += 4 {
-		binary.LittleEndian.PutUint32(out[i:], binary.LittleEndian.Uint32(a[i:])+binary.LittleEndian.Uint32(b[i:]))
-	}
 	return out
 }
