@@ -122,7 +122,7 @@ func readAll(t *testing.T, pattern string) string {
 
 func TestCommEncode(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	var c Comm
+	var c DevComm
 	for i := 0; i < MaxRanks; i++ {
 		c.In[i], c.Out[i], c.Scratch[i], c.Flags[i] = uintptr(r.Uint64()), uintptr(r.Uint64()), uintptr(r.Uint64()), uintptr(r.Uint64())
 	}
@@ -130,7 +130,7 @@ func TestCommEncode(t *testing.T) {
 	c.TimeoutNs, c.ScratchBytes = r.Uint64(), r.Uint64()
 	c.NRanks, c.Rank, c.Root = int32(r.Uint32()), int32(r.Uint32()), int32(r.Uint32())
 	b := c.Encode()
-	require.Len(t, b, CommBytes)
+	require.Len(t, b, DevCommBytes)
 	le := binary.LittleEndian
 	for i := 0; i < MaxRanks; i++ {
 		assert.Equal(t, uint64(c.In[i]), le.Uint64(b[8*i:]))

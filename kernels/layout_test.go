@@ -67,7 +67,7 @@ func TestCommLayoutMatchesC(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	got, err := exec.Command(bin).Output()
 	require.NoError(t, err)
-	want := []int{CommBytes, CommAlign, 64, 128, 192, 256, 264, 272, 280, 288, 296, 300, 304,
+	want := []int{DevCommBytes, DevCommAlign, 64, 128, 192, 256, 264, 272, 280, 288, 296, 300, 304,
 		MaxRanks, MaxChannels, Threads, FlagsWords + CounterWords}
 	var wantS []string
 	for _, v := range want {

@@ -22,13 +22,13 @@ const (
 	CounterWords = (MaxRanks + 2) * MaxChannels
 )
 
-// Status values a kernel writes to Comm.Status.
+// Status values a kernel writes to DevComm.Status.
 const (
 	StatusOK      = 0
-	StatusTimeout = 1 // a wait passed Comm.TimeoutNs: a peer is gone or stuck
-	StatusAborted = 2 // the host set *Comm.AbortFlag
+	StatusTimeout = 1 // a wait passed DevComm.TimeoutNs: a peer is gone or stuck
+	StatusAborted = 2 // the host set *DevComm.AbortFlag
 	StatusBadArgs = 3 // the scratch buffer is too small for the launch
-	// StatusBadUsage: the ranks launched with different Comm.RegKey values
+	// StatusBadUsage: the ranks launched with different DevComm.RegKey values
 	// (buffer registration differs across ranks).
 	StatusBadUsage = 4
 )
@@ -55,18 +55,18 @@ const (
 
 // The data-type independent kernels' entry points.
 const (
-	AllGather = "gccl_allgather" // (Comm, nbytes uint64)
-	Broadcast = "gccl_broadcast" // (Comm, nbytes uint64)
+	AllGather = "gccl_allgather" // (DevComm, nbytes uint64)
+	Broadcast = "gccl_broadcast" // (DevComm, nbytes uint64)
 	// Staged forms, through the scratch buffers.
-	AllGatherStaged = "gccl_allgather_staged" // (Comm, nbytes uint64 per rank)
-	BroadcastStaged = "gccl_broadcast_staged" // (Comm, nbytes uint64)
+	AllGatherStaged = "gccl_allgather_staged" // (DevComm, nbytes uint64 per rank)
+	BroadcastStaged = "gccl_broadcast_staged" // (DevComm, nbytes uint64)
 	// One-shot (LL) forms, through the direct areas.
-	AllGatherOneShot = "gccl_allgather_oneshot" // (Comm, nbytes uint64 per rank)
-	BroadcastOneShot = "gccl_broadcast_oneshot" // (Comm, nbytes uint64)
-	P2PCopy          = "gccl_p2p_copy"          // (Comm, nbytes uint64, recv int32)
-	Barrier          = "gccl_barrier"           // (Comm)
+	AllGatherOneShot = "gccl_allgather_oneshot" // (DevComm, nbytes uint64 per rank)
+	BroadcastOneShot = "gccl_broadcast_oneshot" // (DevComm, nbytes uint64)
+	P2PCopy          = "gccl_p2p_copy"          // (DevComm, nbytes uint64, recv int32)
+	Barrier          = "gccl_barrier"           // (DevComm)
 	FillU32          = "gccl_fill_u32"          // (p uintptr, n uint64, seed uint32): test kernel
-	P2P              = "gccl_p2p"               // (Comm, gcclP2PDesc by value): a launch's sends and receives (p2p.cu)
+	P2P              = "gccl_p2p"               // (DevComm, gcclP2PDesc by value): a launch's sends and receives (p2p.cu)
 )
 
 var typeSuffix = map[gccl.DataType]string{

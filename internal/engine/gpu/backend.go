@@ -51,7 +51,7 @@ type Backend struct {
 	ctlHost uintptr
 	ctlDev  uintptr
 	peers   *peermem.Mapping
-	base    kernels.Comm // the fields every launch shares
+	base    kernels.DevComm // the fields every launch shares
 
 	fnMu sync.Mutex
 	fns  map[string]*loadedFn // loaded kernels, under fnMu
@@ -234,7 +234,7 @@ func (g *Backend) LastPath() string {
 
 // launch starts kernel name with grid blocks on s: the Comm, then args.
 // It reuses g.args, so it must run in the launch's turn.
-func (g *Backend) launch(name string, grid int, s cuda.Stream, c *kernels.Comm, args func(*cuda.Args)) error {
+func (g *Backend) launch(name string, grid int, s cuda.Stream, c *kernels.DevComm, args func(*cuda.Args)) error {
 	lf, err := g.fn(name)
 	if err != nil {
 		return err
@@ -242,7 +242,7 @@ func (g *Backend) launch(name string, grid int, s cuda.Stream, c *kernels.Comm, 
 	g.last.Store(lf)
 	a := &g.args
 	a.Reset()
-	c.Put(a.Slot(kernels.CommBytes, kernels.CommAlign))
+	c.Put(a.Slot(kernels.DevCommBytes, kernels.DevCommAlign))
 	if args != nil {
 		args(a)
 	}

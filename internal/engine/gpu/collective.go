@@ -101,7 +101,7 @@ func (g *Backend) redKernel(kernel string, o *engine.Op) (string, redArgs, error
 }
 
 // comm returns the shared Comm fields with the scratch set to area(r).
-func (g *Backend) comm(n int, area func(int) uintptr, bytes int) kernels.Comm {
+func (g *Backend) comm(n int, area func(int) uintptr, bytes int) kernels.DevComm {
 	c := g.base
 	for r := range n {
 		c.Scratch[r] = area(r)

@@ -75,7 +75,7 @@ func (m *stagedMeet) barrier() error {
 
 // run is one rank's kernel: post the input, read every rank's nbytes of
 // input, write the output computed from them.
-func (m *stagedMeet) run(c kernels.Comm, nbytes int, out func(all [][]byte) ([]byte, uintptr)) error {
+func (m *stagedMeet) run(c kernels.DevComm, nbytes int, out func(all [][]byte) ([]byte, uintptr)) error {
 	m.mu.Lock()
 	m.in[c.Rank] = c.In[c.Rank]
 	m.mu.Unlock()
@@ -114,26 +114,26 @@ func stagedStandIns(rs []*regRank) (ran func() map[string]int) {
 	m := newStagedMeet(rs)
 	var mu sync.Mutex
 	runs := map[string]int{}
-	count := func(c kernels.Comm, a *cuda.Args) int { return 4 * int(a.Uint64(1)) }
-	blocks := func(c kernels.Comm, a *cuda.Args) int { return 4 * int(a.Uint64(1)) * int(c.NRanks) }
-	nb := func(c kernels.Comm, a *cuda.Args) int { return int(a.Uint64(1)) }
+	count := func(c kernels.DevComm, a *cuda.Args) int { return 4 * int(a.Uint64(1)) }
+	blocks := func(c kernels.DevComm, a *cuda.Args) int { return 4 * int(a.Uint64(1)) * int(c.NRanks) }
+	nb := func(c kernels.DevComm, a *cuda.Args) int { return int(a.Uint64(1)) }
 	type standIn struct {
-		nbytes func(c kernels.Comm, a *cuda.Args) int
-		out    func(c kernels.Comm, a *cuda.Args, all [][]byte) []byte // nil: no output on this rank
+		nbytes func(c kernels.DevComm, a *cuda.Args) int
+		out    func(c kernels.DevComm, a *cuda.Args, all [][]byte) []byte // nil: no output on this rank
 	}
-	allReduce := standIn{count, func(c kernels.Comm, a *cuda.Args, all [][]byte) []byte { return sumInt32(all, 0, int(a.Uint64(1))) }}
-	reduceScatter := standIn{blocks, func(c kernels.Comm, a *cuda.Args, all [][]byte) []byte {
+	allReduce := standIn{count, func(c kernels.DevComm, a *cuda.Args, all [][]byte) []byte { return sumInt32(all, 0, int(a.Uint64(1))) }}
+	reduceScatter := standIn{blocks, func(c kernels.DevComm, a *cuda.Args, all [][]byte) []byte {
 		n := int(a.Uint64(1))
 		return sumInt32(all, int(c.Rank)*n, n)
 	}}
-	reduce := standIn{count, func(c kernels.Comm, a *cuda.Args, all [][]byte) []byte {
+	reduce := standIn{count, func(c kernels.DevComm, a *cuda.Args, all [][]byte) []byte {
 		if c.Rank != c.Root {
 			return nil
 		}
 		return sumInt32(all, 0, int(a.Uint64(1)))
 	}}
-	allGather := standIn{nb, func(c kernels.Comm, _ *cuda.Args, all [][]byte) []byte { return bytes.Join(all, nil) }}
-	broadcast := standIn{nb, func(c kernels.Comm, _ *cuda.Args, all [][]byte) []byte { return all[c.Root] }}
+	allGather := standIn{nb, func(c kernels.DevComm, _ *cuda.Args, all [][]byte) []byte { return bytes.Join(all, nil) }}
+	broadcast := standIn{nb, func(c kernels.DevComm, _ *cuda.Args, all [][]byte) []byte { return all[c.Root] }}
 	red := func(k string) string { return "gccl_" + k + "_i32_sum" }
 	standIns := map[string]standIn{
 		red(kernels.AllReducePipelined): allReduce, red(kernels.AllReduceOneShot): allReduce, red(kernels.AllReducePush): allReduce,

@@ -142,10 +142,10 @@ func registerCheckingKernel(f *cudafake.Fake, lr *launchRank, n, me int) cudafak
 	return k
 }
 
-// decodeWholeComm reads every field of kernels.Comm back from its encoding.
-func decodeWholeComm(b []byte) kernels.Comm {
+// decodeWholeComm reads every field of kernels.DevComm back from its encoding.
+func decodeWholeComm(b []byte) kernels.DevComm {
 	le := binary.LittleEndian
-	var c kernels.Comm
+	var c kernels.DevComm
 	for i := range kernels.MaxRanks {
 		for j, arr := range []*[kernels.MaxRanks]uintptr{&c.In, &c.Out, &c.Scratch, &c.Flags} {
 			arr[i] = uintptr(le.Uint64(b[8*(j*kernels.MaxRanks+i):]))

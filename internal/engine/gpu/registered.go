@@ -82,7 +82,7 @@ func (g *Backend) zeroCopy(o *engine.Op, bufs []regs.Buf, grid int, s cuda.Strea
 // zcAllReduce: the two-shot kernel over every rank's registered send and
 // receive buffers: each rank reduces its part from all inputs and stores
 // it into all outputs.
-func (g *Backend) zcAllReduce(o *engine.Op, bufs []regs.Buf, c *kernels.Comm, grid int, s cuda.Stream) error {
+func (g *Backend) zcAllReduce(o *engine.Op, bufs []regs.Buf, c *kernels.DevComm, grid int, s cuda.Stream) error {
 	name, args, err := g.redKernel(kernels.AllReduceTwoShot, o)
 	if err != nil {
 		return err
@@ -95,7 +95,7 @@ func (g *Backend) zcAllReduce(o *engine.Op, bufs []regs.Buf, c *kernels.Comm, gr
 
 // zcAllGather: each rank stores its input straight into every rank's
 // registered receive buffer.
-func (g *Backend) zcAllGather(o *engine.Op, recv regs.Buf, c *kernels.Comm, grid int, s cuda.Stream) error {
+func (g *Backend) zcAllGather(o *engine.Op, recv regs.Buf, c *kernels.DevComm, grid int, s cuda.Stream) error {
 	total := o.Count * o.Type.Size()
 	for r := range g.nranks {
 		c.Out[r] = recv.At(r)
@@ -107,7 +107,7 @@ func (g *Backend) zcAllGather(o *engine.Op, recv regs.Buf, c *kernels.Comm, grid
 // zcBroadcast: the root's registered receive buffer is the source (the
 // root first copies its send buffer there unless in place); every rank
 // pulls its part from the root and stores it into every rank's buffer.
-func (g *Backend) zcBroadcast(o *engine.Op, recv regs.Buf, c *kernels.Comm, grid int, s cuda.Stream) error {
+func (g *Backend) zcBroadcast(o *engine.Op, recv regs.Buf, c *kernels.DevComm, grid int, s cuda.Stream) error {
 	total := o.Count * o.Type.Size()
 	if g.rank == o.Root {
 		if err := g.copyAsync(o.Recv, o.Send, total, s); err != nil {
@@ -123,7 +123,7 @@ func (g *Backend) zcBroadcast(o *engine.Op, recv regs.Buf, c *kernels.Comm, grid
 
 // zcReduceScatter: each rank reduces its block from every rank's
 // registered send buffer into its own receive buffer.
-func (g *Backend) zcReduceScatter(o *engine.Op, send regs.Buf, c *kernels.Comm, grid int, s cuda.Stream) error {
+func (g *Backend) zcReduceScatter(o *engine.Op, send regs.Buf, c *kernels.DevComm, grid int, s cuda.Stream) error {
 	name, args, err := g.redKernel(kernels.ReduceScatter, o)
 	if err != nil {
 		return err

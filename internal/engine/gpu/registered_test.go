@@ -146,7 +146,7 @@ func mem(f *cudafake.Fake, p uintptr, n int) []byte {
 
 // standIns registers Go versions of the zero-copy kernels (int32 sums).
 func standIns(f *cudafake.Fake) {
-	sum := func(f *cudafake.Fake, c kernels.Comm, src []uintptr, at, count int, dst []uintptr) {
+	sum := func(f *cudafake.Fake, c kernels.DevComm, src []uintptr, at, count int, dst []uintptr) {
 		for i := range count {
 			var v int32
 			for _, p := range src {

@@ -89,7 +89,7 @@ func registerP2PKernel(f *cudafake.Fake, launches *atomic.Int64) {
 }
 
 // emuP2PBlock is the kernel body for one block.
-func emuP2PBlock(f *cudafake.Fake, c *kernels.Comm, d *emuDesc, blk int) error {
+func emuP2PBlock(f *cudafake.Fake, c *kernels.DevComm, d *emuDesc, blk int) error {
 	first := 0
 	for j := 0; j < d.npairs && j < p2pMaxPairs; j++ {
 		if blk < first+d.pairs[j].nch {
@@ -101,7 +101,7 @@ func emuP2PBlock(f *cudafake.Fake, c *kernels.Comm, d *emuDesc, blk int) error {
 }
 
 // emuP2PChannel is p2pChannel.
-func emuP2PChannel(f *cudafake.Fake, c *kernels.Comm, d *emuDesc, p *emuPair, ch int) error {
+func emuP2PChannel(f *cudafake.Fake, c *kernels.DevComm, d *emuDesc, p *emuPair, ch int) error {
 	me, peer, nch := int(c.Rank), p.peer, uint64(p.nch)
 	out, in, region := p.sendBytes, p.recvBytes, d.region
 	half := region / nch / 2 / 16 * 16
@@ -192,7 +192,7 @@ func emuWord(f *cudafake.Fake, p uintptr) (*atomic.Uint32, error) {
 }
 
 // emuFail is fail(): the first failure code stays in the status word.
-func emuFail(f *cudafake.Fake, c *kernels.Comm, code uint32) error {
+func emuFail(f *cudafake.Fake, c *kernels.DevComm, code uint32) error {
 	if c.Status == 0 {
 		return nil
 	}
@@ -206,7 +206,7 @@ func emuFail(f *cudafake.Fake, c *kernels.Comm, code uint32) error {
 
 // emuBarrier is p2pBarrierCh: false (without an error) when the wait gave
 // up (abort, an earlier failure, the timeout), as the kernel returns.
-func emuBarrier(f *cudafake.Fake, c *kernels.Comm, peer, ch int) (bool, error) {
+func emuBarrier(f *cudafake.Fake, c *kernels.DevComm, peer, ch int) (bool, error) {
 	const p2pFlags = kernels.MaxRanks * kernels.MaxChannels // GCCL_P2P_FLAGS
 	me := int(c.Rank)
 	ctr, err := emuWord(f, c.Counters+uintptr(4*(peer*kernels.MaxChannels+ch)))

@@ -31,7 +31,7 @@ func TestP2PDescLayout(t *testing.T) {
 	assert.Contains(t, string(src), "#define GCCL_P2P_MAX_PAIRS (GCCL_MAX_RANKS - 1)")
 	assert.Contains(t, string(src), "gccl_p2p(const gcclComm c, const gcclP2PDesc d)")
 	assert.Equal(t, 3368, p2pDescBytes)
-	assert.LessOrEqual(t, kernels.CommBytes+p2pDescBytes, 4096)
+	assert.LessOrEqual(t, kernels.DevCommBytes+p2pDescBytes, 4096)
 	for n := 2; n <= kernels.MaxRanks; n++ {
 		q := p2pPiecesPerPair(n)
 		assert.LessOrEqual(t, 2*(n-1)*q, p2pMaxPieces, "n=%d", n)

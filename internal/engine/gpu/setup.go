@@ -79,7 +79,7 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 // setBase sets the Comm fields every launch shares, once the buffers are
 // allocated and the peers' mapped.
 func (g *Backend) setBase() {
-	g.base = kernels.Comm{Counters: g.ctrs, AbortFlag: g.ctlDev + 4*gpuCtlAbort, Status: g.ctlDev + 4*gpuCtlStatus,
+	g.base = kernels.DevComm{Counters: g.ctrs, AbortFlag: g.ctlDev + 4*gpuCtlAbort, Status: g.ctlDev + 4*gpuCtlStatus,
 		TimeoutNs: uint64(g.timeout.Nanoseconds()), NRanks: int32(g.nranks), Rank: int32(g.rank)}
 	for r := range g.nranks {
 		g.base.Flags[r] = g.flags(r)

@@ -22,9 +22,9 @@ type commMirror struct {
 // TestCommLayoutMatchesC pins), and Put overwrites stale bytes.
 func TestCommPut(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	require.Equal(t, CommBytes, binary.Size(commMirror{}))
+	require.Equal(t, DevCommBytes, binary.Size(commMirror{}))
 	for range 100 {
-		var c Comm
+		var c DevComm
 		var m commMirror
 		for r := range MaxRanks {
 			for _, f := range []struct {
@@ -44,13 +44,13 @@ func TestCommPut(t *testing.T) {
 		var want bytes.Buffer
 		require.NoError(t, binary.Write(&want, binary.LittleEndian, &m))
 		require.Equal(t, want.Bytes(), c.Encode())
-		buf := make([]byte, CommBytes+5)
+		buf := make([]byte, DevCommBytes+5)
 		for i := range buf {
 			buf[i] = 0xA5 // poison: Put must overwrite all of it
 		}
 		c.Put(buf)
-		require.Equal(t, want.Bytes(), buf[:CommBytes])
-		require.Equal(t, []byte{0xA5, 0xA5, 0xA5, 0xA5, 0xA5}, buf[CommBytes:], "Put wrote past CommBytes")
+		require.Equal(t, want.Bytes(), buf[:DevCommBytes])
+		require.Equal(t, []byte{0xA5, 0xA5, 0xA5, 0xA5, 0xA5}, buf[DevCommBytes:], "Put wrote past DevCommBytes")
 	}
-	require.Panics(t, func() { (&Comm{}).Put(make([]byte, CommBytes-1)) })
+	require.Panics(t, func() { (&DevComm{}).Put(make([]byte, DevCommBytes-1)) })
 }

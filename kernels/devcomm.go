@@ -2,10 +2,11 @@ package kernels
 
 import "encoding/binary"
 
-// Comm mirrors struct gcclComm (common.cuh), the first argument of every
+// DevComm is a communicator as a kernel sees it (NCCL's ncclDevComm): it
+// mirrors struct gcclComm (common.cuh), the first argument of every
 // collective kernel. Pointers are device addresses valid on the launching
 // GPU (peers' buffers mapped through CUDA IPC or cuMem import).
-type Comm struct {
+type DevComm struct {
 	In, Out, Scratch [MaxRanks]uintptr // per rank: input, output, scratch
 	Flags            [MaxRanks]uintptr // per rank: flag array (FlagsWords uint32)
 	Counters         uintptr           // this rank's counter array (CounterWords uint32)
@@ -20,25 +21,25 @@ type Comm struct {
 	RegKey uint32
 }
 
-// CommBytes is sizeof(gcclComm) and CommAlign its alignment.
+// DevCommBytes is sizeof(gcclComm) and DevCommAlign its alignment.
 const (
-	CommBytes = 4*MaxRanks*8 + 5*8 + 4*4
-	CommAlign = 8
+	DevCommBytes = 4*MaxRanks*8 + 5*8 + 4*4
+	DevCommAlign = 8
 )
 
 // Encode lays c out as the C struct (little-endian, natural alignment), for
-// cuda.Args.Struct(c.Encode(), kernels.CommAlign). Launch paths use Put
+// cuda.Args.Struct(c.Encode(), kernels.DevCommAlign). Launch paths use Put
 // into cuda.Args.Slot instead, which does not allocate.
-func (c *Comm) Encode() []byte {
-	b := make([]byte, CommBytes)
+func (c *DevComm) Encode() []byte {
+	b := make([]byte, DevCommBytes)
 	c.Put(b)
 	return b
 }
 
-// Put writes c's encoding (Encode's bytes) into b[:CommBytes]; it panics
+// Put writes c's encoding (Encode's bytes) into b[:DevCommBytes]; it panics
 // if b is shorter, as a slice index would.
-func (c *Comm) Put(b []byte) {
-	b = b[:CommBytes]
+func (c *DevComm) Put(b []byte) {
+	b = b[:DevCommBytes]
 	le := binary.LittleEndian
 	for i, arr := range [...]*[MaxRanks]uintptr{&c.In, &c.Out, &c.Scratch, &c.Flags} {
 		at := b[i*MaxRanks*8:]
