@@ -16,9 +16,11 @@ type DevComm struct {
 	ScratchBytes     uint64            // size of each rank's scratch buffer
 	NRanks, Rank     int32
 	Root             int32 // broadcast/reduce root, or the peer of a p2p copy
-	// RegKey identifies the registered buffers of the operation (0: staged);
-	// a collective kernel fails with StatusBadUsage when a peer's differs.
-	RegKey uint32
+	// Key is what the ranks must agree on for the operation (C: regKey): a
+	// hash of its descriptor and, on registered buffers, of their
+	// registrations and offsets. A kernel that compares keys at its first
+	// barrier fails with StatusBadUsage when a peer's differs.
+	Key uint32
 }
 
 // DevCommBytes is sizeof(gcclComm) and DevCommAlign its alignment.
@@ -56,5 +58,5 @@ func (c *DevComm) Put(b []byte) {
 	le.PutUint32(w[40:], uint32(c.NRanks))
 	le.PutUint32(w[44:], uint32(c.Rank))
 	le.PutUint32(w[48:], uint32(c.Root))
-	le.PutUint32(w[52:], c.RegKey)
+	le.PutUint32(w[52:], c.Key)
 }

@@ -14,7 +14,7 @@ import (
 type commMirror struct {
 	In, Out, Scratch, Flags                           [MaxRanks]uint64
 	Counters, AbortFlag, Status, TimeoutNs, ScratchBy uint64
-	NRanks, Rank, Root, RegKey                        uint32
+	NRanks, Rank, Root, Key                           uint32
 }
 
 // TestCommPut: Encode and Put write every field of random Comms where
@@ -37,10 +37,10 @@ func TestCommPut(t *testing.T) {
 		}
 		c.Counters, c.AbortFlag, c.Status = uintptr(rng.Uint64()), uintptr(rng.Uint64()), uintptr(rng.Uint64())
 		c.TimeoutNs, c.ScratchBytes = rng.Uint64(), rng.Uint64()
-		c.NRanks, c.Rank, c.Root, c.RegKey = rng.Int32(), -rng.Int32(), rng.Int32(), rng.Uint32()
+		c.NRanks, c.Rank, c.Root, c.Key = rng.Int32(), -rng.Int32(), rng.Int32(), rng.Uint32()
 		m.Counters, m.AbortFlag, m.Status = uint64(c.Counters), uint64(c.AbortFlag), uint64(c.Status)
 		m.TimeoutNs, m.ScratchBy = c.TimeoutNs, c.ScratchBytes
-		m.NRanks, m.Rank, m.Root, m.RegKey = uint32(c.NRanks), uint32(c.Rank), uint32(c.Root), c.RegKey
+		m.NRanks, m.Rank, m.Root, m.Key = uint32(c.NRanks), uint32(c.Rank), uint32(c.Root), c.Key
 		var want bytes.Buffer
 		require.NoError(t, binary.Write(&want, binary.LittleEndian, &m))
 		require.Equal(t, want.Bytes(), c.Encode())

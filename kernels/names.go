@@ -28,8 +28,8 @@ const (
 	StatusTimeout = 1 // a wait passed DevComm.TimeoutNs: a peer is gone or stuck
 	StatusAborted = 2 // the host set *DevComm.AbortFlag
 	StatusBadArgs = 3 // the scratch buffer is too small for the launch
-	// StatusBadUsage: the ranks launched with different DevComm.RegKey values
-	// (buffer registration differs across ranks).
+	// StatusBadUsage: the ranks launched with different DevComm.Key values
+	// (another operation, plan or buffer registration).
 	StatusBadUsage = 4
 )
 

@@ -35,11 +35,15 @@ type Settings struct {
 	SocketNThreads  int
 	NSocksPerThread int
 	ChunkSize       int
-	MaxNChannels    int    // GPU kernels' grid cap, 0 = built-in default
-	GPUBuffSize     int    // bytes of a rank's GPU staging area, 0 = built-in default
-	GPULLMax        int    // largest GPU collective (bytes per rank) on the LL one-shots, 0 = built-in default
-	GPUPushMax      int    // largest GPU all-reduce (bytes) on the push kernel, 0 = built-in default
-	FatbinDir       string // a kernels/build.sh output to load instead of the embedded fatbin
+	MaxNChannels    int // GPU kernels' grid cap, 0 = built-in default
+	GPUBuffSize     int // bytes of a rank's GPU staging area, 0 = built-in default
+	GPULLMax        int // largest GPU collective (bytes per rank) on the LL one-shots, 0 = built-in default
+	GPUPushMax      int // largest GPU all-reduce (bytes) on the push kernel, 0 = built-in default
+	// GPUCheckDescriptors is GCCL_GPU_CHECK_DESCRIPTORS: whether the GPU
+	// kernels that compare no descriptor of their own (one-shot, push) get
+	// a check kernel before them that does.
+	GPUCheckDescriptors bool
+	FatbinDir           string // a kernels/build.sh output to load instead of the embedded fatbin
 	// CheckPointers is GCCL_CHECK_POINTERS: whether every operation's
 	// buffers are checked against the device's live allocations; nil when
 	// unset, each backend then using its default (package engine).
@@ -95,25 +99,26 @@ func set(s *Settings) {
 func load(lookup func(string) (string, bool)) *Settings {
 	l := &loader{lookup: lookup}
 	s := &Settings{
-		SocketIfname:    l.str("GCCL_SOCKET_IFNAME", ""),
-		P2PDisable:      l.boolean("GCCL_P2P_DISABLE", false),
-		SHMDisable:      l.boolean("GCCL_SHM_DISABLE", false),
-		BuffSize:        l.size("GCCL_BUFFSIZE", DefaultBuffSize),
-		NVLSEnable:      l.nvls("GCCL_NVLS_ENABLE"),
-		LocalRegister:   l.boolean("GCCL_LOCAL_REGISTER", true),
-		GraphRegister:   l.boolean("GCCL_GRAPH_REGISTER", true),
-		CommBlocking:    l.boolean("GCCL_COMM_BLOCKING", true),
-		Timeout:         l.duration("GCCL_TIMEOUT", 5*time.Minute),
-		HostID:          l.str("GCCL_HOSTID", ""),
-		SocketNThreads:  l.integer("GCCL_SOCKET_NTHREADS", 0),
-		NSocksPerThread: l.integer("GCCL_NSOCKS_PERTHREAD", 0),
-		ChunkSize:       l.integer("GCCL_CHUNKSIZE", 0),
-		MaxNChannels:    l.integer("GCCL_MAX_NCHANNELS", 0),
-		GPUBuffSize:     l.size("GCCL_GPU_BUFFSIZE", 0),
-		GPULLMax:        l.size("GCCL_GPU_LL_MAX", 0),
-		GPUPushMax:      l.size("GCCL_GPU_PUSH_MAX", 0),
-		FatbinDir:       l.str("GCCL_FATBIN_DIR", ""),
-		Device:          l.choice("GCCL_DEVICE", "auto", "auto", "host", "cuda"),
+		SocketIfname:        l.str("GCCL_SOCKET_IFNAME", ""),
+		P2PDisable:          l.boolean("GCCL_P2P_DISABLE", false),
+		SHMDisable:          l.boolean("GCCL_SHM_DISABLE", false),
+		BuffSize:            l.size("GCCL_BUFFSIZE", DefaultBuffSize),
+		NVLSEnable:          l.nvls("GCCL_NVLS_ENABLE"),
+		LocalRegister:       l.boolean("GCCL_LOCAL_REGISTER", true),
+		GraphRegister:       l.boolean("GCCL_GRAPH_REGISTER", true),
+		CommBlocking:        l.boolean("GCCL_COMM_BLOCKING", true),
+		Timeout:             l.duration("GCCL_TIMEOUT", 5*time.Minute),
+		HostID:              l.str("GCCL_HOSTID", ""),
+		SocketNThreads:      l.integer("GCCL_SOCKET_NTHREADS", 0),
+		NSocksPerThread:     l.integer("GCCL_NSOCKS_PERTHREAD", 0),
+		ChunkSize:           l.integer("GCCL_CHUNKSIZE", 0),
+		MaxNChannels:        l.integer("GCCL_MAX_NCHANNELS", 0),
+		GPUBuffSize:         l.size("GCCL_GPU_BUFFSIZE", 0),
+		GPULLMax:            l.size("GCCL_GPU_LL_MAX", 0),
+		GPUPushMax:          l.size("GCCL_GPU_PUSH_MAX", 0),
+		GPUCheckDescriptors: l.boolean("GCCL_GPU_CHECK_DESCRIPTORS", false),
+		FatbinDir:           l.str("GCCL_FATBIN_DIR", ""),
+		Device:              l.choice("GCCL_DEVICE", "auto", "auto", "host", "cuda"),
 	}
 	s.CheckPointers = l.optBoolean("GCCL_CHECK_POINTERS")
 	s.Algos = l.algos("GCCL_ALGO")

@@ -37,4 +37,5 @@ var Vars = []Var{
 	{"GCCL_GPU_BUFFSIZE", "", "64M", "bytes of each rank's GPU staging area (1M to 1G; K, M, G suffixes); must be the same on every rank", "GPUBuffSize"},
 	{"GCCL_GPU_LL_MAX", "", "128K", "largest GPU collective (bytes per rank) that takes an LL one-shot kernel (K, M suffixes); must be the same on every rank", "GPULLMax"},
 	{"GCCL_GPU_PUSH_MAX", "", "1M", "largest GPU all-reduce that takes the push kernel (one barrier, every rank reduces every copy); must be the same on every rank", "GPUPushMax"},
+	{"GCCL_GPU_CHECK_DESCRIPTORS", "", "0", "1 makes the GPU kernels for small messages (the one-shot LL kernels, the push all-reduce) check that the ranks run the same operation, as the pipelined and zero-copy kernels always do at their first barrier: a one-block check kernel before each (about one kernel launch more per operation); a mismatch is ErrInvalidUsage instead of wrong data or a timeout; must be the same on every rank", "GPUCheckDescriptors"},
 }

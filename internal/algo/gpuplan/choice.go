@@ -74,6 +74,13 @@ func (k Kernel) Protocol() algo.Protocol {
 	return algo.Simple
 }
 
+// ComparesKeys reports whether kernel k's first barrier compares the
+// ranks' launch keys (the operation's descriptor and registrations), as
+// the pipelined and zero-copy kernels do. The one-shot and push kernels
+// start without a barrier, so the GPU backend checks before them only
+// when asked (GCCL_GPU_CHECK_DESCRIPTORS).
+func (k Kernel) ComparesKeys() bool { return k == KernelPipelined || k == KernelZeroCopy }
+
 // families[kernel][kind] is the kernel family of package kernels that
 // runs kind that way: a reduction kernel (kernels.ReductionName adds type
 // and operator) or a data-type independent entry point.

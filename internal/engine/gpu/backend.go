@@ -69,6 +69,9 @@ type Backend struct {
 	// sharedCh when ranks share this GPU in one process.
 	set      gpuplan.Settings
 	sharedCh int // the grid cap when ranks share this GPU in one process
+	// checkDesc is GCCL_GPU_CHECK_DESCRIPTORS: a check kernel before the
+	// kernels that compare no keys of their own (descriptor.go).
+	checkDesc bool
 	// testRegion, when nonzero, replaces the per-peer region size of the
 	// P2P kernel (tests shrink it to cross many segment boundaries with
 	// little data); set before launching, the same on every rank.
@@ -169,7 +172,7 @@ func (g *Backend) Status() error {
 	case kernels.StatusAborted:
 		err = gccl.Errorf(gccl.RemoteError, "comm", "a GPU kernel saw the communicator aborted")
 	case kernels.StatusBadUsage:
-		err = gccl.Errorf(gccl.InvalidUsage, "comm", "the ranks disagreed on buffer registration for an operation (registered on some ranks only, or at different offsets or registrations); pass registered buffers at the same offset on every rank, or unregistered ones on all")
+		err = gccl.Errorf(gccl.InvalidUsage, "comm", "the ranks launched different operations (kind, count, data type, reduction operator or root differ, or a rank skipped or reordered one) or disagreed on buffer registration (registered on some ranks only, or at different offsets or registrations); issue the same collectives in the same order on every rank, with registered buffers at the same offset on all or on none")
 	default:
 		err = gccl.Errorf(gccl.InternalError, "comm", "a GPU kernel reported status %d (scratch too small for the launch)", st)
 	}

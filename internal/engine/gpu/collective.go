@@ -47,7 +47,7 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		g.last.Store(pathCopy)
 		return g.copyAsync(o.Recv, o.Send, in.Bytes(), s)
 	case gpuplan.KernelZeroCopy:
-		return g.zeroCopy(o, bufs, ch.Grid, s)
+		return g.zeroCopy(o, bufs, ch, s)
 	case gpuplan.KernelOneShot, gpuplan.KernelPush, gpuplan.KernelPipelined:
 		g.countStaged(o)
 		return g.run(o, ch, s)
@@ -124,6 +124,10 @@ func (g *Backend) run(o *engine.Op, ch gpuplan.Choice, s cuda.Stream) error {
 		c = g.comm(g.nranks, g.bulk, ch.AreaBytes)
 	}
 	c.In[g.rank], c.Out[g.rank], c.Root = o.Send, o.Recv, int32(o.Root)
+	c.Key = descKey(o, ch)
+	if err := g.checkDescriptor(ch, &c, s); err != nil {
+		return err
+	}
 	family := ch.Kernel.Family(o.Kind)
 	if !o.Kind.Reduces() {
 		n := o.Count * o.Type.Size()

@@ -154,7 +154,7 @@ func decodeWholeComm(b []byte) kernels.DevComm {
 	w := b[4*kernels.MaxRanks*8:]
 	c.Counters, c.AbortFlag, c.Status = uintptr(le.Uint64(w)), uintptr(le.Uint64(w[8:])), uintptr(le.Uint64(w[16:]))
 	c.TimeoutNs, c.ScratchBytes = le.Uint64(w[24:]), le.Uint64(w[32:])
-	c.NRanks, c.Rank, c.Root, c.RegKey = int32(le.Uint32(w[40:])), int32(le.Uint32(w[44:])), int32(le.Uint32(w[48:])), le.Uint32(w[52:])
+	c.NRanks, c.Rank, c.Root, c.Key = int32(le.Uint32(w[40:])), int32(le.Uint32(w[44:])), int32(le.Uint32(w[48:])), le.Uint32(w[52:])
 	return c
 }
 

@@ -16,7 +16,7 @@ import (
 // TestSameSettings: ranks whose GPU settings differ are told which setting
 // to align, with ErrInvalidUsage; a short entry is a remote error.
 func TestSameSettings(t *testing.T) {
-	mine := gpuSettings{32, 4, algo.AllAlgorithms, algo.AllProtocols, 16 << 10, gpuplan.LLMax, gpuplan.PushMax}
+	mine := gpuSettings{32, 4, algo.AllAlgorithms, algo.AllProtocols, 16 << 10, gpuplan.LLMax, gpuplan.PushMax, false}
 	_, err := sameSettings(mine, append(mine.encode(), 9, 9, 9), 1)
 	require.NoError(t, err)
 	smaller := mine
@@ -24,7 +24,7 @@ func TestSameSettings(t *testing.T) {
 	theirs, err := sameSettings(mine, smaller.encode(), 1)
 	require.NoError(t, err)
 	assert.Equal(t, smaller, theirs)
-	other := []gpuSettings{mine, mine, mine, mine, mine, mine, mine}
+	other := []gpuSettings{mine, mine, mine, mine, mine, mine, mine, mine}
 	other[0].MaxCh = 16
 	other[1].Protos = 1<<algo.Simple | 1<<algo.LL128 // ^LL
 	other[2].Protos = 1 << algo.LL                   // LL forced
@@ -32,12 +32,13 @@ func TestSameSettings(t *testing.T) {
 	other[4].LLMax = 64 << 10
 	other[5].PushMax = gpuplan.PushMax + 16
 	other[6].Algos = algo.AllAlgorithms &^ (1 << algo.ZeroCopy)
+	other[7].CheckDesc = true
 	for _, o := range other {
 		_, err := sameSettings(mine, append(o.encode(), 1, 2), 2)
 		require.ErrorIs(t, err, gccl.ErrInvalidUsage, "%v", o)
 		assert.Contains(t, err.Error(), "rank 2")
 		assert.NotEqual(t, mine.String(), o.String(), "the message shows the difference")
-		for _, name := range []string{"GCCL_MAX_NCHANNELS", "GCCL_ALGO", "GCCL_PROTO", "GCCL_GPU_BUFFSIZE", "GCCL_GPU_LL_MAX", "GCCL_GPU_PUSH_MAX", o.String(), mine.String()} {
+		for _, name := range []string{"GCCL_MAX_NCHANNELS", "GCCL_ALGO", "GCCL_PROTO", "GCCL_GPU_BUFFSIZE", "GCCL_GPU_LL_MAX", "GCCL_GPU_PUSH_MAX", "GCCL_GPU_CHECK_DESCRIPTORS", o.String(), mine.String()} {
 			assert.Contains(t, err.Error(), name)
 		}
 	}

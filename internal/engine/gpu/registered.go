@@ -46,18 +46,20 @@ func (g *Backend) lookup(o *engine.Op, l gpuplan.RegLookup) ([]regs.Buf, error) 
 	return bufs, nil
 }
 
-// zeroCopy runs o directly on its registered buffers bufs with grid
-// blocks. The kernels compare a key of the registrations and offsets
-// across the ranks at their first barrier, so ranks that disagree
-// (registered on some ranks only, other offsets or registrations) fail
-// with gccl.ErrInvalidUsage before touching a peer's memory.
-func (g *Backend) zeroCopy(o *engine.Op, bufs []regs.Buf, grid int, s cuda.Stream) error {
+// zeroCopy runs o directly on its registered buffers bufs with ch's grid.
+// The kernels compare a key of the descriptor, the registrations and
+// offsets across the ranks at their first barrier, so ranks that disagree
+// (another operation, registered on some ranks only, other offsets or
+// registrations) fail with gccl.ErrInvalidUsage before touching a peer's
+// memory.
+func (g *Backend) zeroCopy(o *engine.Op, bufs []regs.Buf, ch gpuplan.Choice, s cuda.Stream) error {
+	grid := ch.Grid
 	release, err := g.regs.Hold(bufs, s)
 	if err != nil {
 		return err
 	}
 	c := g.base
-	c.RegKey = regs.Key(o.Kind, bufs)
+	c.Key = regs.Key(o.Kind, bufs) ^ descKey(o, ch)
 	switch o.Kind {
 	case algo.AllReduce:
 		err = g.zcAllReduce(o, bufs, &c, grid, s)

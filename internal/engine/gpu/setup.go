@@ -92,7 +92,8 @@ func newBackendState(dev *device.CUDADevice, s engine.Setup, cfg Config) *Backen
 	set := env.Get()
 	drv, _ := devlink.Driver(dev)
 	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: drv, fns: map[string]*loadedFn{},
-		set: gpuplan.NewSettings(set.MaxNChannels, set.GPUBuffSize, set.GPULLMax, set.GPUPushMax, set.Algos, set.Protos)}
+		set:       gpuplan.NewSettings(set.MaxNChannels, set.GPUBuffSize, set.GPULLMax, set.GPUPushMax, set.Algos, set.Protos),
+		checkDesc: set.GPUCheckDescriptors}
 	g.links = streamjoin.New(g.drv)
 	g.regs = regs.New(regs.Config{Regs: cfg.Regs, Net: s.Boot, NRanks: s.NRanks, Device: dev, Driver: g.drv, Timeout: s.Timeout, Log: s.Log})
 	g.sharedCh = min(g.set.MaxChannels, max(1, smCount(g.drv, dev.Ordinal())/gpuSharedKernels))
@@ -210,6 +211,7 @@ type gpuSettings struct {
 	Protos         algo.Protocols // GCCL_PROTO
 	BulkKiB        uint32         // GCCL_GPU_BUFFSIZE
 	LLMax, PushMax uint32         // GCCL_GPU_LL_MAX, GCCL_GPU_PUSH_MAX
+	CheckDesc      bool           // GCCL_GPU_CHECK_DESCRIPTORS
 }
 
 // gpuSettingsLen is the encoded size of gpuSettings.
@@ -218,7 +220,7 @@ var gpuSettingsLen = binary.Size(gpuSettings{})
 // settings are this rank's.
 func (g *Backend) settings() gpuSettings {
 	s := g.set
-	return gpuSettings{uint8(s.MaxChannels), uint8(g.sharedCh), s.Algos, s.Protos, uint32(s.BulkBytes >> 10), uint32(s.LLMax), uint32(s.PushMax)}
+	return gpuSettings{uint8(s.MaxChannels), uint8(g.sharedCh), s.Algos, s.Protos, uint32(s.BulkBytes >> 10), uint32(s.LLMax), uint32(s.PushMax), g.checkDesc}
 }
 
 func (s gpuSettings) encode() []byte {
@@ -234,7 +236,11 @@ func (s gpuSettings) String() string {
 	case s.Protos.LLForced():
 		ll = "forced"
 	}
-	return fmt.Sprintf("%d channels, algorithms %v, LL %s, push up to %d bytes, a %d KiB staging area", s.MaxCh, s.Algos, ll, s.PushMax, s.BulkKiB)
+	check := ""
+	if s.CheckDesc {
+		check = ", descriptor checks"
+	}
+	return fmt.Sprintf("%d channels, algorithms %v, LL %s, push up to %d bytes, a %d KiB staging area%s", s.MaxCh, s.Algos, ll, s.PushMax, s.BulkKiB, check)
 }
 
 // sameSettings checks rank r's exchanged entry b, which starts with its
@@ -248,7 +254,7 @@ func sameSettings(mine gpuSettings, b []byte, r int) (gpuSettings, error) {
 	compared.SharedCh = mine.SharedCh
 	if compared != mine {
 		return theirs, gccl.Errorf(gccl.InvalidUsage, "environment",
-			"rank %d runs GPU kernels with %v, this rank with %v: set GCCL_MAX_NCHANNELS, GCCL_ALGO, GCCL_PROTO, GCCL_GPU_BUFFSIZE, GCCL_GPU_LL_MAX and GCCL_GPU_PUSH_MAX the same on every rank",
+			"rank %d runs GPU kernels with %v, this rank with %v: set GCCL_MAX_NCHANNELS, GCCL_ALGO, GCCL_PROTO, GCCL_GPU_BUFFSIZE, GCCL_GPU_LL_MAX, GCCL_GPU_PUSH_MAX and GCCL_GPU_CHECK_DESCRIPTORS the same on every rank",
 			r, theirs, mine)
 	}
 	return theirs, nil
