@@ -39,6 +39,9 @@ type Settings struct {
 	GPUBuffSize     int // bytes of a rank's GPU staging area, 0 = built-in default
 	GPULLMax        int // largest GPU collective (bytes per rank) on the LL one-shots, 0 = built-in default
 	GPUPushMax      int // largest GPU all-reduce (bytes) on the push kernel, 0 = built-in default
+	// HostSpin is GCCL_HOST_SPIN: how long a host wait for a peer polls
+	// before it sleeps; -1 = auto (package futex decides).
+	HostSpin time.Duration
 	// GPUCheckDescriptors is GCCL_GPU_CHECK_DESCRIPTORS: whether the GPU
 	// kernels that compare no descriptor of their own (one-shot, push) get
 	// a check kernel before them that does.
@@ -117,6 +120,7 @@ func load(lookup func(string) (string, bool)) *Settings {
 		GPULLMax:            l.size("GCCL_GPU_LL_MAX", 0),
 		GPUPushMax:          l.size("GCCL_GPU_PUSH_MAX", 0),
 		GPUCheckDescriptors: l.boolean("GCCL_GPU_CHECK_DESCRIPTORS", false),
+		HostSpin:            l.spin("GCCL_HOST_SPIN"),
 		FatbinDir:           l.str("GCCL_FATBIN_DIR", ""),
 		Device:              l.choice("GCCL_DEVICE", "auto", "auto", "host", "cuda"),
 	}

@@ -101,6 +101,8 @@ func TestBadValuesAreLogged(t *testing.T) {
 		{"NCCL_ALGO", "^ring,bogus", "every algorithm"},
 		{"GCCL_CHUNKSIZE", "big", "using 0"},
 		{"GCCL_GPU_LL_MAX", "1.5M", "using 0"},
+		{"GCCL_HOST_SPIN", "-5us", "using auto"},
+		{"GCCL_HOST_SPIN", "50", "using auto"},
 	}
 	for _, c := range cases {
 		clearAll(t)
@@ -122,6 +124,19 @@ func TestBadValuesAreLogged(t *testing.T) {
 	Reload()
 	SetOutput(old)
 	assert.Empty(t, buf.String(), "good settings log nothing")
+}
+
+// TestHostSpin: GCCL_HOST_SPIN is a duration of zero or more, or auto (-1).
+func TestHostSpin(t *testing.T) {
+	for val, want := range map[string]time.Duration{"": -1, "auto": -1, "0": 0, "0s": 0, "20us": 20 * time.Microsecond, "1ms": time.Millisecond} {
+		clearAll(t)
+		if val != "" {
+			t.Setenv("GCCL_HOST_SPIN", val)
+		}
+		s := Reload()
+		assert.Equal(t, want, s.HostSpin, "GCCL_HOST_SPIN=%q", val)
+		assert.Empty(t, s.Warnings, "GCCL_HOST_SPIN=%q", val)
+	}
 }
 
 // TestVersionIsInfo: GCCL_DEBUG=VERSION prints the version once as an INFO

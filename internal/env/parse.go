@@ -217,6 +217,24 @@ func parseSize(v string) (int, bool) {
 	return n << shift, true
 }
 
+// spin reads GCCL_HOST_SPIN: a Go duration of zero or more, or "auto" (and
+// unset): -1.
+func (l *loader) spin(name string) time.Duration {
+	v, from, ok := l.raw(name)
+	if !ok || v == "auto" {
+		return -1
+	}
+	d, err := time.ParseDuration(v)
+	if v == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d < 0 {
+		l.warn(from, v, "auto, 0 or a duration with a unit, such as 50us", "auto")
+		return -1
+	}
+	return d
+}
+
 // duration reads a positive Go duration. A bare number is refused (is 30
 // seconds or minutes?) with a warning that says how to write it.
 func (l *loader) duration(name string, def time.Duration) time.Duration {

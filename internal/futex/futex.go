@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/gccl/gccl/internal/env"
 )
 
 // Linux futex operations on shared (not process-private) words, so that a
@@ -33,15 +35,53 @@ func futexWakeAll(addr *uint32) {
 	_, _, _ = syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWake, uintptr(1<<31-1), 0, 0, 0)
 }
 
-// Waiting schedule of a counter wait: a few busy polls (another core may be
-// about to store), then a few yields of the OS thread to other processes,
-// then futex sleeps that end early on a wake-up, at most futexNap long so
-// that deadlines, Abort and dead peers are noticed promptly.
+// Waiting schedule of a counter wait: busy polls (another core may be about
+// to store) for at least spinPolls polls and for the spin time (SetSpin),
+// then a few yields of the OS thread to other processes, then futex sleeps
+// that end early on a wake-up, at most futexNap long so that deadlines,
+// Abort and dead peers are noticed promptly. Polling longer costs a core
+// while it waits but saves the sleeper's wake-up (tens of microseconds):
+// worth it where every rank has a core of its own.
 const (
-	spinPolls  = 200
+	spinPolls  = 256
+	checkEvery = 64 // polls between two checks (and clock reads)
 	yieldPolls = 4
 	futexNap   = 2 * time.Millisecond
+	// AutoSpin is the spin time on machines with at least autoSpinCPUs
+	// CPUs when GCCL_HOST_SPIN is auto.
+	AutoSpin     = 50 * time.Microsecond
+	autoSpinCPUs = 4
 )
+
+// spin is the spin time in nanoseconds, -1 until SetSpin or the first wait
+// reads GCCL_HOST_SPIN.
+var spin atomic.Int64
+
+func init() { spin.Store(-1) }
+
+// SetSpin sets how long every wait of this process busy-polls before it
+// yields and sleeps; a negative d means auto (AutoSpin on machines with
+// at least 4 CPUs, else none beyond the first few hundred polls). Without
+// a call the first wait reads GCCL_HOST_SPIN.
+func SetSpin(d time.Duration) {
+	if d < 0 {
+		d = 0
+		if runtime.NumCPU() >= autoSpinCPUs {
+			d = AutoSpin
+		}
+	}
+	spin.Store(int64(d))
+}
+
+// spinTime is the spin time, read from the environment on first use.
+func spinTime() time.Duration {
+	ns := spin.Load()
+	if ns < 0 {
+		SetSpin(env.Get().HostSpin)
+		ns = spin.Load()
+	}
+	return time.Duration(ns)
+}
 
 // Counter is a 32-bit sequence number in shared memory that one process
 // advances and others wait on, with a count of sleeping waiters next to it
@@ -64,22 +104,35 @@ func (c Counter) Advance(v uint32) {
 }
 
 // Await waits until the counter reaches target. check runs between sleeps
-// (and every few polls) and ends the wait with its error.
+// (and every checkEvery polls) and ends the wait with its error.
 func (c Counter) Await(target uint32, check func() error) error {
+	spinFor, polling := spinTime(), true
+	var began time.Time
 	for i := 0; ; i++ {
 		v := atomic.LoadUint32(c.Seq)
 		if Reached(v, target) {
 			return nil
 		}
-		switch {
-		case i < spinPolls:
-			if i%64 == 63 {
-				if err := check(); err != nil {
-					return err
-				}
+		if polling {
+			if i%checkEvery != checkEvery-1 {
+				continue
 			}
+			if err := check(); err != nil {
+				return err
+			}
+			if i < spinPolls {
+				continue
+			}
+			if began.IsZero() {
+				began = time.Now()
+			}
+			if time.Since(began) < spinFor {
+				continue
+			}
+			polling, i = false, -1 // i counts the yields from here
 			continue
-		case i < spinPolls+yieldPolls:
+		}
+		if i < yieldPolls {
 			osYield()
 			continue
 		}

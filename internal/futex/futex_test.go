@@ -2,6 +2,9 @@ package futex
 
 import (
 	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,4 +46,46 @@ func TestAwait(t *testing.T) {
 	stop := errors.New("peer failed")
 	err := c.Await(10, func() error { return stop })
 	assert.ErrorIs(t, err, stop)
+}
+
+// TestSpinThenSleep: with a spin time a waiter keeps polling (it is not
+// counted as a sleeper) until the time is up; without one it sleeps on the
+// futex after a few hundred polls. Either way Advance ends the wait.
+func TestSpinThenSleep(t *testing.T) {
+	prev := spin.Load()
+	t.Cleanup(func() { spin.Store(prev) })
+	for _, tc := range []struct {
+		spin     time.Duration
+		sleepers uint32
+	}{{5 * time.Second, 0}, {0, 1}} {
+		SetSpin(tc.spin)
+		var seq, waiters uint32
+		c := Counter{Seq: &seq, Waiters: &waiters}
+		started := make(chan struct{})
+		var once sync.Once
+		done := make(chan error, 1)
+		go func() { done <- c.Await(1, func() error { once.Do(func() { close(started) }); return nil }) }()
+		<-started
+		if tc.sleepers == 0 {
+			for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+				require.Zero(t, atomic.LoadUint32(&waiters), "spin %v: the waiter slept within its spin time", tc.spin)
+			}
+		} else {
+			assert.Eventually(t, func() bool { return atomic.LoadUint32(&waiters) == 1 }, 2*time.Second, time.Millisecond,
+				"spin %v: the waiter never slept", tc.spin)
+		}
+		c.Advance(1)
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("spin %v: Await was not woken", tc.spin)
+		}
+	}
+	SetSpin(-1)
+	want := time.Duration(0)
+	if runtime.NumCPU() >= autoSpinCPUs {
+		want = AutoSpin
+	}
+	assert.Equal(t, want, spinTime(), "auto")
 }
