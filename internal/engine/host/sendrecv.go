@@ -59,18 +59,23 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errList := make([]error, len(order))
-	var wg sync.WaitGroup
-	for i, k := range order {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, o := range lanes[k] {
-				if errList[i] = b.sendRecvOne(ctx, o); errList[i] != nil {
-					cancel()
-					return
-				}
+	runLane := func(i int) {
+		for _, o := range lanes[order[i]] {
+			if errList[i] = b.sendRecvOne(ctx, o); errList[i] != nil {
+				cancel()
+				return
 			}
-		}()
+		}
+	}
+	// The last lane runs on this goroutine: a launch of one Send or Recv
+	// starts no goroutine, and every launch one fewer (each start and end
+	// is a hand-off that can cost a wake-up).
+	var wg sync.WaitGroup
+	for i := range len(order) - 1 {
+		wg.Go(func() { runLane(i) })
+	}
+	if len(order) > 0 {
+		runLane(len(order) - 1)
 	}
 	wg.Wait()
 	if w := opdesc.Merge(errList...); w != nil {
