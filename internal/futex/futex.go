@@ -127,6 +127,10 @@ func (c Counter) Await(target uint32, check func() error) error {
 				began = time.Now()
 			}
 			if time.Since(began) < spinFor {
+				// Let a goroutine this one just readied run: a new
+				// goroutine waits in its creator's P (runnext), where
+				// other Ps do not steal it at once.
+				runtime.Gosched()
 				continue
 			}
 			polling, i = false, -1 // i counts the yields from here
