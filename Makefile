@@ -9,7 +9,7 @@
 #   make gpu-bundle   binaries + run script for the GPU machine, in ./bundle
 #   make kernels      rebuild the CUDA fatbin (needs nvcc)
 #   make perf         the benchmark under mpirun -np $(NP)
-#   make fault        the fault suite: in-process faults, then kill -9 of one rank under mpirun
+#   make fault        the fault suite: in-process faults, then kill -9 and SIGSTOP of one rank under mpirun
 #   make soak         $(OPS) random verified operations, resources counted before and after
 #   make fuzz         every fuzz target for $(FUZZTIME) (make test runs each for $(CI_FUZZTIME))
 
@@ -53,9 +53,10 @@ unit:
 mpi-tests:
 	MPI=openmpi test/run.sh
 
-# The kill -9 suite, a few runs of each case (make fault runs 20).
+# The kill -9 suite, a few runs of each case (make fault runs 20), and the
+# SIGSTOP suite once a case (about 3 s each: a stop is seen at the deadline).
 fault-ci:
-	RUNS=3 scripts/fault.sh
+	RUNS=3 STOP_RUNS=1 scripts/fault.sh
 
 # Every decoder's and the plan builder's fuzz target, briefly (CI's bound).
 fuzz-ci:

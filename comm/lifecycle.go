@@ -137,15 +137,22 @@ func isReady(c *Comm) bool {
 // AsyncError returns gccl.ErrRemote naming the rank once a peer has died
 // (see liveness.go), else the first error of an operation that failed after
 // it was launched (a deadline passed, a connection broke), nil if there is
-// none, gccl.ErrInProgress during a nonblocking init.
+// none, gccl.ErrInProgress during a nonblocking init. An operation that
+// timed out before the peer was lost keeps its gccl.ErrTimeout, which
+// names the rank that stalled: the peer lost then is most often one that
+// timed out on the same stall and aborted.
 func (c *Comm) AsyncError() error {
 	if err := c.Status(); err != nil {
 		return err
 	}
-	if err := c.lostErr(); err != nil {
-		return err
+	err := c.eng.AsyncError()
+	if gccl.Code(err) == gccl.TimeoutError {
+		return err // recorded before the loss, or its deadline passed before it (engine.Launch.Done)
 	}
-	return c.eng.AsyncError()
+	if lost := c.lostErr(); lost != nil {
+		return lost
+	}
+	return err
 }
 
 // InitAll creates a communicator over the given devices in this process,

@@ -57,7 +57,15 @@ type Engine struct {
 	redops   redopTable
 	checkPtr func(arg string, p uintptr, n int) error // nil: GCCL_CHECK_POINTERS off
 	asyncErr atomic.Pointer[error]
+	aborted  atomic.Pointer[abortRecord] // the first AbortWith
 	closed   atomic.Bool
+}
+
+// abortRecord is when the engine was first aborted, and the cause when it
+// became the async error (nil when an earlier failure had).
+type abortRecord struct {
+	at    time.Time
+	cause *error
 }
 
 // New builds the engine and its backend (collective over the ranks: the
@@ -184,7 +192,11 @@ func (e *Engine) AbortWith(cause error) error {
 	if e == nil {
 		return nil
 	}
-	e.setAsyncError(cause)
+	a := &abortRecord{at: time.Now()}
+	if p := &cause; e.asyncErr.CompareAndSwap(nil, p) {
+		a.cause = p
+	}
+	e.aborted.CompareAndSwap(nil, a)
 	e.closed.Store(true)
 	e.cancel()
 	return e.backend.Close(true)
@@ -192,8 +204,20 @@ func (e *Engine) AbortWith(cause error) error {
 
 // abortCause replaces the error of an operation cut short by Abort (a
 // closed connection, a cancelled wait) with the reason for the abort.
-func (e *Engine) abortCause(err error) error {
+//
+// An operation whose deadline (deadline, zero if unknown) had passed
+// before the abort was not cut short: its timeout stays, and takes the
+// abort's cause's place as the async error, being the earlier failure.
+// This is the common case of a stall: the host backend spends a moment
+// after the deadline naming the rank that stalled, and a peer that timed
+// out on the same stall and aborted meanwhile reaches this rank as a lost
+// peer (AbortWith), which must not hide the stalled rank.
+func (e *Engine) abortCause(err error, deadline time.Time) error {
 	if err == nil || e.ctx.Err() == nil {
+		return err
+	}
+	if a := e.aborted.Load(); a != nil && gccl.Code(err) == gccl.TimeoutError && !deadline.IsZero() && deadline.Before(a.at) {
+		e.asyncErr.CompareAndSwap(a.cause, &err)
 		return err
 	}
 	return errs.First(e.AsyncError(), err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
@@ -25,9 +26,10 @@ type Launch struct {
 	Stream gccl.Stream
 	More   []gccl.Stream
 
-	e      *Engine
-	ticket uint64
-	inline [launchInline]Op // ops' storage for small launches (one allocation)
+	e        *Engine
+	ticket   uint64
+	deadline time.Time        // of Context; zero until it is called
+	inline   [launchInline]Op // ops' storage for small launches (one allocation)
 }
 
 // launchInline is how many ops a launch holds without a second allocation.
@@ -39,8 +41,11 @@ func (l *Launch) Backend() Backend { return l.e.backend }
 
 // Context is bounded by the engine's timeout (Config.Timeout) and
 // cancelled by Abort: the bound of every wait of the launch's operations.
+// The launch remembers its deadline (Done compares it with an abort's time).
 func (l *Launch) Context() (context.Context, context.CancelFunc) {
-	return l.e.waitCtx(context.Background())
+	ctx, cancel := l.e.waitCtx(context.Background())
+	l.deadline, _ = ctx.Deadline()
+	return ctx, cancel
 }
 
 // WaitTurn waits until the engine's earlier launches are done, so that
@@ -68,12 +73,12 @@ func (l *Launch) Fail(err error) {
 }
 
 // Done ends the launch: err, replaced by the abort's cause when Abort cut
-// the launch short, becomes the engine's async error (Fail), and the next
+// the launch short (not a timeout whose deadline passed before), becomes the engine's async error (Fail), and the next
 // launch may run. It returns the error to report (to the stream). The
 // backend must not touch l afterwards.
 func (l *Launch) Done(err error) error {
 	e := l.e
-	err = e.abortCause(err)
+	err = e.abortCause(err, l.deadline)
 	l.Fail(err)
 	e.order.release()
 	e.recycle(l)
@@ -83,7 +88,7 @@ func (l *Launch) Done(err error) error {
 // newLaunch returns an empty launch of e for ops on stream s.
 func (e *Engine) newLaunch(s gccl.Stream, nops int) *Launch {
 	l := e.launches.Get().(*Launch)
-	l.Stream, l.ticket = s, 0
+	l.Stream, l.ticket, l.deadline = s, 0, time.Time{}
 	l.Ops, l.More = l.inline[:0], l.More[:0]
 	if nops > launchInline {
 		l.Ops = make([]Op, 0, nops)

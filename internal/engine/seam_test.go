@@ -29,6 +29,7 @@ type fakeBackend struct {
 
 	submitErr error                                             // Submit fails with it when set
 	run       func(ctx context.Context, l *engine.Launch) error // nil: succeed
+	done      chan error                                        // if not nil, gets what each Done returned
 }
 
 func (f *fakeBackend) Submit(l *engine.Launch) error {
@@ -53,7 +54,10 @@ func (f *fakeBackend) Submit(l *engine.Launch) error {
 				err = f.run(ctx, l)
 			}
 		}
-		l.Done(err)
+		err = l.Done(err)
+		if f.done != nil {
+			f.done <- err
+		}
 	}()
 	return nil
 }
@@ -180,6 +184,52 @@ func TestSeamAbort(t *testing.T) {
 	assert.Equal(t, cause, e.AsyncError())
 	assert.Equal(t, []int{1}, f.log(), "the launch after the aborted one did not run")
 	assert.ErrorIs(t, e.Launch([]engine.Op{op(buf, 3)}), gccl.ErrInvalidUsage, "closed")
+}
+
+// TestSeamTimeoutBeforeAbort: a launch whose deadline passed before an
+// Abort (the host backend names the stalled rank after the deadline, and
+// a peer that timed out on the same stall may abort meanwhile, reaching
+// this rank as a lost peer) keeps its timeout, which then takes the
+// abort's cause's place as the async error.
+func TestSeamTimeoutBeforeAbort(t *testing.T) {
+	expired, aborted := make(chan struct{}), make(chan struct{})
+	stall := gccl.Errorf(gccl.TimeoutError, "peer", "op #0 timed out waiting for rank 2")
+	f := &fakeBackend{rng: rand.New(rand.NewPCG(9, 10)), done: make(chan error, 1)}
+	f.run = func(ctx context.Context, l *engine.Launch) error {
+		<-ctx.Done()
+		close(expired)
+		<-aborted // naming the stalled rank
+		return stall
+	}
+	e, buf := seamEngine(t, f, 100*time.Millisecond)
+	require.NoError(t, e.Launch([]engine.Op{op(buf, 1)}))
+	<-expired
+	cause := gccl.Errorf(gccl.RemoteError, "peer", "rank 1 is gone")
+	require.NoError(t, e.AbortWith(cause))
+	assert.Equal(t, cause, e.AsyncError(), "the abort's cause, until the launch ends")
+	close(aborted)
+	assert.Equal(t, stall, <-f.done, "the launch keeps its timeout")
+	assert.Equal(t, stall, e.AsyncError(), "the launch's timeout replaces the abort's cause")
+}
+
+// TestSeamAbortCancelledWait: a wait that Abort cut short before the
+// launch's deadline is replaced by the abort's cause, though transports
+// report a cancelled wait as gccl.ErrTimeout.
+func TestSeamAbortCancelledWait(t *testing.T) {
+	started := make(chan struct{})
+	f := &fakeBackend{rng: rand.New(rand.NewPCG(11, 12)), done: make(chan error, 1)}
+	f.run = func(ctx context.Context, l *engine.Launch) error {
+		close(started)
+		<-ctx.Done()
+		return gccl.Errorf(gccl.TimeoutError, "net recv", "cancelled while waiting: %w", ctx.Err())
+	}
+	e, buf := seamEngine(t, f, 10*time.Second)
+	require.NoError(t, e.Launch([]engine.Op{op(buf, 1)}))
+	<-started
+	cause := gccl.Errorf(gccl.RemoteError, "peer", "rank 1 is gone")
+	require.NoError(t, e.AbortWith(cause))
+	assert.Equal(t, cause, <-f.done)
+	assert.Equal(t, cause, e.AsyncError())
 }
 
 // TestSeamTimeout: a launch that waits longer than Config.Timeout for its

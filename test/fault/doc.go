@@ -15,7 +15,9 @@
 // Wire faults below the TCP transport's framing are tested next to the
 // transport, in transport/fault (TestWireFaultsNeverDelivered).
 //
-// The kill -9 harness lives in ./killrank: a program launched by mpirun in
-// which one rank kills itself with SIGKILL in the middle of an operation;
-// scripts/fault.sh runs it repeatedly under a hard timeout.
+// The kill -9 and SIGSTOP harness lives in ./killrank: a program launched
+// by mpirun in which one rank kills itself with SIGKILL in the middle of an
+// operation, or stops itself with SIGSTOP in the middle of a series of them
+// (the others must name it in their timeouts); scripts/fault.sh runs it
+// repeatedly under a hard timeout and resumes a stopped rank.
 package fault

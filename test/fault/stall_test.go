@@ -1,7 +1,7 @@
 package fault
 
 import (
-	"regexp"
+	"errors"
 	"testing"
 	"time"
 
@@ -15,9 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// blamed is whom a timeout names: "rank 2", "ranks 1 and 2".
-var blamed = regexp.MustCompile(`timed out after \S+ waiting for (ranks? [0-9]+(?:(?:, | and )[0-9]+)*)`)
-
 // assertNames asserts that err (and the rank's AsyncError) is ErrTimeout
 // naming exactly want as the rank(s) it waited for.
 func assertNames(t *testing.T, c *comm.Comm, err error, want string) {
@@ -25,15 +22,10 @@ func assertNames(t *testing.T, c *comm.Comm, err error, want string) {
 	r := c.Rank()
 	t.Logf("rank %d: %v", r, err)
 	require.ErrorIs(t, err, gccl.ErrTimeout, "rank %d", r)
-	m := blamed.FindStringSubmatch(err.Error())
-	if assert.NotNil(t, m, "rank %d names no rank: %v", r, err) {
-		assert.Equal(t, want, m[1], "rank %d: %v", r, err)
-	}
+	assert.Equal(t, want, Blamed(err), "rank %d: %v", r, err)
 	aerr := c.AsyncError()
 	require.ErrorIs(t, aerr, gccl.ErrTimeout, "rank %d AsyncError", r)
-	if m := blamed.FindStringSubmatch(aerr.Error()); assert.NotNil(t, m, "rank %d AsyncError names no rank: %v", r, aerr) {
-		assert.Equal(t, want, m[1], "rank %d AsyncError: %v", r, aerr)
-	}
+	assert.Equal(t, want, Blamed(aerr), "rank %d AsyncError: %v", r, aerr)
 }
 
 // stallPaths are the host paths a stalled rank is named on.
@@ -115,6 +107,52 @@ func TestStalledRankNamedSendRecv(t *testing.T) {
 			_, errs := gccltest.Parallel(2, func(r int) (struct{}, error) { return struct{}{}, bufs[r].Dev.Synchronize(bufs[r].S) })
 			assertNames(t, comms[0], errs[0], "rank 2")
 			assertNames(t, comms[1], errs[1], "rank 2")
+		})
+	}
+}
+
+// TestStalledRankNamedWhilePeersAbort: as TestStalledRankNamed, but each
+// survivor aborts its communicator as soon as its AllReduce fails, as an
+// application does, and they start it 30 ms apart, as processes do. The
+// first survivor's abort reaches the others while they are still collecting
+// stall reports (a process that aborts is a lost peer to the others): their
+// errors, and AsyncError, must still name rank 2, whose stall came first,
+// not the healthy rank that aborted.
+func TestStalledRankNamedWhilePeersAbort(t *testing.T) {
+	const n, count, timeout, stalled, stagger = 4, 1 << 16, time.Second, 2, 30 * time.Millisecond
+	for _, p := range []struct{ name, shmDisable, algo string }{stallPaths[0], stallPaths[3]} {
+		t.Run(p.name, func(t *testing.T) {
+			setPath(t, p.shmDisable, p.algo)
+			comms := makeComms(t, n, timeout)
+			bufs := makeBufs(t, comms, 4*count)
+			launch := func(r int) error {
+				err := coll.AllReduce(comms[r], bufs[r].Send, bufs[r].Recv, count, gccl.Int32, gccl.Sum, bufs[r].S)
+				return errors.Join(err, bufs[r].Dev.Synchronize(bufs[r].S))
+			}
+			_, errs := gccltest.Parallel(n, func(r int) (struct{}, error) { return struct{}{}, launch(r) })
+			for r := range n {
+				require.NoError(t, errs[r], "warm-up on rank %d", r)
+			}
+			asyncs, errs := gccltest.Parallel(n, func(r int) (error, error) {
+				if r == stalled {
+					return nil, nil
+				}
+				time.Sleep(time.Duration(r) * stagger)
+				err := launch(r)
+				async := comms[r].AsyncError()
+				_ = comms[r].Abort()
+				return async, err
+			})
+			for r := range n {
+				if r == stalled {
+					continue
+				}
+				t.Logf("rank %d: %v", r, errs[r])
+				require.ErrorIs(t, errs[r], gccl.ErrTimeout, "rank %d", r)
+				assert.Equal(t, "rank 2", Blamed(errs[r]), "rank %d: %v", r, errs[r])
+				require.ErrorIs(t, asyncs[r], gccl.ErrTimeout, "rank %d AsyncError", r)
+				assert.Equal(t, "rank 2", Blamed(asyncs[r]), "rank %d AsyncError: %v", r, asyncs[r])
+			}
 		})
 	}
 }

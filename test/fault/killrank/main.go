@@ -1,10 +1,24 @@
-// Command killrank is the kill -9 fault harness: launched by mpirun (host
-// backend), it runs a workload a few times to connect every transport, then
-// starts it once more, and the victim rank kills itself with SIGKILL in the
-// middle. Each survivor waits for the operation, checks that it failed with
-// gccl.ErrRemote or gccl.ErrTimeout within twice the configured timeout,
-// aborts its communicator (checking that Abort takes under a second), writes
-// one result line to -out/rank-N and exits 0 on success, 1 otherwise.
+// Command killrank is the fault harness run under mpirun (host backend):
+// one rank, the victim, fails in the middle of a workload and the others,
+// the survivors, must each report it with a typed error in bounded time.
+//
+// With -fault kill it runs the workload a few times to connect every
+// transport, then starts it once more, and the victim kills itself with
+// SIGKILL in the middle. Each survivor waits for the operation and checks
+// that it failed with gccl.ErrRemote or gccl.ErrTimeout (or, when its share
+// did not need the victim, succeeded) within twice the configured timeout.
+//
+// With -fault stop (stop.go) the ranks run the workload over and over and
+// the victim stops itself with SIGSTOP in the middle of the series, after
+// writing its pid to -out/stopped: alive, its sockets open, it makes no
+// progress. Each survivor checks that its operation failed with
+// gccl.ErrTimeout within twice the timeout, naming the victim, and only
+// it, as the rank that stalled. scripts/fault.sh then sends the stopped
+// process SIGCONT (SIGKILL if it does not end), so that mpirun ends.
+//
+// Either way each survivor then checks that AsyncError agrees, aborts its
+// communicator (checking that Abort takes under a second), writes one
+// result line to -out/rank-N and exits 0 on success, 1 otherwise.
 //
 // mpirun tears the job down when a rank dies, so survivors report through
 // their files, and exit without MPI_Finalize (MPI's world lost a member).
@@ -28,15 +42,17 @@ import (
 )
 
 var (
+	mode     = flag.String("fault", "kill", "what the victim does: kill (SIGKILL itself) or stop (SIGSTOP itself)")
 	workload = flag.String("workload", "allreduce", "operation to cut: allreduce, sendrecv, group or p2p")
 	timeout  = flag.Duration("timeout", 5*time.Second, "the communicator's deadline (Config.Timeout); MPI's waits get twice that")
 	count    = flag.Int("count", 1<<20, "int32 elements per buffer")
 	warmup   = flag.Int("warmup", 2, "verified-successful iterations before the fatal one")
-	delay    = flag.Duration("delay", time.Millisecond, "how long after launching the victim kills itself")
+	delay    = flag.Duration("delay", time.Millisecond, "how long after launching the victim kills or stops itself")
+	series   = flag.Int("series", 3, "-fault stop: the operation of the series during which the victim stops")
 	outDir   = flag.String("out", "", "directory for the per-rank result files (required)")
 )
 
-// victim is the rank that kills itself: $GCCL_FAULT_VICTIM, default 1.
+// victim is the rank that fails: $GCCL_FAULT_VICTIM, default 1.
 func victim(size int) (int, error) {
 	v := 1
 	if s := os.Getenv("GCCL_FAULT_VICTIM"); s != "" {
@@ -85,6 +101,9 @@ func run() (int, string, error) {
 	if err := mpiboot.SetTimeout(2 * *timeout); err != nil {
 		return rank, "", err
 	}
+	if *mode != "kill" && *mode != "stop" {
+		return rank, "", fmt.Errorf("-fault %q: want kill or stop", *mode)
+	}
 	w, err := fault.WorkloadNamed(*workload)
 	if err != nil {
 		return rank, "", err
@@ -112,6 +131,10 @@ func run() (int, string, error) {
 	if err := mpiboot.Barrier(); err != nil {
 		return rank, "", err
 	}
+	if *mode == "stop" {
+		line, err := stop(c, b, w, rank, v)
+		return rank, line, err
+	}
 	start := time.Now()
 	launchErr := w.Launch(c, b, *count)
 	if launchErr != nil && (rank == v || !fault.PeerFailure(launchErr)) {
@@ -124,21 +147,33 @@ func run() (int, string, error) {
 	}
 	// A survivor slower than the victim may find the peer already gone at
 	// launch: that ErrRemote is its answer, as a failed stream would be.
-	line, err := survive(c, b, start, launchErr)
-	return rank, line, err
-}
-
-// survive checks what a survivor sees (launchErr: the launch already failed
-// because the victim was gone) and describes it; the error says
-// what was wrong, if anything. The operation in flight must fail with
-// ErrRemote or ErrTimeout, or (when this rank's share did not need the
-// victim) succeed; either way AsyncError must report the loss within twice
-// the timeout, and Abort must then take under a second.
-func survive(c *comm.Comm, b *fault.Bufs, start time.Time, launchErr error) (string, error) {
-	err := launchErr
+	err = launchErr
 	if err == nil {
 		err = b.Dev.Synchronize(b.S)
 	}
+	line, err := survive(c, start, err, peerFailed)
+	return rank, line, err
+}
+
+// peerFailed judges a survivor's failure under -fault kill: the operation
+// failed with gccl.ErrRemote or gccl.ErrTimeout, or (when this rank's share
+// did not need the victim) succeeded, and AsyncError reports the loss.
+func peerFailed(err, async error) string {
+	switch {
+	case err != nil && !fault.PeerFailure(err):
+		return "wrong error"
+	case !fault.PeerFailure(async):
+		return "AsyncError"
+	}
+	return ""
+}
+
+// survive checks what a survivor sees, err being the result of the
+// operation started at start, and describes it; the error says what was
+// wrong, if anything. AsyncError must report the failure within twice the
+// timeout, judge (which names what is wrong with err and async, or
+// returns "") must accept both, and Abort must then take under a second.
+func survive(c *comm.Comm, start time.Time, err error, judge func(err, async error) string) (string, error) {
 	synced := time.Since(start)
 	var async error
 	for {
@@ -151,13 +186,13 @@ func survive(c *comm.Comm, b *fault.Bufs, start time.Time, launchErr error) (str
 	t0 := time.Now()
 	abortErr := c.Abort()
 	abortTook := time.Since(t0)
-	line := fmt.Sprintf("class=%q async=%q after=%v/%v abort=%v/%v err=%v async=%v", gccl.Code(err), gccl.Code(async),
-		synced.Round(time.Millisecond), took.Round(time.Millisecond), abortTook.Round(time.Microsecond), abortErr, err, async)
+	line := fmt.Sprintf("class=%q async=%q after=%v/%v blames=%q abort=%v/%v err=%v async=%v", gccl.Code(err), gccl.Code(async),
+		synced.Round(time.Millisecond), took.Round(time.Millisecond), fault.Blamed(err),
+		abortTook.Round(time.Microsecond), abortErr, err, async)
+	if bad := judge(err, async); bad != "" {
+		return line, fmt.Errorf("%s: %s", bad, line)
+	}
 	switch {
-	case err != nil && !fault.PeerFailure(err):
-		return line, fmt.Errorf("wrong error: %s", line)
-	case !fault.PeerFailure(async):
-		return line, fmt.Errorf("AsyncError: %s", line)
 	case took > 2**timeout:
 		return line, fmt.Errorf("too slow: %s", line)
 	case abortErr != nil || abortTook > time.Second:
