@@ -170,15 +170,30 @@ func (b *Backend) Close(abort bool) error {
 	return err
 }
 
+// connected reports whether every peer but this rank has a connection
+// (b.connMu held).
+func (b *Backend) connected(peers []int) bool {
+	for _, p := range peers {
+		if p != b.rank && b.conns[p] == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // connect makes the missing connections to peers, all at once: each Connect
 // waits for the peer's matching call, so connecting one by one could wait in
 // a cycle.
 //
-// A connection that times out is an opdesc.WaitError of op (the peer has
-// not started an operation with this rank).
-func (b *Backend) connect(ctx context.Context, op string, peers []int) error {
+// A connection that times out is an opdesc.WaitError of op() (the peer has
+// not started an operation with this rank). When every peer is connected
+// (every launch after the first few) it allocates nothing.
+func (b *Backend) connect(ctx context.Context, op func() string, peers []int) error {
 	b.connMu.Lock()
 	defer b.connMu.Unlock()
+	if b.connected(peers) {
+		return nil
+	}
 	var wg sync.WaitGroup
 	errList := make([]error, len(peers))
 	conns := make([]*peerConn, b.nranks)
@@ -193,7 +208,7 @@ func (b *Backend) connect(ctx context.Context, op string, peers []int) error {
 			s, r, err := b.ep.Connect(ctx, b.infos[p], 0)
 			err = wrapPeer(err, p, "connecting to")
 			if gccl.Code(err) == gccl.TimeoutError {
-				err = opdesc.Waiting(op, p, "it never connected: it has not started an operation with this rank", err)
+				err = opdesc.Waiting(op(), p, "it never connected: it has not started an operation with this rank", err)
 			}
 			conns[p].send, conns[p].recv, errList[i] = s, r, err
 		}()

@@ -88,7 +88,7 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opdesc.Desc
 	}
 	send, recv := o.Sizes(b.nranks)
 	sendTo, recvFrom := plan.Peers()
-	if err := b.connect(ctx, d.String(), append(sendTo, recvFrom...)); err != nil {
+	if err := b.connect(ctx, d.String, append(sendTo, recvFrom...)); err != nil {
 		return err
 	}
 	if len(b.scratch) < plan.ScratchBytes {

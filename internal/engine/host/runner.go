@@ -181,19 +181,20 @@ func (r *runner) recv(peer, n int, consume func(off int, p []byte) error) error 
 		c.Fail(err) // the sender's Send fails with it too
 		return err
 	}
-	return r.waited(wrapPeer(err, peer, "receiving from"), peer, r.conns[peer].note(r.desc.Label()))
+	return r.waited(wrapPeer(err, peer, "receiving from"), peer, func() string { return r.conns[peer].note(r.desc.Label()) })
 }
 
-// waited makes a timeout of a wait on peer an opdesc.WaitError with note.
-func (r *runner) waited(err error, peer int, note string) error {
+// waited makes a timeout of a wait on peer an opdesc.WaitError with note,
+// which it formats only then (labels cost a Sprintf: not per message).
+func (r *runner) waited(err error, peer int, note func() string) error {
 	if gccl.Code(err) != gccl.TimeoutError {
 		return err
 	}
-	return opdesc.Waiting(r.desc.String(), peer, note, err)
+	return opdesc.Waiting(r.desc.String(), peer, note(), err)
 }
 
 // sendNote is the note on a peer that did not take this rank's data.
-const sendNote = "it has not taken this rank's data (its receive buffer is full)"
+func sendNote() string { return "it has not taken this rank's data (its receive buffer is full)" }
 
 // post queues p for peer's sender goroutine; the queue was sized by
 // newRunner, so this never blocks.

@@ -53,7 +53,7 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 	for _, k := range order {
 		peers = append(peers, k.peer)
 	}
-	if err := b.connect(ctx, p2pName(ops), peers); err != nil {
+	if err := b.connect(ctx, func() string { return p2pName(ops) }, peers); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -149,15 +149,16 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
 		pc.recv.Fail(err) // the sender's Send fails with it too
 		return err
 	}
-	return p2pWaited(o, wrapPeer(err, o.Peer, "receiving from"), pc.note(""))
+	return p2pWaited(o, wrapPeer(err, o.Peer, "receiving from"), func() string { return pc.note("") })
 }
 
-// p2pWaited makes a timeout of a Send or Recv an opdesc.WaitError.
-func p2pWaited(o *engine.Op, err error, note string) error {
+// p2pWaited makes a timeout of a Send or Recv an opdesc.WaitError, with
+// note formatted only then.
+func p2pWaited(o *engine.Op, err error, note func() string) error {
 	if gccl.Code(err) != gccl.TimeoutError {
 		return err
 	}
-	return opdesc.Waiting(p2pOne(o), o.Peer, note, err)
+	return opdesc.Waiting(p2pOne(o), o.Peer, note(), err)
 }
 
 // copySelf pairs sends to self with receives from self, in order.
