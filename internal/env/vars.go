@@ -30,7 +30,7 @@ var Vars = []Var{
 	{"GCCL_DEVICE", "", "auto", "backend: auto (GPU if a driver is present), host or cuda", "Device"},
 	{"GCCL_HOSTID", "NCCL_HOSTID", "", "names this process's host (ranks with the same value share SHM and a local rank numbering in mpiboot); empty = host name and boot id", "HostID"},
 	{"GCCL_FATBIN_DIR", "", "(empty)", "directory where kernels/build.sh just wrote gccl.fatbin and sources.sha256: load that instead of the embedded fatbin (its sources must match this binary's)", "FatbinDir"},
-	{"GCCL_HOST_SPIN", "", "auto", "how long a host-backend wait for a peer (shared-memory rings, zero-copy barriers) busy-polls before it yields and sleeps on a futex, as a Go duration (0, 20us, 200us); auto = 50us on machines with 4 or more CPUs, else 0 (a few hundred polls, then yields and sleeps, so that ranks sharing few CPUs do not steal them from each other)", "HostSpin"},
+	{"GCCL_HOST_SPIN", "", "auto", "how long a host-backend wait for a peer (shared-memory rings, zero-copy barriers) busy-polls before it yields and sleeps on a futex, as a Go duration (0, 20us, 200us); auto = 50us on machines with 4 or more CPUs, else 0 (a few hundred polls, then yields and sleeps), and 0 once a communicator has more ranks on this host than it has CPUs, so that ranks sharing CPUs do not take them from each other", "HostSpin"},
 	{"GCCL_SOCKET_NTHREADS", "NCCL_SOCKET_NTHREADS", "0", "TCP sockets per connection = GCCL_SOCKET_NTHREADS × GCCL_NSOCKS_PERTHREAD, an unset one counting as 1 (both 0 = 2 sockets)", "SocketNThreads"},
 	{"GCCL_NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD", "0", "see GCCL_SOCKET_NTHREADS", "NSocksPerThread"},
 	{"GCCL_CHUNKSIZE", "NCCL_CHUNKSIZE", "0", "bytes per pipeline chunk (0 = chosen by the cost model)", "ChunkSize"},

@@ -73,6 +73,16 @@ func SetSpin(d time.Duration) {
 	spin.Store(int64(d))
 }
 
+// ShareCPUs tells this process's waits that n ranks of a communicator run
+// on this host. When GCCL_HOST_SPIN is auto and they outnumber the CPUs,
+// waits stop spinning beyond the first polls, for the life of the
+// process: a spinning rank would take the CPU from the peer it waits for.
+func ShareCPUs(n int) {
+	if env.Get().HostSpin < 0 && n > runtime.NumCPU() {
+		spin.Store(0)
+	}
+}
+
 // spinTime is the spin time, read from the environment on first use.
 func spinTime() time.Duration {
 	ns := spin.Load()

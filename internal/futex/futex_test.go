@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gccl/gccl/internal/env"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -88,4 +89,25 @@ func TestSpinThenSleep(t *testing.T) {
 		want = AutoSpin
 	}
 	assert.Equal(t, want, spinTime(), "auto")
+}
+
+// TestShareCPUs: with GCCL_HOST_SPIN auto, more ranks on this host than
+// CPUs turn spinning off; as many as the CPUs leave it; a set spin time
+// is the user's and stays.
+func TestShareCPUs(t *testing.T) {
+	prev := spin.Load()
+	t.Cleanup(func() { spin.Store(prev) })
+	t.Setenv("GCCL_HOST_SPIN", "auto")
+	env.Reload()
+	t.Cleanup(func() { env.Reload() })
+	SetSpin(time.Millisecond)
+	ShareCPUs(runtime.NumCPU())
+	assert.Equal(t, time.Millisecond, spinTime(), "as many ranks as CPUs")
+	ShareCPUs(runtime.NumCPU() + 1)
+	assert.Zero(t, spinTime(), "more ranks than CPUs, GCCL_HOST_SPIN unset")
+	t.Setenv("GCCL_HOST_SPIN", "1ms")
+	env.Reload()
+	SetSpin(time.Millisecond)
+	ShareCPUs(runtime.NumCPU() + 1)
+	assert.Equal(t, time.Millisecond, spinTime(), "GCCL_HOST_SPIN set: kept")
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/gccl/gccl/internal/engine/host/opdesc"
 	"github.com/gccl/gccl/internal/engine/host/zerocopy"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/transport"
+	"github.com/gccl/gccl/transport/topo"
 )
 
 // Config tunes the host backend; the zero value is the defaults but for
@@ -91,6 +93,7 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 	if err := b.exchange(ctx, s.Boot, cfg.Transport); err != nil {
 		return nil, errs.First(err, b.Close(true))
 	}
+	futex.ShareCPUs(b.localRanks())
 	var err error
 	if b.zc, err = zerocopy.Open(ctx, s, b.allLocal()); err != nil {
 		return nil, errs.First(err, b.Close(true))
@@ -157,6 +160,18 @@ func (b *Backend) allLocal() bool {
 		}
 	}
 	return true
+}
+
+// localRanks is how many ranks, this one included, run on this host
+// (whatever transport connects them).
+func (b *Backend) localRanks() int {
+	n := 0
+	for _, p := range b.infos {
+		if topo.SameHost(p.HostHash, b.infos[b.rank].HostHash) {
+			n++
+		}
+	}
+	return n
 }
 
 // Close frees the zero-copy control block and closes the connections.

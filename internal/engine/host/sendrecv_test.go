@@ -10,6 +10,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/transport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -88,4 +89,13 @@ func TestCauseErrPrefersTheFailure(t *testing.T) {
 	assert.Equal(t, dead, causeErr(dead, cancelled))
 	assert.Equal(t, cancelled, causeErr(nil, cancelled), "only cancellations: the first")
 	assert.NoError(t, causeErr(nil, nil))
+}
+
+// TestLocalRanks counts the ranks on this rank's host by host hash,
+// whatever transport links them.
+func TestLocalRanks(t *testing.T) {
+	b := &Backend{rank: 1, infos: []transport.PeerInfo{{HostHash: 7}, {HostHash: 7}, {HostHash: 8}, {HostHash: 7}}}
+	assert.Equal(t, 3, b.localRanks())
+	b.rank = 2
+	assert.Equal(t, 1, b.localRanks())
 }
