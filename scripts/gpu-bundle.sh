@@ -59,7 +59,7 @@ fi
 go test "${flags[@]}" -c -o "$dir/mpi/mpiboot.test" ./mpiboot
 go test "${flags[@]}" -c -o "$dir/mpi/internal-mpi.test" ./internal/mpi
 go test "${flags[@]}" -c -o "$dir/mpi/mpi.test" ./test/mpi
-for ex in onedevice multidevice progress singleprocess gompi; do
+for ex in onedevice multidevice progress singleprocess gompi cudaaware coupling; do
 	go build "${flags[@]}" -o "$dir/examples/$ex" "./examples/mpi/$ex"
 done
 if [ -d cmd/gccl-perf ]; then

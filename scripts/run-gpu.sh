@@ -161,6 +161,11 @@ else
 	skip "examples np=2" "needs 2 GPUs, found $ngpu: the examples put each process on its local rank's GPU"
 fi
 
+# The MPI examples of issue 17 with every process on GPU 0 (-device 0):
+# CUDA-aware MPI traffic beside gccl, and two coupled solvers (MPMD by flag).
+step "example cudaaware np=2 device=0" 60 ./mpirun.sh 2 examples/cudaaware -device 0 -rounds 3 -count 4099
+step "example coupling np=3 device=0" 90 ./mpirun.sh 3 examples/coupling -device 0 -a 1 -steps 200 -every 7
+
 # ---- random operation sequences (package ./test/random): every type,
 # several communicators (world, duplicate, split) on several streams,
 # groups, counts 0 to 1M, every element checked. The quick tier runs a few

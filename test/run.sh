@@ -92,6 +92,7 @@ run mpiboot/mpmd 2 "${mpmd[@]}" : -np 3 "${mpmd[@]}"
 echo "== coupled solvers (halo exchanges, residual AllReduce, interface over a split communicator)"
 run example/coupling/mpmd 2 "$out/coupling" : -np 3 "$out/coupling"
 run example/coupling/flag 6 "$out/coupling" -a 2 -steps 300 -every 7
+run example/coupling/device0 3 "$out/coupling" -device 0 -a 1 -steps 200 -every 7 # every process on device 0, as run-gpu.sh does
 echo "== one process, several devices (no MPI)"
 if "$out/singleprocess" -ndev 4 -count 65536; then echo "PASS  example/singleprocess"; else failed+=(singleprocess); fi
 

@@ -31,14 +31,15 @@ func main() {
 	n := flag.Int("n", 24, "cells along each side of each subdomain")
 	steps := flag.Int("steps", 600, "time steps")
 	every := flag.Int("every", 5, "steps between interface exchanges")
+	dev := flag.Int("device", -1, "put every process on this GPU (machines with fewer GPUs than processes); -1: the local rank's")
 	flag.Parse()
-	if err := run(*a, *n, *steps, *every); err != nil {
+	if err := run(*a, *n, *steps, *every, *dev); err != nil {
 		fmt.Fprintln(os.Stderr, "coupling:", err)
 		os.Exit(1)
 	}
 }
 
-func run(a, n, steps, every int) error {
+func run(a, n, steps, every, dev int) error {
 	if err := mpiboot.Init(); err != nil {
 		return err
 	}
@@ -58,6 +59,9 @@ func run(a, n, steps, every int) error {
 	}
 	defer mine.Free()
 	cfg := &comm.Config{Device: mpiboot.LocalRank(), DeviceSet: true} // one device per process of the job
+	if dev >= 0 {
+		cfg.Device = dev // every process on one device (ranks sharing a GPU)
+	}
 	c, err := mine.NewComm(cfg)
 	if err != nil {
 		return err

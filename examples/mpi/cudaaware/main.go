@@ -22,6 +22,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/coll"
+	"github.com/gccl/gccl/comm"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/mpiboot"
 )
@@ -30,8 +31,9 @@ func main() {
 	rounds := flag.Int("rounds", 4, "rounds of reduce-scatter, MPI ring shift, all-gather")
 	count := flag.Int("count", 1<<16, "float32 elements per block (buf holds one block per rank)")
 	stage := flag.Bool("stage", false, "give MPI host copies even where it could take the device buffers")
+	dev := flag.Int("device", -1, "put every process on this GPU (machines with fewer GPUs than processes); -1: the local rank's")
 	flag.Parse()
-	if err := run(*rounds, *count, *stage); err != nil {
+	if err := run(*rounds, *count, *stage, *dev); err != nil {
 		fmt.Fprintln(os.Stderr, "cudaaware:", err)
 		os.Exit(1)
 	}
@@ -46,7 +48,7 @@ type buffers struct {
 	host               device.Device
 }
 
-func run(rounds, n int, stage bool) error {
+func run(rounds, n int, stage bool, dev int) error {
 	if err := mpiboot.Init(); err != nil {
 		return err
 	}
@@ -60,7 +62,11 @@ func run(rounds, n int, stage bool) error {
 		return err
 	}
 	defer mc.Free()
-	c, err := mc.NewComm(nil)
+	var cfg *comm.Config // nil: the local rank's device
+	if dev >= 0 {
+		cfg = &comm.Config{Device: dev, DeviceSet: true} // every process on one device (ranks sharing a GPU)
+	}
+	c, err := mc.NewComm(cfg)
 	if err != nil {
 		return err
 	}
