@@ -224,10 +224,7 @@ func (l *loader) spin(name string) time.Duration {
 	if !ok || v == "auto" {
 		return -1
 	}
-	d, err := time.ParseDuration(v)
-	if v == "0" {
-		d, err = 0, nil
-	}
+	d, err := time.ParseDuration(v) // "0" needs no unit
 	if err != nil || d < 0 {
 		l.warn(from, v, "auto, 0 or a duration with a unit, such as 50us", "auto")
 		return -1

@@ -63,14 +63,17 @@ func init() { spin.Store(-1) }
 // yields and sleeps; a negative d means auto (AutoSpin on machines with
 // at least 4 CPUs, else none beyond the first few hundred polls). Without
 // a call the first wait reads GCCL_HOST_SPIN.
-func SetSpin(d time.Duration) {
-	if d < 0 {
-		d = 0
-		if runtime.NumCPU() >= autoSpinCPUs {
-			d = AutoSpin
-		}
+func SetSpin(d time.Duration) { spin.Store(int64(resolveSpin(d))) }
+
+// resolveSpin is the spin time a setting d means (negative: auto).
+func resolveSpin(d time.Duration) time.Duration {
+	switch {
+	case d >= 0:
+		return d
+	case runtime.NumCPU() >= autoSpinCPUs:
+		return AutoSpin
 	}
-	spin.Store(int64(d))
+	return 0
 }
 
 // ShareCPUs tells this process's waits that n ranks of a communicator run
@@ -83,11 +86,12 @@ func ShareCPUs(n int) {
 	}
 }
 
-// spinTime is the spin time, read from the environment on first use.
+// spinTime is the spin time, read from the environment on first use
+// unless SetSpin or ShareCPUs has set it meanwhile.
 func spinTime() time.Duration {
 	ns := spin.Load()
 	if ns < 0 {
-		SetSpin(env.Get().HostSpin)
+		spin.CompareAndSwap(-1, int64(resolveSpin(env.Get().HostSpin)))
 		ns = spin.Load()
 	}
 	return time.Duration(ns)
