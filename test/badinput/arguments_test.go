@@ -62,11 +62,8 @@ func argumentCases() []badCase {
 			}),
 		argCase("destroyed-op", "AllReduce with a CreatePreMulSum operator already destroyed", "op", ia, []string{"unknown reduction operator"},
 			func(w *world, p, q uintptr) error {
-				op, err := coll.CreatePreMulSum(w.comms[0], p, gccl.Float32, coll.ScalarHostImmediate)
+				op, err := destroyedOp(w, p)
 				if err != nil {
-					return err
-				}
-				if err := coll.DestroyRedOp(w.comms[0], op); err != nil {
 					return err
 				}
 				return coll.AllReduce(w.comms[0], p, q, 4, gccl.Float32, op, w.streams[0])
@@ -88,11 +85,8 @@ func argumentCases() []badCase {
 			}),
 		argCase("destroy-op-twice", "DestroyRedOp of the same operator twice", "op", ia, []string{"was not made by CreatePreMulSum on this communicator (or was destroyed)"},
 			func(w *world, p, q uintptr) error {
-				op, err := coll.CreatePreMulSum(w.comms[0], p, gccl.Float32, coll.ScalarHostImmediate)
+				op, err := destroyedOp(w, p)
 				if err != nil {
-					return err
-				}
-				if err := coll.DestroyRedOp(w.comms[0], op); err != nil {
 					return err
 				}
 				return coll.DestroyRedOp(w.comms[0], op)
@@ -133,4 +127,14 @@ func argumentCases() []badCase {
 				return coll.AllReduce(w.comms[0], p, q, 4, gccl.Int32, gccl.Sum, 0xdead)
 			}),
 	}
+}
+
+// destroyedOp is a float32 CreatePreMulSum operator of rank 0's
+// communicator (scalar at p), already destroyed.
+func destroyedOp(w *world, p uintptr) (gccl.RedOp, error) {
+	op, err := coll.CreatePreMulSum(w.comms[0], p, gccl.Float32, coll.ScalarHostImmediate)
+	if err != nil {
+		return op, err
+	}
+	return op, coll.DestroyRedOp(w.comms[0], op)
 }
