@@ -167,6 +167,8 @@ func (in Input) validate() error {
 		return fmt.Errorf("count %d of %d-byte elements out of range", in.Count, in.ElemSize)
 	case s.MaxChannels < 1 || s.MaxChannels > GridMax:
 		return fmt.Errorf("grid cap %d out of range [1,%d]", s.MaxChannels, GridMax)
+	case s.GridCap < s.MaxChannels || s.GridCap > GridMax:
+		return fmt.Errorf("kernel grid cap %d out of range [%d,%d]", s.GridCap, s.MaxChannels, GridMax)
 	case s.BulkBytes < 1 || s.LLMax < 0 || s.PushMax < 0:
 		return fmt.Errorf("bulk area %d, LL limit %d, push limit %d: not positive", s.BulkBytes, s.LLMax, s.PushMax)
 	}

@@ -61,7 +61,8 @@ func PushScratchBytes(nbytes, nranks int) int {
 // kernels and grids from; ranks whose settings differ would launch kernels
 // that never meet, so the engine checks at init that they agree.
 type Settings struct {
-	MaxChannels int            // the grid cap, 1..GridMax (GCCL_MAX_NCHANNELS)
+	MaxChannels int            // the collectives' grid cap, 1..GridMax (GCCL_MAX_NCHANNELS)
+	GridCap     int            // the most blocks of any kernel, 1..GridMax: GridMax, less where ranks share a GPU in one process
 	BulkBytes   int            // the bulk area (GCCL_GPU_BUFFSIZE)
 	LLMax       int            // one-shot limit in bytes (GCCL_GPU_LL_MAX)
 	PushMax     int            // push all-reduce limit in bytes (GCCL_GPU_PUSH_MAX)
@@ -73,7 +74,7 @@ type Settings struct {
 // default: the grid cap within 1..GridMax, the bulk area within BulkMin..BulkMax
 // rounded down to 64 KiB.
 func NewSettings(maxNChannels, bulkBytes, llMax, pushMax int, algos algo.Allowed, protos algo.Protocols) Settings {
-	s := Settings{MaxChannels: MaxChannels, BulkBytes: BulkBytes, LLMax: LLMax, PushMax: PushMax,
+	s := Settings{MaxChannels: MaxChannels, GridCap: GridMax, BulkBytes: BulkBytes, LLMax: LLMax, PushMax: PushMax,
 		Algos: algos, Protos: protos}
 	if maxNChannels > 0 {
 		s.MaxChannels = min(maxNChannels, GridMax)
@@ -113,13 +114,13 @@ func (s Settings) LLGrid(bytes int) int {
 
 // P2PChannels is one peer pair's channel count in the point-to-point
 // kernel for nbytes (the larger direction): one per ChannelBytes, at
-// most 2*MaxChannels/(nranks-1) (and GridMax in all), so a rank talking
+// most 2*MaxChannels/(nranks-1) (and GridCap in all), so a rank talking
 // to every peer stays within twice the collectives' grid cap. A
 // point-to-point channel is bound by its SM (on 4xH200, 10 channels a pair
 // moved 185 GB/s at 1 GiB, ~18.5 GB/s each), so pairs get more than a
 // collective's share. Both ranks of the pair compute the same.
 func (s Settings) P2PChannels(nranks, nbytes int) int {
-	limit := max(1, min(2*s.MaxChannels, GridMax)/max(1, nranks-1))
+	limit := max(1, min(2*s.MaxChannels, s.GridCap)/max(1, nranks-1))
 	return min(max(1, (nbytes+ChannelBytes-1)/ChannelBytes), limit)
 }
 

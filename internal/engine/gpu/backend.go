@@ -21,13 +21,6 @@ import (
 	"github.com/gccl/gccl/transport/peermem"
 )
 
-// gpuSharedKernels is how many kernels of ranks sharing a GPU in one
-// process may run side by side and still all fit: the most hardware queues
-// a context has (CUDA_DEVICE_MAX_CONNECTIONS, at most 32, which
-// internal/cuda raises to 32 when the process did not set it). Such a
-// communicator's grid cap is the GPU's SM count over it (4 on an H100).
-const gpuSharedKernels = 32
-
 // Backend runs operations as kernels on the caller's CUstream. Nothing on
 // the host waits for the GPU: the kernels synchronise among themselves
 // through flags and counters in device memory that they advance, so a
@@ -65,10 +58,11 @@ type Backend struct {
 	args cuda.Args
 
 	// set is what the kernels, grids and areas are chosen from (the
-	// environment's, the same on every rank); its grid cap is lowered to
-	// sharedCh when ranks share this GPU in one process.
-	set      gpuplan.Settings
-	sharedCh int // the grid cap when ranks share this GPU in one process
+	// environment's, the same on every rank); its grid cap is lowered when
+	// ranks share a GPU in one process (smshare.go).
+	set gpuplan.Settings
+	// sm is the share of this GPU's SMs this rank holds, nil if none.
+	sm *smKey
 	// checkDesc is GCCL_GPU_CHECK_DESCRIPTORS: a check kernel before the
 	// kernels that compare no keys of their own (descriptor.go).
 	checkDesc bool

@@ -16,14 +16,9 @@ import (
 // TestSameSettings: ranks whose GPU settings differ are told which setting
 // to align, with ErrInvalidUsage; a short entry is a remote error.
 func TestSameSettings(t *testing.T) {
-	mine := gpuSettings{32, 4, algo.AllAlgorithms, algo.AllProtocols, 16 << 10, gpuplan.LLMax, gpuplan.PushMax, false}
+	mine := gpuSettings{32, algo.AllAlgorithms, algo.AllProtocols, 16 << 10, gpuplan.LLMax, gpuplan.PushMax, false}
 	_, err := sameSettings(mine, append(mine.encode(), 9, 9, 9), 1)
 	require.NoError(t, err)
-	smaller := mine
-	smaller.SharedCh = 2 // another GPU model: not a disagreement, the smallest applies
-	theirs, err := sameSettings(mine, smaller.encode(), 1)
-	require.NoError(t, err)
-	assert.Equal(t, smaller, theirs)
 	other := []gpuSettings{mine, mine, mine, mine, mine, mine, mine, mine}
 	other[0].MaxCh = 16
 	other[1].Protos = 1<<algo.Simple | 1<<algo.LL128 // ^LL
@@ -58,7 +53,7 @@ func TestSettingsFromEnv(t *testing.T) {
 	}
 	env.Reload()
 	g := launchWorld(t, 1, false)[0].g
-	want := gpuplan.Settings{MaxChannels: 8, BulkBytes: 3<<20 + 64<<10, LLMax: 4096, PushMax: 65536,
+	want := gpuplan.Settings{MaxChannels: 8, GridCap: gpuplan.GridMax, BulkBytes: 3<<20 + 64<<10, LLMax: 4096, PushMax: 65536,
 		Algos: algo.AllAlgorithms &^ (1 << algo.ZeroCopy), Protos: 1 << algo.LL}
 	assert.Equal(t, want, g.set)
 	assert.Equal(t, gpuplan.FlagsBytes+gpuplan.DirectBytes+want.BulkBytes, g.set.BufBytes())
@@ -75,12 +70,24 @@ func TestSharesGPUInProcess(t *testing.T) {
 	assert.True(t, sharesGPUInProcess([]peermem.Offer{o(1, 10, 0), o(1, 11, 0), o(1, 10, 1), o(1, 11, 0)}))
 }
 
-// TestSharedGPUGridCap: fake ranks of one process on GPU 0 (132 SMs) cap
-// their grids at 132/gpuSharedKernels channels, all alike.
+// TestSharedGPUGridCap: fake ranks of one process on GPU 0 (132 SMs) hold
+// half of its SMs over their count (22 blocks each for 3 ranks), all
+// alike; a second communicator on the same GPU gets half of what is left;
+// closing them gives the SMs back.
 func TestSharedGPUGridCap(t *testing.T) {
-	for r, x := range launchWorld(t, 3, false) {
+	first := launchWorld(t, 3, false)
+	for r, x := range first {
 		g := x.g
-		assert.Equal(t, 132/gpuSharedKernels, g.set.MaxChannels, "rank %d", r)
-		assert.Equal(t, g.set.MaxChannels, g.set.Channels(1<<30), "rank %d", r)
+		assert.Equal(t, 22, g.set.GridCap, "rank %d", r)
+		assert.Equal(t, 22, g.set.MaxChannels, "rank %d", r)
+		assert.Equal(t, 22, g.set.Channels(1<<30), "rank %d", r)
+		assert.Equal(t, 22, g.set.P2PChannels(2, 1<<30), "rank %d: within the kernel cap, not 2x", r)
 	}
+	second := launchWorld(t, 2, false)
+	for r, x := range second {
+		assert.Equal(t, (132-66)/4, x.g.set.GridCap, "rank %d", r)
+	}
+	smTable.Lock()
+	assert.Equal(t, 66+2*16, smTable.used[0])
+	smTable.Unlock()
 }

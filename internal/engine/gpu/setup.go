@@ -96,7 +96,6 @@ func newBackendState(dev *device.CUDADevice, s engine.Setup, cfg Config) *Backen
 		checkDesc: set.GPUCheckDescriptors}
 	g.links = streamjoin.New(g.drv)
 	g.regs = regs.New(regs.Config{Regs: cfg.Regs, Net: s.Boot, NRanks: s.NRanks, Device: dev, Driver: g.drv, Timeout: s.Timeout, Log: s.Log})
-	g.sharedCh = min(g.set.MaxChannels, max(1, smCount(g.drv, dev.Ordinal())/gpuSharedKernels))
 	return g
 }
 
@@ -179,21 +178,18 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer pee
 		return gccl.Errorf(gccl.InternalError, "bootstrap", "all-gather returned %d entries, want %d", len(all), g.nranks)
 	}
 	offers := make([]peermem.Offer, g.nranks)
-	sharedCh := int(set.SharedCh)
 	for r, b := range all {
-		theirs, err := sameSettings(set, b, r)
-		if err != nil {
+		if _, err := sameSettings(set, b, r); err != nil {
 			return err
 		}
-		sharedCh = min(sharedCh, int(theirs.SharedCh))
 		if err := offers[r].UnmarshalBinary(b[gpuSettingsLen:]); err != nil {
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d: %w", r, err)
 		}
 	}
-	if sharesGPUInProcess(offers) && g.set.MaxChannels > sharedCh {
-		g.set.MaxChannels = max(1, sharedCh)
-		g.log.Info("ranks of this communicator share a GPU in one process: at most this many channels per kernel, so that the kernels of concurrent ranks fit on the GPU together",
-			"channels", g.set.MaxChannels)
+	if sharesGPUInProcess(offers) {
+		if err := g.shareSMs(ctx, boot, offers); err != nil {
+			return err
+		}
 	}
 	return g.dev.Do(func() error {
 		m, err := peermem.Open(g.drv, g.rank, offers)
@@ -206,7 +202,6 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer pee
 // choices from; ranks that differ would launch kernels that never meet.
 type gpuSettings struct {
 	MaxCh          uint8          // GCCL_MAX_NCHANNELS
-	SharedCh       uint8          // the grid cap when ranks share a GPU in one process (not compared: the smallest applies)
 	Algos          algo.Allowed   // GCCL_ALGO
 	Protos         algo.Protocols // GCCL_PROTO
 	BulkKiB        uint32         // GCCL_GPU_BUFFSIZE
@@ -220,7 +215,7 @@ var gpuSettingsLen = binary.Size(gpuSettings{})
 // settings are this rank's.
 func (g *Backend) settings() gpuSettings {
 	s := g.set
-	return gpuSettings{uint8(s.MaxChannels), uint8(g.sharedCh), s.Algos, s.Protos, uint32(s.BulkBytes >> 10), uint32(s.LLMax), uint32(s.PushMax), g.checkDesc}
+	return gpuSettings{uint8(s.MaxChannels), s.Algos, s.Protos, uint32(s.BulkBytes >> 10), uint32(s.LLMax), uint32(s.PushMax), g.checkDesc}
 }
 
 func (s gpuSettings) encode() []byte {
@@ -250,9 +245,7 @@ func sameSettings(mine gpuSettings, b []byte, r int) (gpuSettings, error) {
 	if _, err := binary.Decode(b, binary.LittleEndian, &theirs); err != nil {
 		return theirs, gccl.Errorf(gccl.RemoteError, "peer", "rank %d sent a %d-byte GPU setup entry", r, len(b))
 	}
-	compared := theirs
-	compared.SharedCh = mine.SharedCh
-	if compared != mine {
+	if theirs != mine {
 		return theirs, gccl.Errorf(gccl.InvalidUsage, "environment",
 			"rank %d runs GPU kernels with %v, this rank with %v: set GCCL_MAX_NCHANNELS, GCCL_ALGO, GCCL_PROTO, GCCL_GPU_BUFFSIZE, GCCL_GPU_LL_MAX, GCCL_GPU_PUSH_MAX and GCCL_GPU_CHECK_DESCRIPTORS the same on every rank",
 			r, theirs, mine)
@@ -290,6 +283,7 @@ func (g *Backend) free() error {
 			first = err
 		}
 	}
+	g.releaseSMs()
 	keep(g.regs.Close()) // after the device's work: pending holds then count as done
 	keep(g.links.Close())
 	g.chain = streamChain{}
