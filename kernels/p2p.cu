@@ -130,16 +130,17 @@ __device__ __forceinline__ void p2pChannel(const gcclComm &c, const gcclP2PDesc 
 	if (b >= e) return; // the peer's channel ch is empty too
 	char *mine = c.scratch[me] + (size_t)(peer < me ? peer : peer - 1) * region + (size_t)ch * 2 * half;
 	char *theirs = c.scratch[peer] + (size_t)(me < peer ? me : me - 1) * region + (size_t)ch * 2 * half;
+	const size_t seg = splitSeg(half, e - b); // segments of the channel's slice; halves stay where they are
 	{
-		const size_t se = smin(e, b + half);
+		const size_t se = smin(e, b + seg);
 		if (b < out) p2pStream(d, send, nsend, b, smin(se, out), mine, true);
 	}
 	if (!p2pBarrierCh(c, peer, ch)) return;
 	size_t h = 0;
-	for (size_t sb = b; sb < e; sb += half, h ^= 1) {
-		const size_t se = smin(e, sb + half);
+	for (size_t sb = b; sb < e; sb += seg, h ^= 1) {
+		const size_t se = smin(e, sb + seg);
 		if (sb < in) p2pStream(d, recv, nrecv, sb, smin(se, in), theirs + h * half, false);
-		if (se < e && se < out) p2pStream(d, send, nsend, se, smin(smin(e, se + half), out), mine + (h ^ 1) * half, true);
+		if (se < e && se < out) p2pStream(d, send, nsend, se, smin(smin(e, se + seg), out), mine + (h ^ 1) * half, true);
 		if (!p2pBarrierCh(c, peer, ch)) return;
 	}
 }

@@ -110,6 +110,19 @@ __device__ __forceinline__ void ownCopy(const Red<T, OP> &red, const char *src, 
 	}
 }
 
+// splitSeg is the segment length for a channel's slice of n bytes whose
+// steps alternate between ranks (a root copies in, then every rank moves
+// its part, then copies out; a sender stages, then its receiver pulls):
+// with the slice in one or two segments of at most seg bytes those steps
+// would run one after another, so it is cut into at least four segments
+// of at least 64 KiB (16-byte multiples), which overlap one step of one
+// segment with the next step of the previous.
+__device__ __forceinline__ size_t splitSeg(size_t seg, size_t n) {
+	size_t quarter = ((n + 3) / 4 + 15) / 16 * 16;
+	if (quarter < ((size_t)64 << 10)) quarter = (size_t)64 << 10;
+	return smin(seg, quarter);
+}
+
 // byteSlice is the part of an nbytes buffer that this block (channel) owns.
 __device__ __forceinline__ void byteSlice(size_t nbytes, size_t &begin, size_t &end) {
 	size_t per = (nbytes + gridDim.x - 1) / gridDim.x;

@@ -27,19 +27,23 @@ __device__ __forceinline__ size_t stagedHalf(const gcclComm &c) {
 // staged runs one channel's share of a staged collective of nbytes (per
 // rank) with the policy st:
 //   st.segBytes(half)       bytes of the slice per segment (16-byte multiple)
+//   S::rooted               one rank's steps come before or after the others'
+//                           (broadcast, reduce): short slices are split
+//                           (splitSeg) so that those steps overlap
 //   st.copyIn(mine, b, e)   bytes [b, e) of this rank's data into its half
 //   st.mid(scr, b, e)       the cross-rank step on every rank's half
 //   st.copyOut(mine, b, e)  the results of [b, e) out of this rank's half
 template <typename S> __device__ __forceinline__ void staged(const gcclComm &c, size_t nbytes, const S &st) {
 	const int me = c.rank;
 	const size_t half = stagedHalf(c);
-	const size_t seg = st.segBytes(half);
+	size_t seg = st.segBytes(half);
 	if (seg == 0) {
 		if (threadIdx.x == 0) fail(c, GCCL_STATUS_BADARGS);
 		return;
 	}
 	size_t b, e;
 	byteSlice(nbytes, b, e);
+	if (S::rooted) seg = splitSeg(seg, e - b);
 	char *scr[2][GCCL_MAX_RANKS];
 	for (int r = 0; r < c.nranks; r++) {
 		scr[0][r] = c.scratch[r] + blockIdx.x * 2 * half;
@@ -70,6 +74,7 @@ __device__ __forceinline__ void copyTo(char *dst, const char *src, size_t n) {
 // every half (all-reduce: toAll) or into the root's half only (reduce);
 // every rank (all-reduce) or the root (reduce) copies out.
 template <typename T, int OP, bool toAll> struct StagedReduction {
+	static constexpr bool rooted = !toAll;
 	const gcclComm &c;
 	Red<T, OP> red;
 	__device__ size_t segBytes(size_t half) const { return half; }
@@ -98,6 +103,7 @@ template <typename T, int OP> using StagedReduce = StagedReduction<T, OP, false>
 // StagedBroadcast: the root's input in; each rank copies its part of the
 // segment from the root's half to every half; every rank copies out.
 struct StagedBroadcast {
+	static constexpr bool rooted = true;
 	const gcclComm &c;
 	__device__ size_t segBytes(size_t half) const { return half; }
 	__device__ void copyIn(char *mine, size_t b, size_t e) const {
@@ -118,6 +124,7 @@ struct StagedBroadcast {
 // StagedAllGather: every rank's input in; each rank pulls every peer's
 // segment from the peer's half straight into its output (nbytes per rank).
 struct StagedAllGather {
+	static constexpr bool rooted = false;
 	const gcclComm &c;
 	size_t nbytes;
 	__device__ size_t segBytes(size_t half) const { return half; }
@@ -139,6 +146,7 @@ struct StagedAllGather {
 // input (scaled as it is read), straight into its output. nbytes is one
 // block.
 template <typename T, int OP> struct StagedReduceScatter {
+	static constexpr bool rooted = false;
 	const gcclComm &c;
 	Red<T, OP> red;
 	size_t nbytes;
