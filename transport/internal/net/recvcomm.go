@@ -128,10 +128,11 @@ func (r *RecvComm) start(q *request, h header) error {
 		q.finish(q.total, nil)
 		return nil
 	}
-	q.pending.Store(int32((q.total + h.piece - 1) / h.piece))
-	for k, off := 0, 0; off < q.total; k, off = k+1, off+h.piece {
+	total, buf := q.total, q.buf // q may be finished and reused once the last piece is pushed
+	q.pending.Store(int32((total + h.piece - 1) / h.piece))
+	for k, off := 0, 0; off < total; k, off = k+1, off+h.piece {
 		sock := k % len(r.data)
-		r.queues[sock%len(r.queues)].push(piece{r: q, sock: sock, seq: r.seq[sock], buf: q.buf[off:min(off+h.piece, q.total)]})
+		r.queues[sock%len(r.queues)].push(piece{r: q, sock: sock, seq: r.seq[sock], buf: buf[off:min(off+h.piece, total)]})
 		r.seq[sock]++
 	}
 	return nil

@@ -91,46 +91,61 @@ func (r *request) partDone() {
 }
 
 // Test reports whether the transfer is done; done, the request is spent.
+// A request that succeeded goes back to the free list: nothing else holds
+// it by then (its last part finished it).
 func (r *request) Test() (bool, int, error) {
 	if r.state.Load() != reqDone {
 		return false, 0, nil
 	}
-	n, err := r.n, r.err
+	if r.err != nil {
+		// The connection broke: its goroutines may still hold the request,
+		// so it is never reused (the connection takes no more anyway).
+		return true, 0, r.err
+	}
+	n := r.n
 	r.buf, r.rest = nil, [2][]byte{}
 	r.state.Store(reqIdle)
 	r.free <- r
-	return true, n, err
+	return true, n, nil
 }
 
 // Wait blocks until the transfer is done (then the request is spent), or
 // until ctx ends or, without a deadline in ctx, the connection's timeout
 // passes (gccl.ErrTimeout; the request stays posted).
 func (r *request) Wait(ctx context.Context) (int, error) {
-	var deadline time.Time
+	if done, n, err := r.Test(); done {
+		return n, err
+	}
+	deadline := wait.Deadline(ctx, r.timeout)
 	var expired <-chan time.Time
+	if _, ok := ctx.Deadline(); !ok {
+		if r.timer == nil {
+			r.timer = time.NewTimer(time.Until(deadline))
+		} else {
+			r.timer.Reset(time.Until(deadline))
+		}
+		expired = r.timer.C
+	}
 	for {
-		if done, n, err := r.Test(); done {
-			return n, err
-		}
-		if deadline.IsZero() {
-			deadline = wait.Deadline(ctx, r.timeout)
-			if _, ok := ctx.Deadline(); !ok {
-				if r.timer == nil {
-					r.timer = time.NewTimer(time.Until(deadline))
-				} else {
-					r.timer.Reset(time.Until(deadline))
-				}
-				defer r.timer.Stop()
-				expired = r.timer.C
-			}
-		}
 		select {
 		case <-r.wake:
 		case <-ctx.Done():
+			r.stopTimer(expired)
 			return 0, wait.CtxErr(ctx, deadline, r.what)
 		case <-expired:
 			return 0, gccl.Errorf(gccl.TimeoutError, r.what, "deadline expired while waiting; raise the timeout or check the peer")
 		}
+		if r.state.Load() == reqDone {
+			r.stopTimer(expired) // before Test spends the request (and another Wait may reuse the timer)
+			_, n, err := r.Test()
+			return n, err
+		}
+	}
+}
+
+func (r *request) stopTimer(expired <-chan time.Time) {
+	if expired != nil {
+		r.timer.Stop()
 	}
 }
 
