@@ -125,6 +125,23 @@ func (c *conn) classify(err error, what string) error {
 	return gccl.Errorf(gccl.RemoteError, what, "the connection to the peer failed: %w", err)
 }
 
+// begin checks a transfer of reg (inside m) and takes a request for it:
+// nil and no error when InFlight are posted already.
+func (c *conn) begin(reg network.Region, m network.MemHandle, tag uint32) (*request, error) {
+	buf, err := bytesOf(reg, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.broken(); err != nil {
+		return nil, err
+	}
+	q := take(c.free)
+	if q != nil {
+		q.buf, q.tag = buf, tag
+	}
+	return q, nil
+}
+
 // piece is one piece of a transfer on data socket sock, with that
 // socket's frame sequence number.
 type piece struct {

@@ -39,18 +39,11 @@ func NewRecvComm(socks []gonet.Conn, o Options) (*RecvComm, error) {
 
 // Irecv posts a receive into r with tag (see network.RecvComm).
 func (r *RecvComm) Irecv(reg network.Region, m network.MemHandle, tag uint32) (network.Request, error) {
-	buf, err := bytesOf(reg, m)
-	if err != nil {
+	q, err := r.begin(reg, m, tag)
+	if q == nil || err != nil {
 		return nil, err
 	}
-	if err := r.broken(); err != nil {
-		return nil, err
-	}
-	q := take(r.free)
-	if q == nil {
-		return nil, nil
-	}
-	q.buf, q.tag, q.total = buf, tag, 0
+	q.total = 0
 	r.posted <- q // never blocks: at most InFlight requests exist
 	return q, nil
 }

@@ -59,18 +59,12 @@ func NewSendComm(socks []gonet.Conn, o Options) (*SendComm, error) {
 
 // Isend posts the send of r with tag (see network.SendComm).
 func (s *SendComm) Isend(r network.Region, m network.MemHandle, tag uint32) (network.Request, error) {
-	buf, err := bytesOf(r, m)
-	if err != nil {
+	q, err := s.begin(r, m, tag)
+	if q == nil || err != nil {
 		return nil, err
 	}
-	if err := s.broken(); err != nil {
-		return nil, err
-	}
-	q := take(s.free)
-	if q == nil {
-		return nil, nil
-	}
-	q.buf, q.total, q.tag = buf, len(buf), tag
+	buf := q.buf
+	q.total = len(buf)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := header{flags: flagXfer, seq: s.ctrlSeq, total: uint64(len(buf)), tag: tag}
