@@ -73,7 +73,7 @@ type Config struct {
 	// GCCL_SOCKET_NTHREADS and GCCL_NSOCKS_PERTHREAD, else 2 and 1.
 	NetThreads        int
 	NetSocksPerThread int
-	NetChunkSize      int // bytes per transfer of a long message; 0 = DefaultNetChunkSize
+	NetChunkSize      int // bytes per transfer of a long message, the same on every rank; 0 = DefaultNetChunkSize
 }
 
 // DefaultShmDir is where rings live when Config.ShmDir is "".

@@ -7,14 +7,16 @@
 // order internal/netif chooses them (loopback last unless named); their
 // Properties give the link speed from /sys/class/net/IF/speed where the
 // kernel reports one (0 otherwise) and the PCI path where the interface has
-// a PCI device. The handle a listener publishes is its address and port.
+// a PCI device. The handle a listener publishes is its address and port
+// (versioned). Connect checks its device argument but binds no source
+// address: the kernel's routing picks it, as for any TCP client.
 //
 // A connection is a control socket and GCCL_SOCKET_NTHREADS ×
 // GCCL_NSOCKS_PERTHREAD data sockets (NCCL_SOCKET_NTHREADS,
 // NCCL_NSOCKS_PERTHREAD; 2 × 1 by default), each dialled by the sending
 // rank and authenticated (the communicator id and a challenge-response proof
 // of the unique ID's secret, which never crosses the wire; see
-// transport/internal/net). A transfer of up to 64 KiB travels inline on the
+// transport/internal/net). A transfer of up to 128 KiB travels inline on the
 // control socket: Isend writes header and bytes there itself, without a
 // hand-off to another goroutine, and without blocking (what the socket
 // does not take at once goes to a writer goroutine). A larger one sends
