@@ -44,7 +44,7 @@
 // message's first transfer carries its header (descriptor, length) and up
 // to 64 KiB of it, copied into a staging buffer pinned with runtime.Pinner
 // and registered with the connection once; the rest goes in chunks
-// (Config.NetChunkSize, 256 KiB by default, the same on every rank) straight
+// (Config.NetChunkSize, 512 KiB by default, the same on every rank) straight
 // from the caller's bytes, pinned and registered for the call, four in
 // flight. The receiving side keeps four registered staging slots with
 // receives posted, so the provider reads ahead of Recv, and hands each slot

@@ -30,7 +30,7 @@ const (
 	// DefaultNetChunkSize is the bytes of a transfer after the first when
 	// Config.NetChunkSize is 0 (it must be the same on every rank);
 	// MaxNetChunkSize bounds it.
-	DefaultNetChunkSize = 256 << 10
+	DefaultNetChunkSize = 512 << 10
 	MaxNetChunkSize     = 16 << 20
 	maxNetFailMsg       = 1024
 )
