@@ -52,7 +52,7 @@ func selectProvider(cfg Config) (network.Provider, int, network.Properties, erro
 	p := providers[i].make(cfg)
 	devs, err := p.Devices()
 	if err != nil {
-		return nil, 0, network.Properties{}, gccl.Errorf(gccl.Code(err), "GCCL_NET", "network provider %q (GCCL_NET=%s) cannot run here: %w; choose another with GCCL_NET (%s)", name, cfg.NetName, err, providerNames())
+		return nil, 0, network.Properties{}, gccl.Errorf(gccl.Code(err), "GCCL_NET", "network provider %q cannot run here: %w; fix that, or choose another provider with GCCL_NET (%s)", name, err, providerNames())
 	}
 	if len(devs) == 0 {
 		return nil, 0, network.Properties{}, gccl.Errorf(gccl.SystemError, "GCCL_NET", "network provider %q has no device here; choose another with GCCL_NET (%s)", name, providerNames())
