@@ -13,10 +13,11 @@
 // refused a message, a rank whose operation failed): the peer's Send or
 // Recv then fails with that error instead of waiting.
 //
-// Each rank opens an Endpoint per communicator with Listen: it starts the
-// rank's TCP listener on the interface GCCL_SOCKET_IFNAME (NCCL_SOCKET_IFNAME)
-// allows and names its shared-memory rings. The rank publishes
-// Endpoint.Info (a PeerInfo, sent in its MarshalBinary form through the
+// Each rank opens an Endpoint per communicator with Listen: it selects the
+// network provider, opens the provider's listener on its best device and
+// names its shared-memory rings. The rank publishes Endpoint.Info (a
+// PeerInfo: rank, host hash, ring prefix, provider name and listener handle,
+// sent in its versioned, checksummed MarshalBinary form through the
 // bootstrap all-gather) and then calls Connect for each peer and channel.
 //
 // Transports. As in NCCL (struct ncclTransport), each way of connecting two
@@ -24,11 +25,33 @@
 // can connect them, and Connect does. Connect asks a table of them in order
 // and uses the first that can: shared memory (transport/internal/shm) when
 // both ranks are on one host (equal host hashes, see transport/topo) and
-// neither disabled it with GCCL_SHM_DISABLE (NCCL_SHM_DISABLE), else TCP
-// sockets (transport/internal/net), which connect any two ranks. Sockets
-// present the communicator id and prove the unique ID's secret, and are
-// rejected without them. A new transport (a network provider such as UCX)
-// is a package under transport/internal and one row of the table.
+// neither disabled it with GCCL_SHM_DISABLE (NCCL_SHM_DISABLE), else net,
+// which connects any two ranks over the endpoint's network provider.
+//
+// Network providers (transport/network, NCCL's net API) are a second
+// table: socket (TCP, transport/network/socket) and, where built in, ucx.
+// GCCL_NET (NCCL_NET; Config.NetName overrides it) names one; auto, the
+// default, takes a provider that reports an RDMA device unless
+// GCCL_IB_DISABLE is set, else socket. An unknown or unusable explicit
+// choice is an error from Listen, and ranks that chose different providers
+// get an error naming both from Connect. Connections present the
+// communicator id and prove the unique ID's secret, and are rejected
+// without them. Logs at INFO (subsystem NET) say which provider and device
+// the endpoint and each connection use. A new provider is a package under
+// transport/network that passes networktest, and one row of the table.
+//
+// The net transport turns a provider's tagged transfers into Conns: a
+// message's first transfer carries its header (descriptor, length) and up
+// to 64 KiB of it, copied into a staging buffer pinned with runtime.Pinner
+// and registered with the connection once; the rest goes in chunks
+// (Config.NetChunkSize, 512 KiB by default, the same on every rank) straight
+// from the caller's bytes, pinned and registered for the call, four in
+// flight. The receiving side keeps four registered staging slots with
+// receives posted, so the provider reads ahead of Recv, and hands each slot
+// to consume in place. A receiver's Fail reaches the sender through the
+// provider's network.Failer (the socket provider sends it back on its
+// control socket), a sender's Fail travels as a failure record in place of
+// the next message.
 //
 // Connect never waits for the peer's own Connect: it sets up the sending
 // direction, and the receiving direction binds to the peer's side on its
@@ -37,8 +60,10 @@
 // stops the listener's goroutines.
 //
 // A peer that closed its side, or died, turns into gccl.ErrRemote; an expired
-// deadline into gccl.ErrTimeout. transport/fault wraps Conns (and sockets) with
-// seeded fault injection for tests.
+// deadline into gccl.ErrTimeout (a receive that expires before its message
+// began leaves the stream usable; a send that expires breaks it).
+// transport/fault wraps Conns (and sockets) with seeded fault injection for
+// tests.
 //
 // The GPU backend reaches peers on its host differently, by mapping their
 // memory (transport/peermem); transport/topo says which ranks share a host.

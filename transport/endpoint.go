@@ -12,14 +12,19 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
 	tnet "github.com/gccl/gccl/transport/internal/net"
+	"github.com/gccl/gccl/transport/network"
 )
 
-// Endpoint is a rank's transport state in one communicator: its TCP
-// listener, its shared-memory name prefix and every Conn it handed out.
+// Endpoint is a rank's transport state in one communicator: its network
+// provider and listener, its shared-memory name prefix and every Conn it
+// handed out.
 type Endpoint struct {
 	cfg  Config
 	info PeerInfo
-	ln   *tnet.Listener
+	net  network.Provider
+	dev  int                // the provider's device in use
+	prop network.Properties // its properties
+	ln   network.Listener
 
 	mu     sync.Mutex
 	conns  []Conn
@@ -27,26 +32,28 @@ type Endpoint struct {
 	closed bool
 }
 
-// Listen opens the rank's TCP listener on the allowed interface and names
-// its shared-memory prefix.
+// Listen selects the network provider (Config.NetName, GCCL_NET), opens the
+// rank's listener on its best device and names the shared-memory prefix.
 func Listen(cfg Config) (*Endpoint, error) {
 	cfg = cfg.resolve()
 	if cfg.Rank < 0 || cfg.Rank >= tnet.MaxRank {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "Rank", "rank %d out of range (0..%d)", cfg.Rank, tnet.MaxRank-1)
 	}
-	if cfg.NetSockets < 1 || cfg.NetSockets > tnet.MaxSockets {
-		return nil, gccl.Errorf(gccl.InvalidArgument, "NetSockets", "%d sockets per connection out of range (1..%d)", cfg.NetSockets, tnet.MaxSockets)
+	if cfg.NetChunkSize < 1 || cfg.NetChunkSize > MaxNetChunkSize {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "NetChunkSize", "chunk of %d bytes out of range (1..%d)", cfg.NetChunkSize, MaxNetChunkSize)
 	}
-	ip, err := tnet.ListenIP(cfg.IfName)
+	prov, dev, prop, err := selectProvider(cfg)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := tnet.Listen(ip, tnet.Identity{CommID: cfg.CommID, Secret: cfg.Secret}, cfg.Rank, cfg.Timeout)
+	ln, err := prov.Listen(dev, cfg.netConfig())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("network provider %s, device %s: %w", prov.Name(), prop.Name, err)
 	}
-	e := &Endpoint{cfg: cfg, ln: ln, used: map[[2]int]bool{}}
-	e.info = PeerInfo{Rank: cfg.Rank, HostHash: cfg.HostHash, NetAddr: ln.Addr()}
+	e := &Endpoint{cfg: cfg, net: prov, dev: dev, prop: prop, ln: ln, used: map[[2]int]bool{}}
+	e.info = PeerInfo{Rank: cfg.Rank, HostHash: cfg.HostHash, NetName: prov.Name(), NetHandle: ln.Handle()}
+	env.Logger("NET").Info("network provider", "rank", cfg.Rank, "provider", prov.Name(), "device", prop.Name,
+		"transport", prop.Transport, "speed_mbps", prop.Speed)
 	if !cfg.ShmDisable {
 		var nonce [8]byte
 		_, _ = rand.Read(nonce[:])
@@ -54,6 +61,14 @@ func Listen(cfg Config) (*Endpoint, error) {
 	}
 	return e, nil
 }
+
+// netConfig is the provider's view of cfg.
+func (cfg Config) netConfig() network.Config {
+	return network.Config{CommID: cfg.CommID, Secret: cfg.Secret, Rank: cfg.Rank, Timeout: cfg.Timeout}
+}
+
+// Provider names the network provider and device the endpoint uses.
+func (e *Endpoint) Provider() (name string, device network.Properties) { return e.net.Name(), e.prop }
 
 // Info is what this rank publishes to its peers.
 func (e *Endpoint) Info() PeerInfo { return e.info }
@@ -86,6 +101,9 @@ func (e *Endpoint) Connect(ctx context.Context, peer PeerInfo, channel int) (sen
 	}
 	t := e.Transport(peer)
 	if send, recv, err = t.Connect(ctx, e, peer, channel); err != nil {
+		e.mu.Lock()
+		delete(e.used, [2]int{peer.Rank, channel}) // nothing was set up: it may be tried again
+		e.mu.Unlock()
 		return nil, nil, fmt.Errorf("connecting to rank %d, channel %d over %s: %w", peer.Rank, channel, t.Name(), err)
 	}
 	if err := e.track(send, recv); err != nil {

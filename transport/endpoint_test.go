@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/transport/network"
 	"github.com/stretchr/testify/require"
 )
 
@@ -197,7 +198,7 @@ func TestTransportChoice(t *testing.T) {
 	require.False(t, w2.eps[0].UsesShm(w2.infos[1]))
 	require.False(t, w2.eps[1].UsesShm(w2.infos[0]))
 	links2 := w2.connectAll(t, 1)
-	require.Contains(t, fmt.Sprintf("%T", links2[0][1][0].send), "net.")
+	require.IsType(t, &netSend{}, links2[0][1][0].send)
 	ctx := context.Background()
 	require.NoError(t, links2[0][1][0].send.Send(ctx, Desc{}, []byte("hello")))
 	var got []byte
@@ -246,9 +247,9 @@ func TestEndpointMisuse(t *testing.T) {
 	defer cancel()
 	_, _, err := w.eps[0].Connect(ctx, w.infos[1], -1)
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
-	_, _, err = w.eps[0].Connect(ctx, PeerInfo{Rank: 1, NetAddr: "nonsense"}, 0)
+	_, _, err = w.eps[0].Connect(ctx, PeerInfo{Rank: 1, NetName: "socket", NetHandle: []byte("nonsense")}, 0)
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
-	_, _, err = w.eps[0].Connect(ctx, PeerInfo{Rank: 1, NetAddr: "127.0.0.1:1", ShmPrefix: "../etc"}, 0)
+	_, _, err = w.eps[0].Connect(ctx, PeerInfo{Rank: 1, NetName: "socket", NetHandle: w.infos[1].NetHandle, ShmPrefix: "../etc"}, 0)
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
 	w.connectAll(t, 1)
 	_, _, err = w.eps[0].Connect(ctx, w.infos[1], 0)
@@ -279,7 +280,7 @@ func TestWrongSecretRejected(t *testing.T) {
 		require.ErrorIs(t, err, gccl.ErrRemote)
 		// The victim never sees the intruder's sockets.
 		ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		_, err = w.eps[0].ln.Accept(ctx2, 1, 0, w.eps[0].cfg.NetSockets)
+		_, err = w.eps[0].ln.Accept(ctx2, network.Peer{Rank: 1, Channel: 0})
 		cancel2()
 		require.ErrorIs(t, err, gccl.ErrTimeout)
 	}

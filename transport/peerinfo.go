@@ -3,11 +3,11 @@ package transport
 import (
 	"encoding/binary"
 	"hash/crc32"
-	gonet "net"
 	"strconv"
 
 	"github.com/gccl/gccl"
 	tnet "github.com/gccl/gccl/transport/internal/net"
+	"github.com/gccl/gccl/transport/network"
 )
 
 // PeerInfo is what a rank publishes about itself (through the bootstrap
@@ -16,21 +16,23 @@ type PeerInfo struct {
 	Rank      int
 	HostHash  uint64 // topo.HostHash of the rank's host
 	ShmPrefix string // names its shared-memory rings; "" when it accepts no SHM
-	NetAddr   string // its TCP listener, "ip:port"
+	NetName   string // its network provider ("socket", "ucx")
+	NetHandle []byte // its listener's handle, which only that provider reads
 }
 
 const (
 	peerInfoMagic   = 0x49504347 // "GCPI" little-endian
-	peerInfoVersion = 1
+	peerInfoVersion = 2
 	maxInfoString   = 255
+	maxNetName      = 32
 	// MaxPeerInfoSize bounds an encoded PeerInfo.
-	MaxPeerInfoSize = 4 + 1 + 4 + 8 + 1 + maxInfoString + 1 + maxInfoString + 4
+	MaxPeerInfoSize = 4 + 1 + 4 + 8 + 1 + maxInfoString + 1 + maxNetName + 1 + network.MaxHandleSize + 4
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Validate checks the fields: rank in range, a prefix safe to use as a file
-// name, an address of the form host:port.
+// name, a provider name and a handle of 1..network.MaxHandleSize bytes.
 func (p PeerInfo) Validate() error {
 	if p.Rank < 0 || p.Rank >= tnet.MaxRank {
 		return gccl.Errorf(gccl.InvalidArgument, "Rank", "rank %d out of range (0..%d)", p.Rank, tnet.MaxRank-1)
@@ -38,15 +40,11 @@ func (p PeerInfo) Validate() error {
 	if len(p.ShmPrefix) > maxInfoString || !safeName(p.ShmPrefix) {
 		return gccl.Errorf(gccl.InvalidArgument, "ShmPrefix", "%q is not a valid shared-memory prefix (letters, digits, '-', '_', '.'; not starting with '.')", p.ShmPrefix)
 	}
-	if len(p.NetAddr) > maxInfoString {
-		return gccl.Errorf(gccl.InvalidArgument, "NetAddr", "address of %d bytes is too long", len(p.NetAddr))
+	if p.NetName == "" || len(p.NetName) > maxNetName || !safeName(p.NetName) {
+		return gccl.Errorf(gccl.InvalidArgument, "NetName", "%q is not a network provider name", p.NetName)
 	}
-	host, port, err := gonet.SplitHostPort(p.NetAddr)
-	if err != nil || host == "" {
-		return gccl.Errorf(gccl.InvalidArgument, "NetAddr", "%q is not a host:port address", p.NetAddr)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
-		return gccl.Errorf(gccl.InvalidArgument, "NetAddr", "%q has a bad port", p.NetAddr)
+	if len(p.NetHandle) == 0 || len(p.NetHandle) > network.MaxHandleSize {
+		return gccl.Errorf(gccl.InvalidArgument, "NetHandle", "handle of %d bytes (want 1..%d)", len(p.NetHandle), network.MaxHandleSize)
 	}
 	return nil
 }
@@ -66,7 +64,8 @@ func safeName(s string) bool {
 }
 
 // MarshalBinary encodes a valid PeerInfo: magic, version, rank, host hash,
-// the two length-prefixed strings and a CRC32C of all that.
+// the length-prefixed prefix, provider name and handle, and a CRC32C of
+// all that.
 func (p PeerInfo) MarshalBinary() ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -79,8 +78,10 @@ func (p PeerInfo) MarshalBinary() ([]byte, error) {
 	b = le.AppendUint64(b, p.HostHash)
 	b = append(b, byte(len(p.ShmPrefix)))
 	b = append(b, p.ShmPrefix...)
-	b = append(b, byte(len(p.NetAddr)))
-	b = append(b, p.NetAddr...)
+	b = append(b, byte(len(p.NetName)))
+	b = append(b, p.NetName...)
+	b = append(b, byte(len(p.NetHandle)))
+	b = append(b, p.NetHandle...)
 	return le.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
 }
 
@@ -91,7 +92,7 @@ func (p *PeerInfo) UnmarshalBinary(b []byte) error {
 		return gccl.Errorf(gccl.InvalidArgument, "PeerInfo", "malformed peer info: %s", what)
 	}
 	le := binary.LittleEndian
-	if len(b) < 4+1+4+8+1+1+4 || len(b) > MaxPeerInfoSize {
+	if len(b) < 4+1+4+8+1+1+1+4 || len(b) > MaxPeerInfoSize {
 		return bad("length " + strconv.Itoa(len(b)))
 	}
 	body, sum := b[:len(b)-4], le.Uint32(b[len(b)-4:])
@@ -107,9 +108,14 @@ func (p *PeerInfo) UnmarshalBinary(b []byte) error {
 	if q.ShmPrefix, rest, ok = cutString(rest); !ok {
 		return bad("truncated shared-memory prefix")
 	}
-	if q.NetAddr, rest, ok = cutString(rest); !ok {
-		return bad("truncated address")
+	if q.NetName, rest, ok = cutString(rest); !ok {
+		return bad("truncated provider name")
 	}
+	var handle string
+	if handle, rest, ok = cutString(rest); !ok {
+		return bad("truncated handle")
+	}
+	q.NetHandle = []byte(handle)
 	if len(rest) != 0 {
 		return bad("trailing bytes")
 	}

@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/transport/network"
 	"github.com/stretchr/testify/require"
 )
 
 func TestPeerInfoRoundTripAndRejects(t *testing.T) {
-	p := PeerInfo{Rank: 7, HostHash: 0xfeedface12345678, ShmPrefix: "gccl-1-r7-abcdef", NetAddr: "10.1.2.3:4567"}
+	p := PeerInfo{Rank: 7, HostHash: 0xfeedface12345678, ShmPrefix: "gccl-1-r7-abcdef", NetName: "socket", NetHandle: []byte{1, 4, 10, 1, 2, 3, 0x11, 0xd7}}
 	b, err := p.MarshalBinary()
 	require.NoError(t, err)
 	var q PeerInfo
@@ -23,10 +24,12 @@ func TestPeerInfoRoundTripAndRejects(t *testing.T) {
 		require.ErrorIs(t, new(PeerInfo).UnmarshalBinary(b[:n]), gccl.ErrInvalidArgument, "truncated to %d", n)
 	}
 	require.ErrorIs(t, new(PeerInfo).UnmarshalBinary(append(b, 0)), gccl.ErrInvalidArgument)
+	h := []byte{1}
 	for _, bad := range []PeerInfo{
-		{Rank: -1, NetAddr: "a:1"}, {Rank: 1 << 24, NetAddr: "a:1"},
-		{NetAddr: "a:1", ShmPrefix: "x/y"}, {NetAddr: "a:1", ShmPrefix: ".hidden"}, {NetAddr: "a:1", ShmPrefix: "a b"},
-		{NetAddr: "no-port"}, {NetAddr: ":80"}, {NetAddr: "h:0"}, {NetAddr: "h:70000"},
+		{Rank: -1, NetName: "socket", NetHandle: h}, {Rank: 1 << 24, NetName: "socket", NetHandle: h},
+		{NetName: "socket", NetHandle: h, ShmPrefix: "x/y"}, {NetName: "socket", NetHandle: h, ShmPrefix: ".hidden"}, {NetName: "socket", NetHandle: h, ShmPrefix: "a b"},
+		{NetHandle: h}, {NetName: "a/b", NetHandle: h}, {NetName: string(make([]byte, 33)), NetHandle: h},
+		{NetName: "socket"}, {NetName: "socket", NetHandle: make([]byte, network.MaxHandleSize+1)},
 	} {
 		_, err := bad.MarshalBinary()
 		require.ErrorIs(t, err, gccl.ErrInvalidArgument, "%+v", bad)
@@ -34,7 +37,7 @@ func TestPeerInfoRoundTripAndRejects(t *testing.T) {
 }
 
 func FuzzPeerInfo(f *testing.F) {
-	good, _ := PeerInfo{Rank: 3, HostHash: 9, ShmPrefix: "p", NetAddr: "[::1]:80"}.MarshalBinary()
+	good, _ := PeerInfo{Rank: 3, HostHash: 9, ShmPrefix: "p", NetName: "ucx", NetHandle: []byte("worker address")}.MarshalBinary()
 	f.Add(good)
 	f.Add([]byte{})
 	f.Add(good[:10])

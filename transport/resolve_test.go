@@ -1,10 +1,14 @@
 package transport
 
 import (
+	"context"
 	"testing"
+
+	"github.com/gccl/gccl"
 
 	"github.com/gccl/gccl/transport/internal/shm"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestBuffSizeSetsTheShmRing: GCCL_BUFFSIZE (or NCCL_BUFFSIZE) is the bytes
@@ -24,17 +28,44 @@ func TestBuffSizeSetsTheShmRing(t *testing.T) {
 	assert.Equal(t, 1000, Config{ShmSlotSize: 1000}.resolve().ShmSlotSize, "an explicit slot size wins")
 }
 
-// TestSocketThreadsAlone: GCCL_SOCKET_NTHREADS counts without
-// GCCL_NSOCKS_PERTHREAD (an unset factor is 1).
-func TestSocketThreadsAlone(t *testing.T) {
+// TestNetSelection: GCCL_NET (NCCL_NET) picks the provider, case-insensitive,
+// and Config.NetName overrides it; auto takes socket where no provider
+// reports an RDMA device; an unknown name is an error naming the choices.
+func TestNetSelection(t *testing.T) {
 	t.Cleanup(reloadEnv)
-	for _, c := range []struct {
-		threads, socks string
-		want           int
-	}{{"", "", DefaultNetSockets}, {"3", "", 3}, {"", "4", 4}, {"2", "3", 6}} {
-		t.Setenv("GCCL_SOCKET_NTHREADS", c.threads)
-		t.Setenv("GCCL_NSOCKS_PERTHREAD", c.socks)
+	for _, c := range []struct{ env, nccl, cfg, want string }{
+		{"", "", "", "socket"}, {"socket", "", "", "socket"}, {"", "Socket", "", "socket"},
+		{"AUTO", "", "", "socket"}, {"", "", "socket", "socket"}, {"bogus", "", "socket", "socket"},
+	} {
+		t.Setenv("GCCL_NET", c.env)
+		t.Setenv("NCCL_NET", c.nccl)
 		reloadEnv()
-		assert.Equal(t, c.want, Config{}.resolve().NetSockets, "%+v", c)
+		p, _, dev, err := selectProvider(Config{NetName: c.cfg, IfName: "lo"}.resolve())
+		require.NoError(t, err, "%+v", c)
+		assert.Equal(t, c.want, p.Name(), "%+v", c)
+		assert.Equal(t, "lo", dev.Name)
 	}
+	t.Setenv("GCCL_NET", "verbs")
+	reloadEnv()
+	_, err := Listen(Config{Rank: 0, IfName: "lo"})
+	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), `"verbs"`)
+	assert.Contains(t, err.Error(), "socket")
+	t.Setenv("GCCL_NET", "")
+	reloadEnv()
+	_, err = Listen(Config{Rank: 0, IfName: "=no-such-interface", NetName: "socket"})
+	require.ErrorIs(t, err, gccl.ErrInvalidArgument, "an explicit provider that cannot run")
+	assert.Contains(t, err.Error(), "GCCL_NET")
+}
+
+// TestMixedProvidersRefused: ranks that chose different providers get an
+// error naming both instead of a connection.
+func TestMixedProvidersRefused(t *testing.T) {
+	w := newWorld(t, 2, modes[1], nil)
+	other := w.infos[1]
+	other.NetName = "ucx"
+	_, _, err := w.eps[0].Connect(context.Background(), other, 0)
+	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
+	assert.Contains(t, err.Error(), `"socket"`)
+	assert.Contains(t, err.Error(), `"ucx"`)
 }

@@ -10,14 +10,14 @@ import (
 // allow it, TCP for everything else; names are unique and the last row
 // connects any two ranks, so every peer gets a transport.
 func TestTablePicksInOrder(t *testing.T) {
-	me := PeerInfo{Rank: 0, HostHash: 1, ShmPrefix: "gccl-a", NetAddr: "127.0.0.1:1"}
+	me := PeerInfo{Rank: 0, HostHash: 1, ShmPrefix: "gccl-a", NetName: "socket", NetHandle: []byte{1}}
 	cases := []struct {
 		peer PeerInfo
 		want string
 	}{
-		{PeerInfo{Rank: 1, HostHash: 1, ShmPrefix: "gccl-b", NetAddr: "127.0.0.1:2"}, "shm"},
-		{PeerInfo{Rank: 1, HostHash: 2, ShmPrefix: "gccl-b", NetAddr: "127.0.0.1:2"}, "net"},
-		{PeerInfo{Rank: 1, HostHash: 1, NetAddr: "127.0.0.1:2"}, "net"},
+		{PeerInfo{Rank: 1, HostHash: 1, ShmPrefix: "gccl-b", NetName: "socket", NetHandle: []byte{2}}, "shm"},
+		{PeerInfo{Rank: 1, HostHash: 2, ShmPrefix: "gccl-b", NetName: "socket", NetHandle: []byte{2}}, "net"},
+		{PeerInfo{Rank: 1, HostHash: 1, NetName: "socket", NetHandle: []byte{2}}, "net"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, pick(me, c.peer).Name(), "peer %+v", c.peer)

@@ -63,16 +63,21 @@ type Config struct {
 	ShmSlotSize int    // 0 (with ShmSlots 0) = GCCL_BUFFSIZE / shm.DefaultSlots
 	ShmSlots    int    // 0 = shm.DefaultSlots
 
-	IfName       string // interfaces to listen on; "" = GCCL_SOCKET_IFNAME
-	NetSockets   int    // sockets per connection; 0 = GCCL_SOCKET_NTHREADS × GCCL_NSOCKS_PERTHREAD, else DefaultNetSockets
-	NetChunkSize int    // bytes per frame; 0 = net.DefaultChunkSize
+	// NetName is the network provider: auto, socket or another row of the
+	// provider table; "" = GCCL_NET (NCCL_NET), whose default is auto.
+	NetName   string
+	IBDisable bool   // true, or GCCL_IB_DISABLE=1, keeps auto off RDMA providers
+	IfName    string // the socket provider's interfaces; "" = GCCL_SOCKET_IFNAME
+	// NetThreads and NetSocksPerThread shape the socket provider's
+	// connections: helper goroutines, and data sockets each; 0 =
+	// GCCL_SOCKET_NTHREADS and GCCL_NSOCKS_PERTHREAD, else 2 and 1.
+	NetThreads        int
+	NetSocksPerThread int
+	NetChunkSize      int // bytes per transfer of a long message, the same on every rank; 0 = DefaultNetChunkSize
 }
 
-// Defaults not taken from the environment.
-const (
-	DefaultShmDir     = "/dev/shm"
-	DefaultNetSockets = 2
-)
+// DefaultShmDir is where rings live when Config.ShmDir is "".
+const DefaultShmDir = "/dev/shm"
 
 // resolve fills the defaults of cfg from the environment.
 func (cfg Config) resolve() Config {
@@ -90,11 +95,12 @@ func (cfg Config) resolve() Config {
 	if cfg.IfName == "" {
 		cfg.IfName = e.SocketIfname
 	}
-	if cfg.NetSockets == 0 {
-		cfg.NetSockets = DefaultNetSockets
-		if e.NSocksPerThread > 0 || e.SocketNThreads > 0 {
-			cfg.NetSockets = max(1, e.NSocksPerThread) * max(1, e.SocketNThreads)
-		}
+	if cfg.NetName == "" {
+		cfg.NetName = e.Net
+	}
+	cfg.IBDisable = cfg.IBDisable || e.IBDisable
+	if cfg.NetChunkSize == 0 {
+		cfg.NetChunkSize = DefaultNetChunkSize
 	}
 	if cfg.ShmSlotSize == 0 && cfg.ShmSlots == 0 {
 		cfg.ShmSlotSize = shmSlotSize(e.BuffSize)

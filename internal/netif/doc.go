@@ -1,5 +1,6 @@
 // Package netif chooses the local address a gccl process listens on, for both
-// the bootstrap (internal/bootstrap) and the TCP transport (transport/internal/net).
+// the bootstrap (internal/bootstrap) and the socket network provider
+// (transport/network/socket, whose devices are the Interfaces a spec allows).
 //
 // The choice follows GCCL_SOCKET_IFNAME (NCCL_SOCKET_IFNAME), whose syntax is
 // NCCL's: a comma-separated list of interface-name prefixes; "=" before the

@@ -67,19 +67,26 @@ func usableAddr(addrs []net.Addr) (netip.Addr, bool) {
 	return v6, v6.IsValid()
 }
 
-// ListenAddr chooses the address to listen on. With spec empty (or blank):
-// the first up non-loopback interface with a usable address, else loopback.
-// Otherwise the first up interface with a usable address that spec
-// (GCCL_SOCKET_IFNAME syntax) allows; none is an InvalidArgument error that
-// names the interfaces that are up.
-func ListenAddr(spec string) (netip.Addr, error) {
+// Interface is an interface a spec allows: its name and the address to
+// listen on.
+type Interface struct {
+	Name string
+	Addr netip.Addr
+}
+
+// Interfaces lists the interfaces that are up, have a usable address and
+// that spec (GCCL_SOCKET_IFNAME syntax) allows, best first: in the order
+// the operating system lists them, except that with an empty (or blank)
+// spec loopback interfaces come last. None is an InvalidArgument error
+// (SystemError with an empty spec) that names the interfaces that are up.
+func Interfaces(spec string) ([]Interface, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
-		return netip.Addr{}, gccl.Errorf(gccl.SystemError, "GCCL_SOCKET_IFNAME", "listing network interfaces: %w", err)
+		return nil, gccl.Errorf(gccl.SystemError, "GCCL_SOCKET_IFNAME", "listing network interfaces: %w", err)
 	}
 	filtered := strings.TrimSpace(spec) != ""
 	filter := ParseFilter(spec)
-	var loop netip.Addr
+	var found, loops []Interface
 	var seen []string
 	for _, ifc := range ifs {
 		if ifc.Flags&net.FlagUp == 0 {
@@ -94,19 +101,29 @@ func ListenAddr(spec string) (netip.Addr, error) {
 		switch {
 		case !ok || (filtered && !filter.Match(ifc.Name)):
 		case filtered || ifc.Flags&net.FlagLoopback == 0:
-			return ip, nil
-		case !loop.IsValid():
-			loop = ip
+			found = append(found, Interface{ifc.Name, ip})
+		default:
+			loops = append(loops, Interface{ifc.Name, ip})
 		}
 	}
-	if loop.IsValid() {
-		return loop, nil
+	if found = append(found, loops...); len(found) > 0 {
+		return found, nil
 	}
 	if !filtered {
-		return netip.Addr{}, gccl.Errorf(gccl.SystemError, "GCCL_SOCKET_IFNAME",
+		return nil, gccl.Errorf(gccl.SystemError, "GCCL_SOCKET_IFNAME",
 			"no network interface is up with a usable address (up: %s)", strings.Join(seen, ", "))
 	}
-	return netip.Addr{}, gccl.Errorf(gccl.InvalidArgument, "GCCL_SOCKET_IFNAME",
+	return nil, gccl.Errorf(gccl.InvalidArgument, "GCCL_SOCKET_IFNAME",
 		"no interface that is up with a usable address matches %q (up: %s); set GCCL_SOCKET_IFNAME to one of them",
 		spec, strings.Join(seen, ", "))
+}
+
+// ListenAddr chooses the address to listen on: that of the first of
+// Interfaces(spec).
+func ListenAddr(spec string) (netip.Addr, error) {
+	ifs, err := Interfaces(spec)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return ifs[0].Addr, nil
 }

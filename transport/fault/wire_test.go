@@ -10,9 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/nettest"
-	"github.com/gccl/gccl/transport"
 	tfault "github.com/gccl/gccl/transport/fault"
-	tnet "github.com/gccl/gccl/transport/internal/net"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +41,7 @@ func TestWireFaultsNeverDelivered(t *testing.T) {
 }
 
 func faultyStream(t *testing.T, name string, cfg tfault.Config) {
-	const nsocks, chunk, msgs = 2, 4096, 64
+	const nsocks, maxMsg, msgs = 3, 300000, 64 // messages inline on the control socket and in pieces
 	out, in := nettest.TCPPairs(t, nsocks)
 	wrapped := make([]gonet.Conn, nsocks)
 	injectors := make([]*tfault.NetConn, nsocks)
@@ -53,26 +51,16 @@ func faultyStream(t *testing.T, name string, cfg tfault.Config) {
 		injectors[i] = tfault.WrapNet(out[i], c)
 		wrapped[i] = injectors[i]
 	}
-	opts := tnet.Options{ChunkSize: chunk, Timeout: 2 * time.Second}
-	s, err := tnet.NewSender(wrapped, opts)
-	require.NoError(t, err)
-	r, err := tnet.NewReceiver(in, opts)
-	require.NoError(t, err)
-	defer s.Close()
-	defer r.Close()
-
+	stream := tfault.NewStream(t, wrapped, in)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
 	sent := make([][]byte, msgs)
 	for i := range sent {
-		sent[i] = make([]byte, 1+rng.IntN(5*chunk))
-		for j := range sent[i] {
-			sent[i][j] = byte(rng.UintN(256))
-		}
+		sent[i] = nettest.RandBytes(rng, rng.IntN(maxMsg+1))
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for _, m := range sent {
-			if s.Send(context.Background(), transport.Desc{}, m) != nil {
+		for i, m := range sent {
+			if stream.Send(context.Background(), m, uint32(i)) != nil {
 				return
 			}
 		}
@@ -81,20 +69,15 @@ func faultyStream(t *testing.T, name string, cfg tfault.Config) {
 	defer cancel()
 	delivered, failed := 0, error(nil)
 	for i, m := range sent {
-		off := 0
-		err := r.Recv(ctx, transport.Expect(len(m)), func(p []byte) error {
-			require.Equal(t, m[off:off+len(p)], p, "%s seed %d: message %d bytes %d.. delivered corrupted", name, cfg.Seed, i, off)
-			off += len(p)
-			return nil
-		})
+		got, err := stream.Recv(ctx, len(m), uint32(i))
 		if err != nil {
 			failed = err
 			break
 		}
+		require.Equal(t, m, got, "%s seed %d: message %d delivered corrupted", name, cfg.Seed, i)
 		delivered++
 	}
-	_ = s.Close()
-	_ = r.Close()
+	stream.Close()
 	wg.Wait()
 	var st tfault.Stats
 	for _, in := range injectors {

@@ -27,9 +27,15 @@
 // transport.Config.NetName) and turns its requests into transport.Conns.
 //
 // Writing a provider: implement Provider, SendComm, RecvComm and Request
-// below; honour contexts' deadlines in Connect and Accept; return gccl
-// errors (gccl.ErrRemote for a peer that closed or died, gccl.ErrSystem for
-// a local failure, gccl.ErrInvalidArgument for a bad handle); make Close
-// release everything (the transport tests' leak checks count goroutines and
-// file descriptors); then add it to transport's provider table.
+// below, and where the fabric allows the optional Waiter (block on a
+// request instead of polling Test), Failer and Refuser (a receiver's error
+// travels back to the sender); honour contexts' deadlines in Connect,
+// Accept and Wait; return gccl errors (gccl.ErrRemote for a peer that
+// closed or died, gccl.ErrSystem for a local failure,
+// gccl.ErrInvalidArgument for a bad handle or region, gccl.ErrTimeout for
+// an expired deadline); make Close release everything; run the
+// conformance suite, networktest.Run, from a test of the provider's
+// package (it checks all of this, leaks included); then add the provider
+// to transport's provider table (one row). transport/network/socket is
+// the example to read.
 package network

@@ -2,7 +2,8 @@
 // message carries (Desc, DescSize) and Expect, the accept function that
 // takes a message of a known length.
 //
-// Package transport re-exports it; its own transports
-// (transport/internal/shm, transport/internal/net) cannot import transport,
-// which imports them, so they use this package directly.
+// Package transport re-exports it; the shared-memory transport
+// (transport/internal/shm) cannot import transport, which imports it, so it
+// uses this package directly. (Network providers know nothing of
+// descriptors: transport's net adapter puts them in its message header.)
 package msg

@@ -14,21 +14,31 @@ import (
 	"github.com/gccl/gccl/internal/wait"
 )
 
+// Dialer opens connections as one rank of one communicator.
+type Dialer struct {
+	ID      Identity
+	Rank    int
+	Timeout time.Duration // bounds a Dial whose ctx has no deadline
+}
+
 // Dial opens count sockets to the listener at addr for channel, presenting
-// this listener's identity and rank, and waits for each to be accepted.
-func (l *Listener) Dial(ctx context.Context, addr string, channel, count int) ([]gonet.Conn, error) {
+// d's identity and rank, and waits for each to be accepted.
+func (d Dialer) Dial(ctx context.Context, addr string, channel, count int) ([]gonet.Conn, error) {
 	if count < 1 || count > MaxSockets {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "count", "socket count %d out of range (1..%d)", count, MaxSockets)
 	}
 	if channel < 0 || channel >= MaxChannel {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "channel", "channel %d out of range (0..%d)", channel, MaxChannel-1)
 	}
-	deadline := wait.Deadline(ctx, l.timeout)
+	if d.Rank < 0 || d.Rank >= MaxRank {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "rank", "rank %d out of range (0..%d)", d.Rank, MaxRank-1)
+	}
+	deadline := wait.Deadline(ctx, d.Timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	socks := make([]gonet.Conn, 0, count)
 	for i := range count {
-		c, err := l.dialOne(ctx, addr, hello{rank: l.rank, channel: channel, index: i, count: count})
+		c, err := d.dialOne(ctx, addr, hello{rank: d.Rank, channel: channel, index: i, count: count})
 		if err != nil {
 			for _, s := range socks {
 				s.Close()
@@ -40,9 +50,9 @@ func (l *Listener) Dial(ctx context.Context, addr string, channel, count int) ([
 	return socks, nil
 }
 
-func (l *Listener) dialOne(ctx context.Context, addr string, h hello) (gonet.Conn, error) {
-	var d gonet.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+func (d Dialer) dialOne(ctx context.Context, addr string, h hello) (gonet.Conn, error) {
+	var nd gonet.Dialer
+	c, err := nd.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, gccl.Errorf(gccl.TimeoutError, addr, "dialling the peer: %w", err)
@@ -57,7 +67,7 @@ func (l *Listener) dialOne(ctx context.Context, addr string, h hello) (gonet.Con
 	_ = c.SetDeadline(deadline)
 	it := interruptOn(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	setNoDelay(c)
-	err = l.prove(c, &h)
+	err = d.prove(c, &h)
 	it.disarm()
 	if err != nil {
 		c.Close()
@@ -70,14 +80,14 @@ func (l *Listener) dialOne(ctx context.Context, addr string, h hello) (gonet.Con
 	return c, nil
 }
 
-// prove answers the listener's challenge with h signed by this listener's
-// identity and checks the listener's own proof in its acknowledgement.
-func (l *Listener) prove(c gonet.Conn, h *hello) error {
+// prove answers the listener's challenge with h signed by d's identity and
+// checks the listener's own proof in its acknowledgement.
+func (d Dialer) prove(c gonet.Conn, h *hello) error {
 	var challenge auth.Nonce
 	if _, err := io.ReadFull(c, challenge[:]); err != nil {
 		return err
 	}
-	h.sign(l.id, challenge)
+	h.sign(d.ID, challenge)
 	if _, err := c.Write(h.marshal()); err != nil {
 		return err
 	}
@@ -91,7 +101,7 @@ func (l *Listener) prove(c gonet.Conn, h *hello) error {
 	if _, err := io.ReadFull(c, b[1:]); err != nil {
 		return err
 	}
-	if !checkAck(b, l.id, *h, challenge) {
+	if !checkAck(b, d.ID, *h, challenge) {
 		return errors.New("the listener could not prove it holds the secret")
 	}
 	return nil

@@ -7,24 +7,28 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
-	"github.com/gccl/gccl/transport/internal/msg"
 )
 
-// Frame header layout: magic, payload length, sequence number, payload
-// CRC32C, flags; on the first frame of a message the message's length and
-// descriptor; on a failure frame the error's code; the header's CRC32C.
+// Frame header layout (little-endian): magic, flags, the socket's frame
+// sequence number, payload length, payload CRC32C; on a transfer's header
+// (flagXfer) the transfer's length, tag and piece size; on a failure record
+// (flagFail) the error's code; the CRC32C of the header.
 const (
-	frameMagic  = 0x32464347 // "GCF2" little-endian
-	HeaderSize  = 64
-	hdrCRCStart = 60 // bytes [0,60) are covered by the header CRC at [60,64)
+	frameMagic  = 0x33464347 // "GCF3" little-endian
+	HeaderSize  = 48
+	hdrCRCStart = 44 // bytes [0,44) are covered by the header CRC at [44,48)
 
-	flagFirst = 1 // the first frame of a message: msgLen and desc are set
-	flagFail  = 2 // a failure record: the payload is the error's message, code its code
+	flagXfer  = 1 // control socket: a transfer's header (and, inline, its bytes)
+	flagPiece = 2 // data socket: one piece of a transfer
+	flagFail  = 4 // a failure record: the payload is the error's message
 
-	// MaxChunkSize bounds the payload of one frame (and so Options.ChunkSize).
-	MaxChunkSize = 16 << 20
-	// DefaultChunkSize is the payload of one frame when Options leaves it 0.
-	DefaultChunkSize = 256 << 10
+	// MaxInline is the largest transfer sent inline on the control socket:
+	// header and bytes in one write from Isend itself, no hand-off.
+	MaxInline = 128 << 10
+	// MinPiece and MaxPiece bound the pieces a larger transfer is cut into,
+	// one per data socket in turn.
+	MinPiece = 64 << 10
+	MaxPiece = 4 << 20
 	// maxFailMsg bounds a failure record's message.
 	maxFailMsg = 1024
 )
@@ -33,59 +37,70 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // header is one frame's header, decoded.
 type header struct {
-	length int
-	seq    uint64
-	crc    uint32 // CRC32C of the payload
 	flags  uint32
-	msgLen uint64   // flagFirst: the message's length
-	desc   msg.Desc // flagFirst: the message's descriptor
-	code   uint32   // flagFail: the error's code
+	seq    uint64
+	length int    // payload bytes after the header
+	crc    uint32 // CRC32C of the payload
+	total  uint64 // flagXfer: the transfer's length
+	tag    uint32 // flagXfer: the transfer's tag
+	piece  int    // flagXfer: bytes per piece on the data sockets, 0 when inline
+	code   uint32 // flagFail: the error's code
 }
 
 // put writes h into b[:HeaderSize].
 func (h header) put(b []byte) {
 	le := binary.LittleEndian
 	le.PutUint32(b[0:], frameMagic)
-	le.PutUint32(b[4:], uint32(h.length))
+	le.PutUint32(b[4:], h.flags)
 	le.PutUint64(b[8:], h.seq)
-	le.PutUint32(b[16:], h.crc)
-	le.PutUint32(b[20:], h.flags)
-	le.PutUint64(b[24:], h.msgLen)
-	copy(b[32:32+msg.DescSize], h.desc[:])
-	le.PutUint32(b[56:], h.code)
+	le.PutUint32(b[16:], uint32(h.length))
+	le.PutUint32(b[20:], h.crc)
+	le.PutUint64(b[24:], h.total)
+	le.PutUint32(b[32:], h.tag)
+	le.PutUint32(b[36:], uint32(h.piece))
+	le.PutUint32(b[40:], h.code)
 	le.PutUint32(b[hdrCRCStart:], crc32.Checksum(b[:hdrCRCStart], castagnoli))
 }
 
-// parseHeader decodes and validates a frame header: magic, header checksum,
-// a payload length in 0..MaxChunkSize (0 only for a message's first
-// frame), known flags and the expected sequence number.
+// parseHeader decodes and validates a frame header: magic, header
+// checksum, one known flag, lengths in range for it, and the expected
+// sequence number.
 func parseHeader(b []byte, wantSeq uint64) (header, error) {
 	le := binary.LittleEndian
 	if len(b) < HeaderSize {
 		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "header is %d bytes, want %d", len(b), HeaderSize)
 	}
 	if m := le.Uint32(b[0:]); m != frameMagic {
-		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "bad magic %#x: the stream is corrupted or not a gccl peer", m)
+		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "bad magic %#x: the stream is corrupted or not a gccl peer of this version", m)
 	}
 	if got, want := le.Uint32(b[hdrCRCStart:]), crc32.Checksum(b[:hdrCRCStart], castagnoli); got != want {
 		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "header checksum mismatch (%#x, want %#x): the stream is corrupted", got, want)
 	}
 	h := header{
-		length: int(le.Uint32(b[4:])),
+		flags:  le.Uint32(b[4:]),
 		seq:    le.Uint64(b[8:]),
-		crc:    le.Uint32(b[16:]),
-		flags:  le.Uint32(b[20:]),
-		msgLen: le.Uint64(b[24:]),
-		desc:   msg.Desc(b[32 : 32+msg.DescSize]),
-		code:   le.Uint32(b[56:]),
+		length: int(le.Uint32(b[16:])),
+		crc:    le.Uint32(b[20:]),
+		total:  le.Uint64(b[24:]),
+		tag:    le.Uint32(b[32:]),
+		piece:  int(le.Uint32(b[36:])),
+		code:   le.Uint32(b[40:]),
 	}
-	switch {
-	case h.flags&^(flagFirst|flagFail) != 0 || h.flags == flagFirst|flagFail:
+	var ok bool
+	switch h.flags {
+	case flagXfer:
+		inline := h.piece == 0 && uint64(h.length) == h.total && h.length <= MaxInline
+		pieces := h.piece > 0 && h.piece <= MaxPiece && h.length == 0 && h.total > 0
+		ok = inline || pieces
+	case flagPiece:
+		ok = h.length > 0 && h.length <= MaxPiece
+	case flagFail:
+		ok = h.length <= maxFailMsg
+	default:
 		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "unknown flags %#x", h.flags)
-	case h.length < 0 || h.length > MaxChunkSize || h.length == 0 && h.flags == 0:
-		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "payload length %d out of range (1..%d)", h.length, MaxChunkSize)
-	case h.flags == flagFirst && uint64(h.length) > h.msgLen, h.flags == flagFail && h.length > maxFailMsg:
-		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "payload length %d out of range for a frame with flags %#x", h.length, h.flags)
+	}
+	if !ok {
+		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "frame with flags %#x: payload %d, transfer %d, piece %d out of range", h.flags, h.length, h.total, h.piece)
 	}
 	if h.seq != wantSeq {
 		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "sequence number %d, want %d: frames were lost or reordered", h.seq, wantSeq)
@@ -113,7 +128,7 @@ func failureFrame(seq uint64, err error) []byte {
 		code = gccl.RemoteError
 	}
 	b := make([]byte, HeaderSize+len(msg))
-	header{length: len(msg), seq: seq, crc: crc32c(msg), flags: flagFail, code: uint32(code)}.put(b)
+	header{flags: flagFail, length: len(msg), seq: seq, crc: crc32c(msg), code: uint32(code)}.put(b)
 	copy(b[HeaderSize:], msg)
 	return b
 }

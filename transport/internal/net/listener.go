@@ -47,8 +47,8 @@ type Listener struct {
 }
 
 // Listen opens a listener on ip (any port) for the given identity; rank is
-// the rank this listener dials as. timeout bounds handshakes and waits whose
-// ctx has no deadline.
+// the listening rank. timeout bounds handshakes and waits whose ctx has no
+// deadline.
 func Listen(ip gonet.IP, id Identity, rank int, timeout time.Duration) (*Listener, error) {
 	if rank < 0 || rank >= MaxRank {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "rank", "rank %d out of range (0..%d)", rank, MaxRank-1)
@@ -72,6 +72,9 @@ func Listen(ip gonet.IP, id Identity, rank int, timeout time.Duration) (*Listene
 
 // Addr is the address peers dial ("ip:port").
 func (l *Listener) Addr() string { return l.ln.Addr().String() }
+
+// TCPAddr is the address peers dial.
+func (l *Listener) TCPAddr() *gonet.TCPAddr { return l.ln.Addr().(*gonet.TCPAddr) }
 
 // handshake challenges a socket, checks its hello's proof and parks it, or
 // rejects and closes it.
@@ -139,7 +142,7 @@ func (l *Listener) park(c gonet.Conn, h hello) bool {
 }
 
 // Accept waits for the count sockets that rank dials for channel and returns
-// them in socket order.
+// them in socket order; count 0 takes as many as the dialer announced.
 func (l *Listener) Accept(ctx context.Context, rank, channel, count int) ([]gonet.Conn, error) {
 	deadline := wait.Deadline(ctx, l.timeout)
 	timer := time.NewTimer(time.Until(deadline))
@@ -176,6 +179,9 @@ func (l *Listener) claim(k pendingKey, count int) (socks []gonet.Conn, ok bool) 
 	socks = l.pending[k]
 	if socks == nil {
 		return nil, false
+	}
+	if count == 0 {
+		count = len(socks)
 	}
 	if len(socks) != count {
 		return socks, false

@@ -1,0 +1,156 @@
+package net
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/wait"
+)
+
+// InFlight is how many requests one connection may have posted at once
+// (Properties.InFlight); a further Isend or Irecv is told to retry.
+const InFlight = 32
+
+// Request states.
+const (
+	reqIdle      = iota // in the free list
+	reqPosted           // handed out, not done
+	reqFinishing        // a finisher is writing n and err
+	reqDone             // n and err are final; Test or Wait spends it
+)
+
+// request is a posted transfer. A connection owns InFlight of them and
+// reuses them (NCCL's fixed request array), so a transfer allocates
+// nothing; Test or Wait reporting done returns it to the free list.
+type request struct {
+	free    chan *request
+	timeout time.Duration
+	state   atomic.Uint32
+	pending atomic.Int32 // parts (control frame, pieces) not yet done
+	n       int
+	err     error
+	wake    chan struct{} // cap 1: a finish signals it
+	timer   *time.Timer
+
+	buf   []byte           // the transfer's bytes (the region)
+	total int              // the transfer's length
+	tag   uint32           // the transfer's tag
+	hdr   [HeaderSize]byte // the control frame of a send
+	rest  [2][]byte        // what of the control frame the fast path did not write
+	what  string           // names the request in errors
+	_     [0]func()        // not comparable
+}
+
+// newRequests makes n requests and a free list holding them.
+func newRequests(n int, timeout time.Duration, what string) (chan *request, []*request) {
+	free := make(chan *request, n)
+	all := make([]*request, n)
+	for i := range all {
+		all[i] = &request{free: free, timeout: timeout, wake: make(chan struct{}, 1), what: what}
+		free <- all[i]
+	}
+	return free, all
+}
+
+// take returns an idle request, posted, or nil when all are in flight.
+func take(free chan *request) *request {
+	select {
+	case r := <-free:
+		select { // a signal left over from its last use
+		case <-r.wake:
+		default:
+		}
+		r.n, r.err = 0, nil
+		r.state.Store(reqPosted)
+		return r
+	default:
+		return nil
+	}
+}
+
+// finish ends the request with n bytes and err; the first finish wins.
+func (r *request) finish(n int, err error) {
+	if !r.state.CompareAndSwap(reqPosted, reqFinishing) {
+		return
+	}
+	r.n, r.err = n, err
+	r.state.Store(reqDone)
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// partDone counts one part done and finishes the request after the last.
+func (r *request) partDone() {
+	if r.pending.Add(-1) == 0 {
+		r.finish(r.total, nil)
+	}
+}
+
+// Test reports whether the transfer is done; done, the request is spent.
+// A request that succeeded goes back to the free list: nothing else holds
+// it by then (its last part finished it).
+func (r *request) Test() (bool, int, error) {
+	if r.state.Load() != reqDone {
+		return false, 0, nil
+	}
+	if r.err != nil {
+		// The connection broke: its goroutines may still hold the request,
+		// so it is never reused (the connection takes no more anyway).
+		return true, 0, r.err
+	}
+	n := r.n
+	r.buf, r.rest = nil, [2][]byte{}
+	r.state.Store(reqIdle)
+	r.free <- r
+	return true, n, nil
+}
+
+// Wait blocks until the transfer is done (then the request is spent), or
+// until ctx ends or, without a deadline in ctx, the connection's timeout
+// passes (gccl.ErrTimeout; the request stays posted).
+func (r *request) Wait(ctx context.Context) (int, error) {
+	if done, n, err := r.Test(); done {
+		return n, err
+	}
+	deadline := wait.Deadline(ctx, r.timeout)
+	var expired <-chan time.Time
+	if _, ok := ctx.Deadline(); !ok {
+		if r.timer == nil {
+			r.timer = time.NewTimer(time.Until(deadline))
+		} else {
+			r.timer.Reset(time.Until(deadline))
+		}
+		expired = r.timer.C
+	}
+	for {
+		select {
+		case <-r.wake:
+		case <-ctx.Done():
+			r.stopTimer(expired)
+			return 0, wait.CtxErr(ctx, deadline, r.what)
+		case <-expired:
+			return 0, gccl.Errorf(gccl.TimeoutError, r.what, "deadline expired while waiting; raise the timeout or check the peer")
+		}
+		if r.state.Load() == reqDone {
+			r.stopTimer(expired) // before Test spends the request (and another Wait may reuse the timer)
+			_, n, err := r.Test()
+			return n, err
+		}
+	}
+}
+
+func (r *request) stopTimer(expired <-chan time.Time) {
+	if expired != nil {
+		r.timer.Stop()
+	}
+}
+
+// doneRequest is a request that is done from the start (Flush of host memory).
+type doneRequest struct{}
+
+func (doneRequest) Test() (bool, int, error)          { return true, 0, nil }
+func (doneRequest) Wait(context.Context) (int, error) { return 0, nil }

@@ -1,0 +1,84 @@
+package transport
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/transport/network"
+	"github.com/gccl/gccl/transport/network/socket"
+)
+
+// netAuto is the GCCL_NET value that lets the table choose.
+const netAuto = "auto"
+
+// providerRow is one network provider gccl can run over.
+type providerRow struct {
+	name string
+	make func(cfg Config) network.Provider
+}
+
+// providers is the table of network providers, in the order GCCL_NET=auto
+// considers them: auto takes the first whose Devices report an RDMA
+// device (unless GCCL_IB_DISABLE), else the socket provider, which works
+// wherever TCP does. A provider is one row here (ucx: {"ucx", ...ucx.New()}).
+var providers = []providerRow{
+	{socket.Name, func(cfg Config) network.Provider {
+		return socket.New(socket.Options{IfName: cfg.IfName, Threads: cfg.NetThreads, SocksPerThread: cfg.NetSocksPerThread})
+	}},
+}
+
+// providerNames lists the table's names, for errors.
+func providerNames() string {
+	names := []string{netAuto}
+	for _, p := range providers {
+		names = append(names, p.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// selectProvider returns the provider cfg.NetName names (auto: see
+// providers) and the device to use, its best.
+func selectProvider(cfg Config) (network.Provider, int, network.Properties, error) {
+	name := strings.ToLower(strings.TrimSpace(cfg.NetName))
+	if name == netAuto || name == "" {
+		return autoProvider(cfg)
+	}
+	i := slices.IndexFunc(providers, func(p providerRow) bool { return p.name == name })
+	if i < 0 {
+		return nil, 0, network.Properties{}, gccl.Errorf(gccl.InvalidArgument, "GCCL_NET", "unknown network provider %q: use one of %s", cfg.NetName, providerNames())
+	}
+	p := providers[i].make(cfg)
+	devs, err := p.Devices()
+	if err != nil {
+		return nil, 0, network.Properties{}, gccl.Errorf(gccl.Code(err), "GCCL_NET", "network provider %q cannot run here: %w; fix that, or choose another provider with GCCL_NET (%s)", name, err, providerNames())
+	}
+	if len(devs) == 0 {
+		return nil, 0, network.Properties{}, gccl.Errorf(gccl.SystemError, "GCCL_NET", "network provider %q has no device here; choose another with GCCL_NET (%s)", name, providerNames())
+	}
+	return p, 0, devs[0], nil
+}
+
+// autoProvider takes the first provider with an RDMA device, unless
+// GCCL_IB_DISABLE, else the socket provider.
+func autoProvider(cfg Config) (network.Provider, int, network.Properties, error) {
+	if !cfg.IBDisable {
+		for _, row := range providers {
+			if row.name == socket.Name {
+				continue
+			}
+			p := row.make(cfg)
+			devs, err := p.Devices()
+			if err != nil {
+				env.Logger("NET").Debug("network provider not usable", "provider", row.name, "err", err)
+				continue
+			}
+			if i := slices.IndexFunc(devs, func(d network.Properties) bool { return d.RDMA }); i >= 0 {
+				return p, i, devs[i], nil
+			}
+		}
+	}
+	cfg.NetName = socket.Name
+	return selectProvider(cfg)
+}
