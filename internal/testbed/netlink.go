@@ -11,10 +11,10 @@ import (
 
 // Route netlink pieces the syscall package does not name.
 const (
-	iflaNetNSFD = 28 // IFLA_NET_NS_FD
-	iflaInfoKind = 1 // IFLA_INFO_KIND
-	iflaInfoData = 2 // IFLA_INFO_DATA
-	vethInfoPeer = 1 // VETH_INFO_PEER
+	iflaNetNSFD  = 28 // IFLA_NET_NS_FD
+	iflaInfoKind = 1  // IFLA_INFO_KIND
+	iflaInfoData = 2  // IFLA_INFO_DATA
+	vethInfoPeer = 1  // VETH_INFO_PEER
 	nlaNested    = 1 << 15
 )
 
