@@ -52,8 +52,9 @@ type Bed struct {
 	hosts []*Host
 
 	mu      sync.Mutex
-	started []*exec.Cmd // processes started in hosts, killed at Close
-	closed  bool
+	started  []*exec.Cmd // processes started in hosts, killed at Close
+	closed   bool
+	attached bool // Attach's: the bed is another process's
 }
 
 // New builds a bed: a switch namespace holding bridge br0, and cfg.Hosts
@@ -171,6 +172,15 @@ func (b *Bed) rtnlIn(h *holder) (*rtnl, error) {
 // Hosts returns the bed's hosts.
 func (b *Bed) Hosts() []*Host { return b.hosts }
 
+// Host runs fn on an OS thread inside host i's namespaces (sockets it opens
+// belong to the host's network).
+func (b *Bed) Host(i int, fn func() error) error {
+	if i < 0 || i >= len(b.hosts) {
+		return fmt.Errorf("testbed: host %d: the bed has %d", i, len(b.hosts))
+	}
+	return inNS(b.hosts[i].h.ns, fn)
+}
+
 // Dir returns the bed's state directory (Attach reads it).
 func (b *Bed) Dir() string { return b.dir }
 
@@ -212,6 +222,15 @@ func (b *Bed) Close() error {
 	b.closed = true
 	started := b.started
 	b.mu.Unlock()
+	if b.attached {
+		for _, c := range started {
+			_ = c.Process.Kill()
+		}
+		for _, h := range b.hosts {
+			h.h.stop()
+		}
+		return nil
+	}
 	var nss []nsPair
 	for _, h := range b.holders() {
 		nss = append(nss, h.nsPair)

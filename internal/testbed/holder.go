@@ -120,10 +120,14 @@ func startHolder(name string) (*holder, error) {
 // has not exited within a second. Its namespaces go when their last
 // process does.
 func (h *holder) stop() {
-	if h == nil || h.cmd == nil {
+	if h == nil {
 		return
 	}
 	h.ns.Close()
+	h.ns = nsFiles{}
+	if h.cmd == nil {
+		return // attached: the creator's
+	}
 	_ = h.stdin.Close()
 	exited := make(chan struct{})
 	go func() { _ = h.cmd.Wait(); close(exited) }()

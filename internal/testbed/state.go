@@ -126,9 +126,11 @@ func CleanStale(stateDir string) error {
 	return nil
 }
 
-// Attach returns the hosts of the live bed recorded in dir (Bed.Dir),
-// for a process the bed's creator started.
-func Attach(dir string) ([]*Host, error) {
+// Attach returns the live bed recorded in dir (Bed.Dir), for a process
+// its creator started (cmd/gccl-bed with, then run or mpirun). Start and
+// Launch work as on the creator's bed; Close kills what this process
+// started and leaves the bed to its creator.
+func Attach(dir string) (*Bed, error) {
 	if !ownerAlive(dir) {
 		return nil, fmt.Errorf("testbed: no live bed in %q (its creator has exited)", dir)
 	}
@@ -136,12 +138,20 @@ func Attach(dir string) ([]*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	b := &Bed{dir: dir, attached: true}
 	for _, h := range hosts {
 		if !isHolder(h.Pid) {
+			b.Close()
 			return nil, fmt.Errorf("testbed: host %s of %s is gone (holder %d)", h.Name, dir, h.Pid)
 		}
+		h.h = &holder{pid: h.Pid, nsPair: nsOf(h.Pid)}
+		if h.h.ns, err = openNS(strconv.Itoa(h.Pid)); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("testbed: host %s: %w", h.Name, err)
+		}
+		b.hosts = append(b.hosts, h)
 	}
-	return hosts, nil
+	return b, nil
 }
 
 // Exec replaces this process with argv run inside host h (a host of
