@@ -120,7 +120,10 @@ func (f *bedFlags) open() (*testbed.Bed, error) {
 
 // parse parses args up to "--" and returns what follows it.
 func parse(fs *flag.FlagSet, args []string, needCmd bool) []string {
-	fs.Usage = func() { fmt.Fprintf(os.Stderr, "usage: gccl-bed %s [flags] -- command...\n", fs.Name()); fs.PrintDefaults() }
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: gccl-bed %s [flags] -- command...\n", fs.Name())
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		os.Exit(2)
 	}

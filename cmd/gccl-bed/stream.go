@@ -103,4 +103,3 @@ func stream(b *testbed.Bed, from, to int, addr string, n int64, timeout time.Dur
 	}
 	return d, nil
 }
-

@@ -51,7 +51,7 @@ type Bed struct {
 	sw    *holder
 	hosts []*Host
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	started  []*exec.Cmd // processes started in hosts, killed at Close
 	closed   bool
 	attached bool // Attach's: the bed is another process's
