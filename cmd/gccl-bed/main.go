@@ -15,9 +15,13 @@
 //
 // mpirun runs "mpirun -np hosts·R" from the machine's own namespace, each
 // rank through "gccl-bed exec -per R", which enters host
-// OMPI_COMM_WORLD_RANK/R; Open MPI is told to use TCP between every pair of
-// ranks over the bed's links (--mca btl tcp,self, btl_tcp_if_include the
-// bed's subnet; its own launch channel stays on Unix sockets).
+// OMPI_COMM_WORLD_RANK/R. Open MPI is told to use TCP between every pair of
+// ranks over the bed's links (--mca btl tcp,self --mca pml ob1,
+// btl_tcp_if_include the bed's subnet). Its PMIx server stays in the
+// machine's namespace, which the bed's gateway (-gateway, the subnet's .254)
+// plugs into the bridge; PMIx is told to listen there
+// (PMIX_MCA_ptl_tcp_remote_connections=1, ptl_tcp_if_include the subnet),
+// since a rank's namespace cannot reach the machine's loopback.
 //
 // stream measures the links: one TCP stream of -bytes from host -from to
 // host -to, and prints the rate.
@@ -90,11 +94,12 @@ func (e exitCode) Error() string { return "exit status " + strconv.Itoa(int(e)) 
 
 // bedFlags are the flags that describe a bed.
 type bedFlags struct {
-	hosts  int
-	rate   float64
-	delay  time.Duration
-	subnet string
-	state  string
+	hosts   int
+	rate    float64
+	delay   time.Duration
+	subnet  string
+	state   string
+	gateway bool
 }
 
 func (f *bedFlags) add(fs *flag.FlagSet) {
@@ -103,6 +108,7 @@ func (f *bedFlags) add(fs *flag.FlagSet) {
 	fs.DurationVar(&f.delay, "delay", 0, "each link's one-way delay (tc netem)")
 	fs.StringVar(&f.subnet, "subnet", testbed.DefaultSubnet.String(), "the hosts' IPv4 subnet")
 	fs.StringVar(&f.state, "state", testbed.DefaultStateDir, "where beds record their processes")
+	fs.BoolVar(&f.gateway, "gateway", false, "plug this namespace into the bed's bridge (the subnet's .254): mpirun needs it, and sets it on a bed it builds")
 }
 
 // open returns the bed of $GCCL_BED (inside "gccl-bed with"), else a new
@@ -115,7 +121,7 @@ func (f *bedFlags) open() (*testbed.Bed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-subnet: %v", err)
 	}
-	return testbed.New(testbed.Config{Hosts: f.hosts, Subnet: sub, Rate: int64(f.rate), Delay: f.delay, StateDir: f.state})
+	return testbed.New(testbed.Config{Hosts: f.hosts, Subnet: sub, Rate: int64(f.rate), Delay: f.delay, StateDir: f.state, Gateway: f.gateway})
 }
 
 // parse parses args up to "--" and returns what follows it.

@@ -28,6 +28,7 @@ func runCmd(args []string, mpi bool) error {
 	tcpOnly := fs.Bool("mca-tcp", true, "mpirun: make Open MPI use TCP between every pair of ranks, over the bed's subnet")
 	mpirunArgs := fs.String("mpirun-args", "", "mpirun: more arguments for mpirun, space-separated")
 	argv := parse(fs, args, true)
+	bf.gateway = bf.gateway || mpi
 	b, err := bf.open()
 	if err != nil {
 		return err
@@ -36,7 +37,7 @@ func runCmd(args []string, mpi bool) error {
 	ctx, stop := interrupted()
 	defer stop()
 	if mpi {
-		return runMPI(ctx, b, subnetOf(b), *per, *timeout, *tcpOnly, strings.Fields(*mpirunArgs), argv)
+		return runMPI(ctx, b, *per, *timeout, *tcpOnly, strings.Fields(*mpirunArgs), argv)
 	}
 	job, err := b.Launch(*per, argv, nil, os.Stdout)
 	if err != nil {
@@ -59,23 +60,21 @@ func runCmd(args []string, mpi bool) error {
 	return nil
 }
 
-// subnetOf returns the subnet of the bed's addresses, for Open MPI's
-// interface selection.
-func subnetOf(b *testbed.Bed) string {
-	hs := b.Hosts()
-	a := hs[0].Addr.As4()
-	return fmt.Sprintf("%d.%d.%d.0/24", a[0], a[1], a[2])
-}
-
 // runMPI runs the job under mpirun, each rank entering its host through
 // "gccl-bed exec -per".
-func runMPI(ctx context.Context, b *testbed.Bed, subnet string, per int, timeout time.Duration, tcpOnly bool, extra, argv []string) error {
+func runMPI(ctx context.Context, b *testbed.Bed, per int, timeout time.Duration, tcpOnly bool, extra, argv []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
+	gw, ok := b.Gateway()
+	if !ok {
+		return fmt.Errorf("mpirun: the bed has no gateway, so the ranks cannot reach mpirun's PMIx server; build it with \"gccl-bed with -gateway\"")
+	}
+	subnet := gw.Masked().String()
 	np := per * len(b.Hosts())
-	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(np), "--bind-to", "none"}
+	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(np), "--bind-to", "none",
+		"--mca", "oob_tcp_if_include", subnet, "-x", "PMIX_MCA_ptl_tcp_remote_connections", "-x", "PMIX_MCA_ptl_tcp_if_include"}
 	if tcpOnly {
 		args = append(args, "--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
 			"--mca", "btl_tcp_if_include", subnet)
@@ -86,7 +85,8 @@ func runMPI(ctx context.Context, b *testbed.Bed, subnet string, per int, timeout
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "mpirun", args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), testbed.EnvDir+"="+b.Dir())
+	cmd.Env = append(os.Environ(), testbed.EnvDir+"="+b.Dir(),
+		"PMIX_MCA_ptl_tcp_remote_connections=1", "PMIX_MCA_ptl_tcp_if_include="+subnet)
 	fmt.Fprintf(os.Stderr, "gccl-bed: mpirun %s\n", strings.Join(args, " "))
 	err = cmd.Run()
 	if ctx.Err() == context.DeadlineExceeded {

@@ -26,6 +26,11 @@ type Config struct {
 	Rate     int64        // bits per second of each link, each way (tc); 0: unshaped
 	Delay    time.Duration
 	StateDir string // where beds record themselves; default /run/gccl-testbed
+	// Gateway also plugs the machine's own network namespace into the
+	// bridge, with the subnet's last address (.254 of a /24), through a
+	// veth pair called gcclbed<pid>: what mpirun needs, its PMIx server
+	// staying in this namespace while the ranks run in the hosts.
+	Gateway bool
 }
 
 // DefaultSubnet is the hosts' subnet unless Config.Subnet says otherwise.
@@ -50,6 +55,8 @@ type Bed struct {
 	dir   string
 	sw    *holder
 	hosts []*Host
+	gw    netip.Prefix // the gateway's address, if any
+	gwDev string       // its interface in this namespace
 
 	mu       sync.Mutex
 	started  []*exec.Cmd // processes started in hosts, killed at Close
@@ -129,8 +136,50 @@ func New(cfg Config) (b *Bed, err error) {
 	if err := b.shape(); err != nil {
 		return nil, err
 	}
+	if cfg.Gateway {
+		if err := b.addGateway(sw); err != nil {
+			return nil, err
+		}
+		if err := b.writeState(); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
 }
+
+// addGateway plugs this namespace into the bridge (Config.Gateway).
+func (b *Bed) addGateway(sw *rtnl) error {
+	last := b.cfg.Subnet.Masked().Addr().As4()
+	host := 32 - b.cfg.Subnet.Bits()
+	for i := range 4 {
+		if bits := host - 8*(3-i); bits > 0 {
+			last[i] |= byte(1<<min(bits, 8) - 1)
+		}
+	}
+	last[3]-- // not the broadcast address
+	dev := fmt.Sprintf("gcclbed%d", b.sw.pid)
+	root, err := openRTNL() // in this thread's namespace: the machine's own
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.addVeth(dev, "gw", b.sw.ns.net); err != nil {
+		return err
+	}
+	b.gwDev = dev
+	if err := sw.up("gw", "br0"); err != nil {
+		return err
+	}
+	b.gw = netip.PrefixFrom(netip.AddrFrom4(last), b.cfg.Subnet.Bits())
+	if err := root.addAddr(dev, b.gw); err != nil {
+		return err
+	}
+	return root.up(dev, "")
+}
+
+// Gateway returns the address of this namespace on the bed's subnet, if
+// the bed has a gateway (Config.Gateway).
+func (b *Bed) Gateway() (netip.Prefix, bool) { return b.gw, b.gw.IsValid() }
 
 // addHost starts host i and wires it to the switch.
 func (b *Bed) addHost(sw *rtnl, i int, addr netip.Addr) error {
@@ -241,6 +290,12 @@ func (b *Bed) Close() error {
 	// Grandchildren too: a shell's commands, ranks mpirun started.
 	// (The holders die with them; stop then reaps them.)
 	waitGone(killInNS(nss), 5*time.Second)
+	if b.gwDev != "" { // it would go with the switch's namespace, but not at once
+		if root, err := openRTNL(); err == nil {
+			_ = root.delLink(b.gwDev)
+			root.Close()
+		}
+	}
 	for _, h := range b.holders() {
 		h.stop()
 	}

@@ -214,3 +214,15 @@ func (r *rtnl) addAddr(name string, p netip.Prefix) error {
 	}
 	return nil
 }
+
+// delLink deletes interface name (a veth pair goes with either end).
+func (r *rtnl) delLink(name string) error {
+	idx, err := r.linkIndex(name)
+	if err != nil {
+		return err
+	}
+	if _, err := r.do(syscall.RTM_DELLINK, 0, ifinfo(idx, 0, 0)); err != nil {
+		return fmt.Errorf("deleting %s: %w", name, err)
+	}
+	return nil
+}

@@ -26,6 +26,9 @@ func (b *Bed) writeState() error {
 	for _, h := range b.hosts {
 		fmt.Fprintf(&sb, "host %d %s %v %d %d %d\n", h.Index, h.Name, h.Addr, h.Pid, h.h.net, h.h.uts)
 	}
+	if b.gw.IsValid() {
+		fmt.Fprintf(&sb, "gateway %v\n", b.gw)
+	}
 	tmp := filepath.Join(b.dir, stateFile+".tmp")
 	if err := os.WriteFile(tmp, []byte(sb.String()), 0o644); err != nil {
 		return fmt.Errorf("testbed: recording the bed: %w", err)
@@ -37,16 +40,22 @@ func (b *Bed) writeState() error {
 type nsPair struct{ net, uts uint64 }
 
 // readState returns the hosts a bed's directory lists, and the namespaces
-// of every holder, the switch's first.
-func readState(dir string) (hosts []*Host, nss []nsPair, err error) {
+// of every holder, the switch's first; and the gateway's address, if any.
+func readState(dir string) (hosts []*Host, nss []nsPair, gw netip.Prefix, err error) {
 	f, err := os.Open(filepath.Join(dir, stateFile))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, gw, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fl := strings.Fields(sc.Text())
+		if len(fl) == 2 && fl[0] == "gateway" {
+			if gw, err = netip.ParsePrefix(fl[1]); err != nil {
+				return nil, nil, gw, fmt.Errorf("testbed: %s: %w", filepath.Join(dir, stateFile), err)
+			}
+			continue
+		}
 		var ns nsPair
 		if len(fl) >= 3 {
 			ns.net, _ = strconv.ParseUint(fl[len(fl)-2], 10, 64)
@@ -69,10 +78,10 @@ func readState(dir string) (hosts []*Host, nss []nsPair, err error) {
 			err = fmt.Errorf("bad line %q", sc.Text())
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("testbed: %s: %w", filepath.Join(dir, stateFile), err)
+			return nil, nil, gw, fmt.Errorf("testbed: %s: %w", filepath.Join(dir, stateFile), err)
 		}
 	}
-	return hosts, nss, sc.Err()
+	return hosts, nss, gw, sc.Err()
 }
 
 // ownerAlive reports whether the process that made the bed in dir still
@@ -106,7 +115,7 @@ func CleanStale(stateDir string) error {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "bed-") || ownerAlive(dir) {
 			continue
 		}
-		hosts, nss, _ := readState(dir)
+		hosts, nss, _, _ := readState(dir)
 		var holders []int
 		for _, h := range hosts {
 			if isHolder(h.Pid) {
@@ -134,11 +143,11 @@ func Attach(dir string) (*Bed, error) {
 	if !ownerAlive(dir) {
 		return nil, fmt.Errorf("testbed: no live bed in %q (its creator has exited)", dir)
 	}
-	hosts, _, err := readState(dir)
+	hosts, _, gw, err := readState(dir)
 	if err != nil {
 		return nil, err
 	}
-	b := &Bed{dir: dir, attached: true}
+	b := &Bed{dir: dir, attached: true, gw: gw}
 	for _, h := range hosts {
 		if !isHolder(h.Pid) {
 			b.Close()
