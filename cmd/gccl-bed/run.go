@@ -74,7 +74,7 @@ func runMPI(ctx context.Context, b *testbed.Bed, per int, timeout time.Duration,
 	subnet := gw.Masked().String()
 	np := per * len(b.Hosts())
 	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(np), "--bind-to", "none",
-		"--mca", "oob_tcp_if_include", subnet, "-x", "PMIX_MCA_ptl_tcp_remote_connections", "-x", "PMIX_MCA_ptl_tcp_if_include"}
+		"--mca", "oob_tcp_if_include", subnet, "--mca", "mpi_yield_when_idle", "1", "-x", "PMIX_MCA_ptl_tcp_remote_connections", "-x", "PMIX_MCA_ptl_tcp_if_include"}
 	if tcpOnly {
 		args = append(args, "--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
 			"--mca", "btl_tcp_if_include", subnet)
