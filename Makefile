@@ -56,13 +56,24 @@ mpi-tests:
 	MPI=openmpi test/run.sh
 
 # Testing tier 3 (needs root): every collective, p2p pattern and a group on
-# beds of 2-4 simulated hosts × 1-3 ranks, and a rank killed on another
-# host; over each network provider of MULTIHOST_NET (the ranks' GCCL_NET).
+# beds of 2-4 simulated hosts × 1-3 ranks (socket bootstrap), and a rank
+# killed on another host, over each network provider of MULTIHOST_NET (the
+# ranks' GCCL_NET); then tier 2's MPI suite and mpiboot's local-rank test
+# under mpirun with 2 hosts × 2 ranks (Open MPI over TCP between hosts).
 MULTIHOST_NET ?= socket
 MULTIHOST_ARGS ?=
-multihost:
+MH := out/multihost
+multihost: deps
 	go test -count=1 -timeout 15m -v -run 'TestMatrix|TestKillRank' ./test/multihost \
 		-args -multihost -multihost.net=$(MULTIHOST_NET) $(MULTIHOST_ARGS) | grep -v '^=== RUN'
+	mkdir -p $(MH)
+	go build -o $(MH)/gccl-bed ./cmd/gccl-bed
+	go test -c -o $(MH)/mpiboot.test ./mpiboot
+	go test -c -o $(MH)/mpi.test ./test/mpi
+	GCCL_DEVICE=host $(MH)/gccl-bed mpirun -hosts 2 -per 2 -timeout 60s -- $(MH)/mpiboot.test \
+		-test.count=1 -test.run 'TestLocalMatchesTransports|TestLocalOf' -test.v | grep -E '^(--- |ok|FAIL|PASS)'
+	GCCL_DEVICE=host $(MH)/gccl-bed mpirun -hosts 2 -per 2 -timeout 300s -- $(MH)/mpi.test \
+		-test.count=1 -test.timeout=240s | grep -E '^(--- FAIL|ok|FAIL|PASS)'
 
 multihost-perf: deps
 	scripts/multihost-perf.sh
