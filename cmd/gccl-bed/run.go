@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gccl/gccl/internal/testbed"
@@ -85,6 +86,7 @@ func runMPI(ctx context.Context, b *testbed.Bed, per int, timeout time.Duration,
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "mpirun", args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no orphan if this process is killed
 	cmd.Env = append(os.Environ(), testbed.EnvDir+"="+b.Dir(),
 		"PMIX_MCA_ptl_tcp_remote_connections=1", "PMIX_MCA_ptl_tcp_if_include="+subnet)
 	fmt.Fprintf(os.Stderr, "gccl-bed: mpirun %s\n", strings.Join(args, " "))
