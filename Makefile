@@ -56,15 +56,15 @@ mpi-tests:
 	MPI=openmpi test/run.sh
 
 # Testing tier 3 (needs root): every collective, p2p pattern and a group on
-# beds of 2-4 simulated hosts × 1-3 ranks (socket bootstrap), and a rank
-# killed on another host, over each network provider of MULTIHOST_NET (the
+# beds of 2-4 simulated hosts × 1-3 ranks (socket bootstrap), a rank
+# killed on another host and a host's link cut, over each network provider of MULTIHOST_NET (the
 # ranks' GCCL_NET); then tier 2's MPI suite and mpiboot's local-rank test
 # under mpirun with 2 hosts × 2 ranks (Open MPI over TCP between hosts).
 MULTIHOST_NET ?= socket
 MULTIHOST_ARGS ?=
 MH := out/multihost
 multihost: deps
-	go test -count=1 -timeout 15m -v -run 'TestMatrix|TestKillRank' ./test/multihost \
+	go test -count=1 -timeout 15m -v -run 'TestMatrix|TestKillRank|TestCutLink' ./test/multihost \
 		-args -multihost -multihost.net=$(MULTIHOST_NET) $(MULTIHOST_ARGS) | grep -v '^=== RUN'
 	mkdir -p $(MH)
 	go build -o $(MH)/gccl-bed ./cmd/gccl-bed

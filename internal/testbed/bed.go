@@ -230,6 +230,29 @@ func (b *Bed) Host(i int, fn func() error) error {
 	return inNS(b.hosts[i].h.ns, fn)
 }
 
+// Cut unplugs host i's cable (up false) or plugs it back (true): the
+// switch's port h<i> goes down or up. The host sees nothing (its eth0 stays
+// up); its packets are dropped, as when a machine dies or its link fails
+// (no FIN, no RST: peers notice only by their deadlines).
+func (b *Bed) Cut(i int, up bool) error {
+	if b.sw == nil {
+		return errors.New("testbed: Cut needs the bed's creator")
+	}
+	if i < 0 || i >= len(b.hosts) {
+		return fmt.Errorf("testbed: host %d: the bed has %d", i, len(b.hosts))
+	}
+	sw, err := b.rtnlIn(b.sw)
+	if err != nil {
+		return err
+	}
+	defer sw.Close()
+	port := "h" + strconv.Itoa(i)
+	if up {
+		return sw.up(port, "")
+	}
+	return sw.down(port)
+}
+
 // Dir returns the bed's state directory (Attach reads it).
 func (b *Bed) Dir() string { return b.dir }
 

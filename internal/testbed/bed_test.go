@@ -153,3 +153,33 @@ func TestRateShapesBothEnds(t *testing.T) {
 	assert.Contains(t, out.String(), "tbf")
 	assert.Contains(t, out.String(), "200Mbit")
 }
+
+func TestCutDropsAHostsPackets(t *testing.T) {
+	b := newBed(t, Config{Hosts: 2})
+	var ln net.Listener
+	require.NoError(t, b.Host(1, func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(b.Hosts()[1].Addr.String(), "0"))
+		return err
+	}))
+	defer ln.Close()
+	dial := func() error {
+		return b.Host(0, func() error {
+			c, err := net.DialTimeout("tcp", ln.Addr().String(), 300*time.Millisecond)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+	}
+	require.NoError(t, dial())
+	require.NoError(t, b.Cut(1, false))
+	assert.Error(t, dial(), "host 1 is unplugged")
+	require.NoError(t, b.Cut(1, true))
+	var err error
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); { // the port needs a moment
+		if err = dial(); err == nil {
+			break
+		}
+	}
+	assert.NoError(t, err, "host 1 is plugged back")
+}

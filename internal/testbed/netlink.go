@@ -226,3 +226,15 @@ func (r *rtnl) delLink(name string) error {
 	}
 	return nil
 }
+
+// down sets interface name down.
+func (r *rtnl) down(name string) error {
+	idx, err := r.linkIndex(name)
+	if err != nil {
+		return err
+	}
+	if _, err := r.do(syscall.RTM_NEWLINK, 0, ifinfo(idx, 0, syscall.IFF_UP)); err != nil {
+		return fmt.Errorf("setting %s down: %w", name, err)
+	}
+	return nil
+}

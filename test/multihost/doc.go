@@ -1,5 +1,5 @@
 // Package multihost is testing tier 3: gccl's collectives, point-to-point
-// patterns, groups and a killed rank across simulated hosts
+// patterns, groups, a killed rank and a cut link across simulated hosts
 // (internal/testbed: network and UTS namespaces on a bridge, one machine).
 //
 // The tests start the test binary itself as the ranks (TestRank, which

@@ -18,7 +18,7 @@ import (
 
 // The environment the parent tests give their ranks.
 const (
-	roleEnv     = "MULTIHOST_ROLE"     // matrix or kill
+	roleEnv     = "MULTIHOST_ROLE"     // matrix, kill or cut
 	workloadEnv = "MULTIHOST_WORKLOAD" // kill's workload (test/fault.Workloads)
 	victimEnv   = "MULTIHOST_VICTIM"   // kill's victim rank
 )
@@ -26,15 +26,15 @@ const (
 // opTimeout is the deadline of the ranks' communicators.
 const opTimeout = 30 * time.Second
 
-// TestRank is one rank of a job TestMatrix or TestKillRank started in a
-// bed; anywhere else it skips.
+// TestRank is one rank of a job TestMatrix, TestKillRank or TestCutLink
+// started in a bed; anywhere else it skips.
 func TestRank(t *testing.T) {
 	place, err := testbed.PlaceFromEnv()
 	if err != nil {
 		t.Skip("runs only as a rank of a bed that TestMatrix or TestKillRank started")
 	}
 	timeout := opTimeout
-	if os.Getenv(roleEnv) == "kill" {
+	if role := os.Getenv(roleEnv); role == "kill" || role == "cut" {
 		timeout = killTimeout
 	}
 	cfg := &comm.Config{Backend: device.Host, Timeout: timeout, Name: "multihost"}
@@ -48,8 +48,10 @@ func TestRank(t *testing.T) {
 		runMatrix(t, cm)
 	case "kill":
 		runKill(t, cm, place)
+	case "cut":
+		runCut(t, cm, place)
 	default:
-		t.Fatalf("%s=%q: want matrix or kill", roleEnv, role)
+		t.Fatalf("%s=%q: want matrix, kill or cut", roleEnv, role)
 	}
 }
 

@@ -98,6 +98,8 @@ func TestKillRank(t *testing.T) {
 				}
 				if t.Failed() {
 					t.Log("\n" + out)
+				} else {
+					t.Log("\n" + grepLines(out, "kill_test.go"))
 				}
 			})
 		}
