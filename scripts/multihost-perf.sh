@@ -22,19 +22,24 @@
 #   RATE=0             each link's rate in bits/s (tc tbf; 0 = unshaped)
 #   DELAY=0s           each link's one-way delay (tc netem; the kernel needs sch_netem)
 #   STREAM=1073741824  bytes of each TCP stream
-#   OUT=out/multihost-perf   binaries
+#   OUT=out/multihost-perf   where the binaries are built
+#   BIN=DIR            use DIR/gccl-bed and DIR/gccl-perf as they are (no Go
+#                      needed: the GPU bundle's bin/, on the GPU machine)
 #   PERF_TIMEOUT=600   seconds each mpirun may take
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
-out=${OUT:-out/multihost-perf}
+[ -n "${BIN:-}" ] || cd "$(dirname "$0")/.."
+out=$(realpath -m "${BIN:-${OUT:-out/multihost-perf}}")
 if [ -z "${GCCL_BED:-}" ]; then
 	[ "$(id -u)" = 0 ] || { echo "multihost-perf: simulated hosts need root (network namespaces)" >&2; exit 1; }
-	mkdir -p "$out"
-	echo "== building gccl-bed and gccl-perf into $out"
-	go build -o "$out/gccl-bed" ./cmd/gccl-bed
-	go build -o "$out/gccl-perf" ./cmd/gccl-perf
+	if [ -z "${BIN:-}" ]; then
+		mkdir -p "$out"
+		echo "== building gccl-bed and gccl-perf into $out"
+		go build -o "$out/gccl-bed" ./cmd/gccl-bed
+		go build -o "$out/gccl-perf" ./cmd/gccl-perf
+	fi
 	# Build the bed once and run the rest of this script inside it.
+	export BIN=$out
 	exec "$out/gccl-bed" with -gateway -hosts "${HOSTS:-2}" -rate "${RATE:-0}" -delay "${DELAY:-0s}" -- "$0" "$@"
 fi
 
