@@ -33,7 +33,8 @@
 // itself with COMMAND run in host I.
 //
 // Bed flags: -hosts N, -rate BITS/s (tc tbf; 0 = unshaped), -delay D (tc
-// netem), -subnet, -state DIR. The bed is torn down on exit, on failure and
+// netem), -link I=RATE[/DELAY] (one host's link), -subnet, -state DIR,
+// -gateway. The bed is torn down on exit, on failure and
 // on SIGINT/SIGTERM; one a crashed run left is removed first.
 package main
 
@@ -47,6 +48,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -100,6 +102,7 @@ type bedFlags struct {
 	subnet  string
 	state   string
 	gateway bool
+	links   map[int]testbed.Link
 }
 
 func (f *bedFlags) add(fs *flag.FlagSet) {
@@ -108,7 +111,34 @@ func (f *bedFlags) add(fs *flag.FlagSet) {
 	fs.DurationVar(&f.delay, "delay", 0, "each link's one-way delay (tc netem)")
 	fs.StringVar(&f.subnet, "subnet", testbed.DefaultSubnet.String(), "the hosts' IPv4 subnet")
 	fs.StringVar(&f.state, "state", testbed.DefaultStateDir, "where beds record their processes")
+	fs.Func("link", "host I's link where it differs from -rate and -delay: I=RATE or I=RATE/DELAY (repeatable; RATE 0: unshaped)", f.addLink)
 	fs.BoolVar(&f.gateway, "gateway", false, "plug this namespace into the bed's bridge (the subnet's .254): mpirun needs it, and sets it on a bed it builds")
+}
+
+// addLink parses one -link value.
+func (f *bedFlags) addLink(v string) error {
+	host, spec, ok := strings.Cut(v, "=")
+	i, err := strconv.Atoi(host)
+	if !ok || err != nil || i < 0 {
+		return fmt.Errorf("want I=RATE or I=RATE/DELAY, got %q", v)
+	}
+	rate, delay, _ := strings.Cut(spec, "/")
+	var l testbed.Link
+	r, err := strconv.ParseFloat(rate, 64)
+	if err != nil {
+		return fmt.Errorf("rate %q: %v", rate, err)
+	}
+	l.Rate = int64(r)
+	if delay != "" {
+		if l.Delay, err = time.ParseDuration(delay); err != nil {
+			return err
+		}
+	}
+	if f.links == nil {
+		f.links = map[int]testbed.Link{}
+	}
+	f.links[i] = l
+	return nil
 }
 
 // open returns the bed of $GCCL_BED (inside "gccl-bed with"), else a new
@@ -121,7 +151,7 @@ func (f *bedFlags) open() (*testbed.Bed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-subnet: %v", err)
 	}
-	return testbed.New(testbed.Config{Hosts: f.hosts, Subnet: sub, Rate: int64(f.rate), Delay: f.delay, StateDir: f.state, Gateway: f.gateway})
+	return testbed.New(testbed.Config{Hosts: f.hosts, Subnet: sub, Rate: int64(f.rate), Delay: f.delay, StateDir: f.state, Gateway: f.gateway, Links: f.links})
 }
 
 // parse parses args up to "--" and returns what follows it.

@@ -20,12 +20,13 @@ var ErrNoNamespaces = errors.New("testbed: cannot create namespaces")
 // Config describes a bed. The zero value of every field but Hosts is a
 // default.
 type Config struct {
-	Hosts    int          // simulated hosts, at least 1
-	Subnet   netip.Prefix // their addresses: host i gets the (i+1)-th; default 10.77.0.0/24
-	Name     string       // host i's name is Name+i; default "bed"
-	Rate     int64        // bits per second of each link, each way (tc); 0: unshaped
-	Delay    time.Duration
-	StateDir string // where beds record themselves; default /run/gccl-testbed
+	Hosts    int           // simulated hosts, at least 1
+	Subnet   netip.Prefix  // their addresses: host i gets the (i+1)-th; default 10.77.0.0/24
+	Name     string        // host i's name is Name+i; default "bed"
+	Rate     int64         // bits per second of each link, each way (tc); 0: unshaped
+	Delay    time.Duration // each link's one-way delay (tc netem)
+	Links    map[int]Link  // host i's link, where it differs from Rate and Delay
+	StateDir string        // where beds record themselves; default /run/gccl-testbed
 	// Gateway also plugs the machine's own network namespace into the
 	// bridge, with the subnet's last address (.254 of a /24), through a
 	// veth pair called gcclbed<pid>: what mpirun needs, its PMIx server
@@ -85,7 +86,7 @@ func New(cfg Config) (b *Bed, err error) {
 	if cfg.StateDir == "" {
 		cfg.StateDir = DefaultStateDir
 	}
-	if (cfg.Rate > 0 || cfg.Delay > 0) && !haveTC() {
+	if cfg.shaped() && !haveTC() {
 		return nil, ErrNoTC
 	}
 	if os.Geteuid() != 0 {
@@ -228,29 +229,6 @@ func (b *Bed) Host(i int, fn func() error) error {
 		return fmt.Errorf("testbed: host %d: the bed has %d", i, len(b.hosts))
 	}
 	return inNS(b.hosts[i].h.ns, fn)
-}
-
-// Cut unplugs host i's cable (up false) or plugs it back (true): the
-// switch's port h<i> goes down or up. The host sees nothing (its eth0 stays
-// up); its packets are dropped, as when a machine dies or its link fails
-// (no FIN, no RST: peers notice only by their deadlines).
-func (b *Bed) Cut(i int, up bool) error {
-	if b.sw == nil {
-		return errors.New("testbed: Cut needs the bed's creator")
-	}
-	if i < 0 || i >= len(b.hosts) {
-		return fmt.Errorf("testbed: host %d: the bed has %d", i, len(b.hosts))
-	}
-	sw, err := b.rtnlIn(b.sw)
-	if err != nil {
-		return err
-	}
-	defer sw.Close()
-	port := "h" + strconv.Itoa(i)
-	if up {
-		return sw.up(port, "")
-	}
-	return sw.down(port)
 }
 
 // Dir returns the bed's state directory (Attach reads it).

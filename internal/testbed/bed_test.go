@@ -143,15 +143,25 @@ func TestShapingWithoutTCFails(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoTC)
 }
 
-func TestRateShapesBothEnds(t *testing.T) {
-	b := newBed(t, Config{Hosts: 2, Rate: 200e6})
+// qdiscs returns what tc shows of host i's eth0.
+func qdiscs(t *testing.T, b *Bed, i int) string {
 	var out bytes.Buffer
 	cmd := exec.Command("tc", "qdisc", "show", "dev", "eth0")
 	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, b.Start(1, cmd))
+	require.NoError(t, b.Start(i, cmd))
 	require.NoError(t, cmd.Wait(), "%s", out.String())
-	assert.Contains(t, out.String(), "tbf")
-	assert.Contains(t, out.String(), "200Mbit")
+	return out.String()
+}
+
+func TestLinksShapedPerHost(t *testing.T) {
+	b := newBed(t, Config{Hosts: 3, Rate: 200e6, Links: map[int]Link{2: {}}})
+	assert.Contains(t, qdiscs(t, b, 1), "tbf")
+	assert.Contains(t, qdiscs(t, b, 1), "200Mbit")
+	assert.NotContains(t, qdiscs(t, b, 2), "tbf", "host 2's link is unshaped")
+	require.NoError(t, b.Shape(2, Link{Rate: 50e6}))
+	assert.Contains(t, qdiscs(t, b, 2), "50Mbit")
+	require.NoError(t, b.Shape(1, Link{}))
+	assert.NotContains(t, qdiscs(t, b, 1), "tbf", "host 1's limit removed")
 }
 
 func TestCutDropsAHostsPackets(t *testing.T) {

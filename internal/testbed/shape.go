@@ -34,27 +34,79 @@ func qdisc(rate int64, delay time.Duration) []string {
 		"burst", strconv.FormatInt(burst, 10), "latency", "100ms"}
 }
 
-// shape limits every link, both ways: host i's eth0 (what it sends) and
-// the switch's port h<i> (what it receives).
-func (b *Bed) shape() error {
-	if b.cfg.Rate <= 0 && b.cfg.Delay <= 0 {
-		return nil
+// Link is how one host's link is shaped, the same both ways.
+type Link struct {
+	Rate  int64         // bits per second; 0: no limit
+	Delay time.Duration // one way; 0: none (needs netem)
+}
+
+func (l Link) shaped() bool { return l.Rate > 0 || l.Delay > 0 }
+
+// link returns host i's Link.
+func (c Config) link(i int) Link {
+	if l, ok := c.Links[i]; ok {
+		return l
 	}
-	q := qdisc(b.cfg.Rate, b.cfg.Delay)
-	for _, h := range b.hosts {
-		if err := tc(h.h, "eth0", q); err != nil {
-			return err
+	return Link{c.Rate, c.Delay}
+}
+
+// shaped reports whether any link is shaped.
+func (c Config) shaped() bool {
+	for i := range c.Hosts {
+		if c.link(i).shaped() {
+			return true
 		}
-		if err := tc(b.sw, "h"+strconv.Itoa(h.Index), q); err != nil {
+	}
+	return false
+}
+
+// shape shapes the links Config asks for.
+func (b *Bed) shape() error {
+	for i := range b.hosts {
+		if l := b.cfg.link(i); l.shaped() {
+			if err := b.Shape(i, l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Shape limits host i's link both ways: its eth0 (what it sends) and the
+// switch's port h<i> (what it receives); a zero Link removes the limits.
+// It may be called while ranks run.
+func (b *Bed) Shape(i int, l Link) error {
+	if b.sw == nil {
+		return errors.New("testbed: Shape needs the bed's creator")
+	}
+	if i < 0 || i >= len(b.hosts) {
+		return fmt.Errorf("testbed: host %d: the bed has %d", i, len(b.hosts))
+	}
+	if !haveTC() {
+		return ErrNoTC
+	}
+	h := b.hosts[i]
+	for _, end := range []struct {
+		hd  *holder
+		dev string
+	}{{h.h, "eth0"}, {b.sw, "h" + strconv.Itoa(i)}} {
+		args := []string{"qdisc", "del", "dev", end.dev, "root"}
+		if l.shaped() {
+			args = append([]string{"qdisc", "replace", "dev", end.dev, "root"}, qdisc(l.Rate, l.Delay)...)
+		}
+		if err := tc(end.hd, args); err != nil {
+			if !l.shaped() && strings.Contains(err.Error(), "No such file") {
+				continue // nothing to remove
+			}
 			return err
 		}
 	}
 	return nil
 }
 
-// tc runs "tc qdisc add dev dev root q..." in the holder's namespaces.
-func tc(h *holder, dev string, q []string) error {
-	cmd := exec.Command("tc", append([]string{"qdisc", "add", "dev", dev, "root"}, q...)...)
+// tc runs tc with args in the holder's namespaces.
+func tc(h *holder, args []string) error {
+	cmd := exec.Command("tc", args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := inNS(h.ns, cmd.Start)
@@ -66,7 +118,34 @@ func tc(h *holder, dev string, q []string) error {
 	}
 	msg := strings.TrimSpace(out.String())
 	if strings.Contains(msg, "qdisc kind is unknown") {
-		return fmt.Errorf("testbed: this kernel has no %s qdisc (sch_%s), so links cannot be shaped that way (%s); drop -delay (netem) or -rate (tbf)", q[0], q[0], msg)
+		kind := args[len(args)-1]
+		if len(args) > 5 {
+			kind = args[5]
+		}
+		return fmt.Errorf("testbed: this kernel has no %s qdisc (sch_%s), so links cannot be shaped that way (%s); drop the delay (netem) or the rate (tbf)", kind, kind, msg)
 	}
 	return fmt.Errorf("testbed: tc %s: %v: %s", strings.Join(cmd.Args[1:], " "), err, msg)
+}
+
+// Cut unplugs host i's cable (up false) or plugs it back (true): the
+// switch's port h<i> goes down or up. The host sees nothing (its eth0 stays
+// up); its packets are dropped, as when a machine dies or its link fails
+// (no FIN, no RST: peers notice only by their deadlines).
+func (b *Bed) Cut(i int, up bool) error {
+	if b.sw == nil {
+		return errors.New("testbed: Cut needs the bed's creator")
+	}
+	if i < 0 || i >= len(b.hosts) {
+		return fmt.Errorf("testbed: host %d: the bed has %d", i, len(b.hosts))
+	}
+	sw, err := b.rtnlIn(b.sw)
+	if err != nil {
+		return err
+	}
+	defer sw.Close()
+	port := "h" + strconv.Itoa(i)
+	if up {
+		return sw.up(port, "")
+	}
+	return sw.down(port)
 }
