@@ -96,10 +96,10 @@ func New(cfg Config) (b *Bed, err error) {
 		return nil, err
 	}
 	b = &Bed{cfg: cfg}
+	built := b // "return nil, err" sets b to nil before this runs
 	defer func() {
 		if err != nil {
-			b.Close()
-			b = nil
+			built.Close()
 		}
 	}()
 	if err := b.record(); err != nil {

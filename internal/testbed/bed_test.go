@@ -137,6 +137,16 @@ func TestCrashedBedIsCleaned(t *testing.T) {
 	assert.False(t, running(pid), "the crashed bed's process %d still runs", pid)
 }
 
+// TestFailedNewLeavesNothing: a bed that fails half-built (here: a
+// host name the kernel refuses) is torn down, its state directory too.
+func TestFailedNewLeavesNothing(t *testing.T) {
+	state := t.TempDir()
+	_, err := New(Config{Hosts: 2, Name: strings.Repeat("x", 70), StateDir: state})
+	require.Error(t, err)
+	dirs, _ := filepath.Glob(filepath.Join(state, "bed-*"))
+	assert.Empty(t, dirs)
+}
+
 func TestShapingWithoutTCFails(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := New(Config{Hosts: 1, Rate: 1e9, StateDir: t.TempDir()})
