@@ -59,6 +59,7 @@ func (b *Bed) Launch(perHost int, argv, env []string, out io.Writer) (*Job, erro
 			EnvLocal+"="+strconv.Itoa(r%perHost), EnvIDFile+"="+idFile, EnvDir+"="+b.dir)
 		w := &prefixWriter{mu: &mu, out: out, prefix: fmt.Sprintf("[rank %d %s] ", r, b.hosts[host].Name)}
 		cmd.Stdout, cmd.Stderr = w, w
+		cmd.WaitDelay = 5 * time.Second // a child holding the rank's output open does not hold Wait
 		if err := b.Start(host, cmd); err != nil {
 			j.Kill()
 			return nil, err
@@ -73,9 +74,6 @@ func (b *Bed) Launch(perHost int, argv, env []string, out io.Writer) (*Job, erro
 	}
 	return j, nil
 }
-
-// Pid returns rank r's process id.
-func (j *Job) Pid(r int) int { return j.cmds[r].Process.Pid }
 
 // Kill sends SIGKILL to every rank still running.
 func (j *Job) Kill() {
