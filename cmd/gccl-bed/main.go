@@ -109,7 +109,7 @@ func (f *bedFlags) add(fs *flag.FlagSet) {
 	fs.IntVar(&f.hosts, "hosts", 2, "simulated hosts")
 	fs.Float64Var(&f.rate, "rate", 0, "each link's rate in bits/s, each way (tc tbf); 0: unshaped")
 	fs.DurationVar(&f.delay, "delay", 0, "each link's one-way delay (tc netem)")
-	fs.StringVar(&f.subnet, "subnet", testbed.DefaultSubnet.String(), "the hosts' IPv4 subnet")
+	fs.StringVar(&f.subnet, "subnet", "", "the hosts' IPv4 subnet (default 10.77.0.0/24; with -gateway the first free 10.77.k.0/24)")
 	fs.StringVar(&f.state, "state", testbed.DefaultStateDir, "where beds record their processes")
 	fs.Func("link", "host I's link where it differs from -rate and -delay: I=RATE or I=RATE/DELAY (repeatable; RATE 0: unshaped)", f.addLink)
 	fs.BoolVar(&f.gateway, "gateway", false, "plug this namespace into the bed's bridge (the subnet's .254): mpirun needs it, and sets it on a bed it builds")
@@ -147,9 +147,12 @@ func (f *bedFlags) open() (*testbed.Bed, error) {
 	if dir := os.Getenv(testbed.EnvDir); dir != "" {
 		return testbed.Attach(dir)
 	}
-	sub, err := netip.ParsePrefix(f.subnet)
-	if err != nil {
-		return nil, fmt.Errorf("-subnet: %v", err)
+	var sub netip.Prefix
+	if f.subnet != "" {
+		var err error
+		if sub, err = netip.ParsePrefix(f.subnet); err != nil {
+			return nil, fmt.Errorf("-subnet: %v", err)
+		}
 	}
 	return testbed.New(testbed.Config{Hosts: f.hosts, Subnet: sub, Rate: int64(f.rate), Delay: f.delay, StateDir: f.state, Gateway: f.gateway, Links: f.links})
 }

@@ -74,7 +74,8 @@ func New(cfg Config) (b *Bed, err error) {
 	if cfg.Hosts < 1 || cfg.Hosts > 250 {
 		return nil, fmt.Errorf("testbed: %d hosts: want 1 to 250", cfg.Hosts)
 	}
-	if !cfg.Subnet.IsValid() {
+	auto := !cfg.Subnet.IsValid()
+	if auto {
 		cfg.Subnet = DefaultSubnet
 	}
 	if !cfg.Subnet.Addr().Is4() || cfg.Subnet.Bits() > 24 {
@@ -94,6 +95,16 @@ func New(cfg Config) (b *Bed, err error) {
 	}
 	if err := CleanStale(cfg.StateDir); err != nil {
 		return nil, err
+	}
+	if cfg.Gateway {
+		unlock, err := lockGateways(cfg.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock() // once the gateway has its address
+		if cfg.Subnet, err = gatewaySubnet(cfg, auto); err != nil {
+			return nil, err
+		}
 	}
 	b = &Bed{cfg: cfg}
 	built := b // "return nil, err" sets b to nil before this runs

@@ -203,3 +203,35 @@ func TestCutDropsAHostsPackets(t *testing.T) {
 	}
 	assert.NoError(t, err, "host 1 is plugged back")
 }
+
+// TestGatewaysOfTwoBedsDoNotCollide: two beds with gateways at once get
+// different subnets, and each bed's hosts reach this namespace.
+func TestGatewaysOfTwoBedsDoNotCollide(t *testing.T) {
+	state := t.TempDir()
+	a := newBed(t, Config{Hosts: 1, Gateway: true, StateDir: state})
+	b := newBed(t, Config{Hosts: 1, Gateway: true, StateDir: state})
+	ga, _ := a.Gateway()
+	gb, ok := b.Gateway()
+	require.True(t, ok)
+	assert.NotEqual(t, ga.Masked(), gb.Masked())
+	for _, bed := range []*Bed{a, b} {
+		gw, _ := bed.Gateway()
+		ln, err := net.Listen("tcp", net.JoinHostPort(gw.Addr().String(), "0"))
+		require.NoError(t, err)
+		go func() {
+			if c, err := ln.Accept(); err == nil {
+				c.Close()
+			}
+		}()
+		require.NoError(t, bed.Host(0, func() error {
+			c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}))
+		ln.Close()
+	}
+	_, err := New(Config{Hosts: 1, Gateway: true, Subnet: ga.Masked(), StateDir: state})
+	assert.ErrorContains(t, err, "in use", "an explicit subnet already in use")
+}
