@@ -7,7 +7,9 @@
 // shared memory only within one). Each host's eth0 is one end of a veth
 // pair whose other end is a port of bridge br0 in a switch namespace of its
 // own; host i has address 10.77.0.(i+1)/24 and its loopback up. Nothing is
-// added to the machine's own network namespace. Links may be shaped (a rate
+// added to the machine's own network namespace, unless Config.Gateway asks
+// for a veth pair from it to the bridge (the subnet's .254, on the first
+// 10.77.k.0/24 it does not use): mpirun's PMIx server is reached that way. Links may be shaped (a rate
 // through tc's tbf, a delay through netem); shaping without tc, or with a
 // kernel that lacks the qdisc, is an error.
 //
