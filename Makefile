@@ -9,6 +9,8 @@
 #   make gpu-bundle   binaries + run script for the GPU machine, in ./bundle
 #   make kernels      rebuild the CUDA fatbin (needs nvcc)
 #   make perf         the benchmark under mpirun -np $(NP)
+#   make multihost    testing tier 3: the suite across simulated hosts (network namespaces; root)
+#   make multihost-perf  gccl-perf against Open MPI over TCP on 2 simulated hosts, and the links' TCP rate
 #   make fault        the fault suite: in-process faults, then kill -9 and SIGSTOP of one rank under mpirun
 #   make soak         $(OPS) random verified operations, resources counted before and after
 #   make fuzz         every fuzz target for $(FUZZTIME) (make test runs each for $(CI_FUZZTIME))
@@ -24,7 +26,7 @@ FUZZTIME ?= 15s
 CI_FUZZTIME ?= 2s
 PERF_ARGS ?=
 
-.PHONY: run test test-mpich deps deps-mpich lint vet unit mpi-tests fault-ci fuzz-ci gpu-bundle kernels perf fault soak fuzz clean
+.PHONY: run test test-mpich deps deps-mpich lint vet unit mpi-tests multihost multihost-perf fault-ci fuzz-ci gpu-bundle kernels perf fault soak fuzz clean
 
 deps:
 	@scripts/deps.sh openmpi
@@ -37,7 +39,7 @@ run: deps
 	go build -o out/onedevice ./examples/mpi/onedevice
 	scripts/mpirun.sh $(NP) out/onedevice
 
-test: deps vet unit mpi-tests fault-ci fuzz-ci
+test: deps vet unit mpi-tests multihost fault-ci fuzz-ci
 
 # go.mod and go.sum must be what `go mod tidy` makes of them; without cgo
 # everything must still build and vet (mpiboot then fails at call time: internal/mpi has no MPI).
@@ -52,6 +54,29 @@ unit:
 
 mpi-tests:
 	MPI=openmpi test/run.sh
+
+# Testing tier 3 (needs root): every collective, p2p pattern and a group on
+# beds of 2-4 simulated hosts × 1-3 ranks (socket bootstrap), a rank
+# killed on another host and a host's link cut, over each network provider of MULTIHOST_NET (the
+# ranks' GCCL_NET); then tier 2's MPI suite and mpiboot's local-rank test
+# under mpirun with 2 hosts × 2 ranks (Open MPI over TCP between hosts).
+MULTIHOST_NET ?= socket
+MULTIHOST_ARGS ?=
+MH := out/multihost
+multihost: deps
+	go test -count=1 -timeout 15m -v -run 'TestMatrix|TestKillRank|TestCutLink' ./test/multihost \
+		-args -multihost -multihost.net=$(MULTIHOST_NET) $(MULTIHOST_ARGS) | grep -v '^=== RUN'
+	mkdir -p $(MH)
+	go build -o $(MH)/gccl-bed ./cmd/gccl-bed
+	go test -c -o $(MH)/mpiboot.test ./mpiboot
+	go test -c -o $(MH)/mpi.test ./test/mpi
+	GCCL_DEVICE=host $(MH)/gccl-bed mpirun -hosts 2 -per 2 -timeout 60s -- $(MH)/mpiboot.test \
+		-test.count=1 -test.run 'TestLocalMatchesTransports|TestLocalOf' -test.v | grep -E '^(--- |ok|FAIL|PASS)'
+	GCCL_DEVICE=host $(MH)/gccl-bed mpirun -hosts 2 -per 2 -timeout 300s -- $(MH)/mpi.test \
+		-test.count=1 -test.timeout=240s | grep -E '^(--- FAIL|ok|FAIL|PASS)'
+
+multihost-perf: deps
+	scripts/multihost-perf.sh
 
 # The kill -9 suite, a few runs of each case (make fault runs 20), and the
 # SIGSTOP suite once a case (about 3 s each: a stop is seen at the deadline).

@@ -9,6 +9,11 @@
 #   mpi/                   mpiboot.test, internal-mpi.test and the MPI integration suite
 #   examples/              the MPI examples
 #   bin/gccl-perf          the benchmark, when cmd/gccl-perf exists
+#   bin/gccl-bed, mpi/multihost.test, multihost-perf.sh
+#                          simulated hosts (network namespaces, root): the
+#                          multi-host suite (host backend) and benchmark, e.g.
+#                          mpi/multihost.test -multihost -test.run 'Test[MKC]'
+#                          and BIN=bundle/bin bundle/multihost-perf.sh
 #   run-gpu.sh             runs all of it there: bundle/run-gpu.sh
 # The binaries link the system's libmpi.so.40 (Open MPI 4.x) and dlopen
 # libcuda.so.1; build against Open MPI (the default), not MPICH.
@@ -65,7 +70,9 @@ done
 if [ -d cmd/gccl-perf ]; then
 	go build "${flags[@]}" -o "$dir/bin/gccl-perf" ./cmd/gccl-perf
 fi
-cp scripts/run-gpu.sh scripts/perf-gpu.sh scripts/mpirun.sh "$dir/"
+go build "${flags[@]}" -o "$dir/bin/gccl-bed" ./cmd/gccl-bed
+go test "${flags[@]}" -c -o "$dir/mpi/multihost.test" ./test/multihost
+cp scripts/run-gpu.sh scripts/perf-gpu.sh scripts/mpirun.sh scripts/multihost-perf.sh "$dir/"
 git rev-parse HEAD >"$dir/COMMIT" 2>/dev/null || true
 echo "bundle ready: $dir ($(du -sh "$dir" | cut -f1)); on the GPU machine run $dir/run-gpu.sh"
 

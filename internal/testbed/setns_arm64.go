@@ -1,0 +1,5 @@
+package testbed
+
+import "syscall"
+
+const sysSetns = syscall.SYS_SETNS
