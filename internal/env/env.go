@@ -34,6 +34,7 @@ type Settings struct {
 	HostID          string // GCCL_HOSTID: replaces the host identity; "" = host name and boot id
 	SocketNThreads  int
 	NSocksPerThread int
+	IBDisable       bool // GCCL_IB_DISABLE: the ucx provider stays off InfiniBand/RoCE
 	ChunkSize       int
 	MaxNChannels    int // GPU kernels' grid cap, 0 = built-in default
 	GPUBuffSize     int // bytes of a rank's GPU staging area, 0 = built-in default
@@ -114,6 +115,7 @@ func load(lookup func(string) (string, bool)) *Settings {
 		HostID:              l.str("GCCL_HOSTID", ""),
 		SocketNThreads:      l.integer("GCCL_SOCKET_NTHREADS", 0),
 		NSocksPerThread:     l.integer("GCCL_NSOCKS_PERTHREAD", 0),
+		IBDisable:           l.boolean("GCCL_IB_DISABLE", false),
 		ChunkSize:           l.integer("GCCL_CHUNKSIZE", 0),
 		MaxNChannels:        l.integer("GCCL_MAX_NCHANNELS", 0),
 		GPUBuffSize:         l.size("GCCL_GPU_BUFFSIZE", 0),

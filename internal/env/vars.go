@@ -10,8 +10,8 @@ type Var struct {
 }
 
 // Vars is every environment variable gccl reads, in the order of the docs.
-// NCCL variables that gccl does not read on purpose: NCCL_IB_DISABLE (gccl has
-// no InfiniBand transport) and NCCL_NTHREADS (the kernels run fixed-size CTAs).
+// NCCL variables that gccl does not read on purpose: NCCL_NTHREADS (the
+// kernels run fixed-size CTAs).
 var Vars = []Var{
 	{"GCCL_DEBUG", "NCCL_DEBUG", "WARN", "log level: NONE, VERSION (the version line once, at INFO, then warnings only), WARN, INFO or TRACE; INFO and TRACE print the version too", "Debug"},
 	{"GCCL_DEBUG_SUBSYS", "NCCL_DEBUG_SUBSYS", "ALL", "comma-separated subsystems to log (INIT, BOOTSTRAP, COLL, P2P, NET, SHM, ENV, ...); a leading ^ excludes the listed ones", "DebugSubsys"},
@@ -33,6 +33,7 @@ var Vars = []Var{
 	{"GCCL_HOST_SPIN", "", "auto", "how long a host-backend wait for a peer (shared-memory rings, zero-copy barriers) busy-polls before it yields and sleeps on a futex, as a Go duration (0, 20us, 200us); auto = 50us on machines with 4 or more CPUs, else 0 (a few hundred polls, then yields and sleeps), and 0 once a communicator has more ranks on this host than it has CPUs, so that ranks sharing CPUs do not take them from each other", "HostSpin"},
 	{"GCCL_SOCKET_NTHREADS", "NCCL_SOCKET_NTHREADS", "0", "TCP sockets per connection = GCCL_SOCKET_NTHREADS × GCCL_NSOCKS_PERTHREAD, an unset one counting as 1 (both 0 = 2 sockets)", "SocketNThreads"},
 	{"GCCL_NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD", "0", "see GCCL_SOCKET_NTHREADS", "NSocksPerThread"},
+	{"GCCL_IB_DISABLE", "NCCL_IB_DISABLE", "0", "1 keeps the ucx network provider off InfiniBand and RoCE: only its TCP devices are listed and used (UCX_NET_DEVICES names one of them)", "IBDisable"},
 	{"GCCL_CHUNKSIZE", "NCCL_CHUNKSIZE", "0", "bytes per pipeline chunk (0 = chosen by the cost model)", "ChunkSize"},
 	{"GCCL_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS", "0", "most channels (CTAs) of a GPU collective kernel, 1 to 64 (0 = 32); must be the same on every rank", "MaxNChannels"},
 	{"GCCL_GPU_BUFFSIZE", "", "64M", "bytes of each rank's GPU staging area (1M to 1G; K, M, G suffixes); must be the same on every rank", "GPUBuffSize"},

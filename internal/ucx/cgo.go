@@ -100,6 +100,8 @@ func cArm(w uintptr) (int, Status) {
 	return int(fd), s
 }
 
+func cSignal(w uintptr) Status { return Status(C.gccl_ucx_signal(C.uintptr_t(w))) }
+
 func cPoll(fd, ms int) { C.gccl_ucx_poll(C.int(fd), C.int(ms)) }
 
 func cEpCreate(w uintptr, addr []byte) (uintptr, Status) {

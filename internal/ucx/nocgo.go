@@ -23,6 +23,7 @@ func cWorkerDestroy(uintptr)                                       {}
 func cWorkerAddress(uintptr) ([]byte, Status)                      { return nil, errNotLoaded }
 func cProgress(uintptr) uint                                       { return 0 }
 func cArm(uintptr) (int, Status)                                   { return -1, errNotLoaded }
+func cSignal(uintptr) Status                                       { return errNotLoaded }
 func cPoll(int, int)                                               {}
 func cEpCreate(uintptr, []byte) (uintptr, Status)                  { return 0, errNotLoaded }
 func cEpStatus(uintptr) Status                                     { return errNotLoaded }

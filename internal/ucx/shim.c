@@ -148,6 +148,7 @@ typedef struct {
 	X(ucp_worker_progress, unsigned, (void *)) \
 	X(ucp_worker_get_efd, ucs_status_t, (void *, int *)) \
 	X(ucp_worker_arm, ucs_status_t, (void *)) \
+	X(ucp_worker_signal, ucs_status_t, (void *)) \
 	X(ucp_ep_create, ucs_status_t, (void *, const ucp_ep_params_t *, void **)) \
 	X(ucp_ep_close_nbx, void *, (void *, const ucp_request_param_t *)) \
 	X(ucp_tag_send_nbx, void *, (void *, const void *, size_t, uint64_t, const ucp_request_param_t *)) \
@@ -328,6 +329,8 @@ int gccl_ucx_arm(uintptr_t worker, int *fd)
 		return GCCL_UCS_INPROGRESS; // events arrived meanwhile: progress again, do not sleep
 	return s;
 }
+
+int gccl_ucx_signal(uintptr_t worker) { return p_ucp_worker_signal((void *)worker); }
 
 void gccl_ucx_poll(int fd, int timeout_ms)
 {

@@ -57,6 +57,8 @@ unsigned gccl_ucx_progress(uintptr_t worker);
 // Progresses until idle and arms the worker's wakeup (ucp_worker_arm);
 // *fd is its event fd, to poll. UCS_INPROGRESS: events came meanwhile.
 int gccl_ucx_arm(uintptr_t worker, int *fd);
+// Wakes a poll on the worker's event fd (ucp_worker_signal).
+int gccl_ucx_signal(uintptr_t worker);
 // Sleeps until fd is readable or timeout_ms pass.
 void gccl_ucx_poll(int fd, int timeout_ms);
 

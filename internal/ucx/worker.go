@@ -92,6 +92,16 @@ func (w *Worker) Wait(d time.Duration) error {
 	return nil
 }
 
+// Signal wakes a goroutine sleeping in Wait (ucp_worker_signal).
+func (w *Worker) Signal() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h == 0 {
+		return nil
+	}
+	return check("ucp_worker_signal", cSignal(w.h))
+}
+
 // Endpoint is a connection from a worker to a peer's worker (ucp_ep_h),
 // created with peer error handling: a failed peer fails its requests
 // instead of hanging them.

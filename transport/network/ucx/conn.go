@@ -1,0 +1,270 @@
+package ucx
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/ucx"
+	"github.com/gccl/gccl/transport/network"
+)
+
+// closeLinger bounds how long Close waits for UCX to flush what was sent.
+const closeLinger = 10 * time.Second
+
+// conn is what both ends of a connection share: its own worker (so tags
+// match per connection and closing it ends everything of it), the side
+// TCP socket that watches the peer, and the registrations.
+type conn struct {
+	p          *Provider
+	dc         *devContext
+	w          *ucx.Worker
+	oob        net.Conn
+	cfg        network.Config
+	watcher    chan struct{} // closed when the watcher goroutine returns
+	progressed chan struct{} // closed when the progress goroutine returns
+	stopping   atomic.Bool
+
+	peerGone atomic.Bool  // the side socket reached EOF or failed
+	peerBye  atomic.Int64 // sends the peer made before it closed; -1 = not closing
+
+	mu      sync.Mutex
+	closed  bool
+	regs    map[*memHandle]bool
+	pending map[*request]bool
+	posted  int64 // sends posted (sender) / receives completed (receiver)
+}
+
+func newConn(p *Provider, dc *devContext, w *ucx.Worker, oob net.Conn, cfg network.Config) *conn {
+	c := &conn{p: p, dc: dc, w: w, oob: oob, cfg: cfg, watcher: make(chan struct{}), progressed: make(chan struct{}),
+		regs: map[*memHandle]bool{}, pending: map[*request]bool{}}
+	c.peerBye.Store(-1)
+	go c.watch()
+	go c.progress()
+	return c
+}
+
+// watch reads the side socket until it fails: a bye says how many sends
+// the peer made before closing; the end of the socket, that the peer has
+// gone (after its flush, or because it died).
+func (c *conn) watch() {
+	defer close(c.watcher)
+	var b [9]byte
+	for {
+		if _, err := c.oob.Read(b[:1]); err != nil || b[0] != msgBye {
+			c.peerGone.Store(true)
+			return
+		}
+		_ = c.oob.SetReadDeadline(time.Now().Add(timeout(c.cfg)))
+		if _, err := readFull(c.oob, b[1:]); err != nil {
+			c.peerGone.Store(true)
+			return
+		}
+		_ = c.oob.SetReadDeadline(time.Time{})
+		c.peerBye.Store(int64(binary.LittleEndian.Uint64(b[1:])))
+	}
+}
+
+// idleWake bounds how long the progress goroutine sleeps with no event.
+const idleWake = 250 * time.Millisecond
+
+// progress is the connection's one progress mechanism besides the Test
+// calls: it sleeps on the worker's event fd (ucp_worker_arm, poll) and
+// progresses the worker when UCX has events, so that wire-up, the peer's
+// sends and its flush move on while nobody tests a request here. An idle
+// connection costs a wake-up every idleWake, no busy loop.
+func (c *conn) progress() {
+	defer close(c.progressed)
+	for !c.stopping.Load() {
+		if err := c.w.Wait(idleWake); err != nil {
+			return
+		}
+	}
+}
+
+func readFull(c net.Conn, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := c.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// memHandle is a registration with one connection.
+type memHandle struct {
+	c   *conn
+	r   network.Region
+	mem *ucx.Mem // nil for an empty region
+}
+
+func (m *memHandle) Region() network.Region { return m.r }
+
+// Register maps r with UCX (ucp_mem_map) for this connection.
+func (c *conn) Register(r network.Region) (network.MemHandle, error) {
+	if r.Kind&c.dc.dev.props.Memory == 0 || (r.Kind != network.MemHost && r.Kind != network.MemCUDA) {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "region", "memory kind %d is not one ucx can register here (device %s takes %d)", r.Kind, c.dc.dev.props.Name, c.dc.dev.props.Memory)
+	}
+	if r.Len < 0 || (r.Len > 0 && r.Ptr == nil) {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "region", "%d bytes at %p", r.Len, r.Ptr)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed("register")
+	}
+	m := &memHandle{c: c, r: r}
+	if r.Len > 0 {
+		mem, err := c.dc.ctx.Map(r.Ptr, r.Len, r.Kind == network.MemCUDA)
+		if err != nil {
+			return nil, err
+		}
+		m.mem = mem
+	}
+	c.regs[m] = true
+	return m, nil
+}
+
+// Deregister unmaps m.
+func (c *conn) Deregister(mh network.MemHandle) error {
+	m, ok := mh.(*memHandle)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok && m.c == c && c.closed {
+		return nil // Close released it
+	}
+	if !ok || !c.regs[m] {
+		return gccl.Errorf(gccl.InvalidArgument, "memory handle", "not a registration of this connection (deregistered already?)")
+	}
+	delete(c.regs, m)
+	return c.dc.ctx.Unmap(m.mem)
+}
+
+// check validates a transfer of r inside m on this connection (lock held).
+func (c *conn) check(op string, r network.Region, mh network.MemHandle) (*memHandle, error) {
+	if c.closed {
+		return nil, errClosed(op)
+	}
+	m, ok := mh.(*memHandle)
+	if !ok || !c.regs[m] {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "memory handle", "%s: not a registration of this connection", op)
+	}
+	in := r.Len == 0 || (r.Kind == m.r.Kind && uintptr(r.Ptr) >= uintptr(m.r.Ptr) &&
+		uintptr(r.Ptr)+uintptr(r.Len) <= uintptr(m.r.Ptr)+uintptr(m.r.Len))
+	if r.Len < 0 || !in {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "region", "%s: %d bytes at %p are not inside the registration (%d bytes at %p)", op, r.Len, r.Ptr, m.r.Len, m.r.Ptr)
+	}
+	return m, nil
+}
+
+func errClosed(op string) error {
+	return gccl.Errorf(gccl.InvalidUsage, "ucx "+op, "the connection is closed")
+}
+
+// request is a posted transfer of a connection.
+type request struct {
+	c    *conn
+	r    *ucx.Request
+	recv bool
+	done bool
+	n    int
+	err  error
+}
+
+// Test progresses the connection's worker and reports r's state. A
+// request that cannot finish because the peer closed or died ends with
+// ErrRemote; one of a connection closed meanwhile with ErrInvalidUsage.
+func (r *request) Test() (bool, int, error) {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.done {
+		return true, r.n, r.err
+	}
+	if c.closed {
+		r.finish(0, errClosed("request"))
+		return true, 0, r.err
+	}
+	c.settle(r)
+	if !r.done {
+		if err := c.peerFailure(r); err != nil {
+			r.r.Release()
+			r.finish(0, err)
+		}
+	}
+	return r.done, r.n, r.err
+}
+
+// settle tests r (progressing the worker), and on the receiving side every
+// other pending receive too, so that the count of completed receives is
+// current (lock held).
+func (c *conn) settle(r *request) {
+	if done, n, err := r.r.Test(); done {
+		r.finish(n, err)
+	}
+	if !r.recv || r.done || c.peerBye.Load() < 0 {
+		return
+	}
+	for o := range c.pending {
+		if done, n, err := o.r.Test(); done {
+			o.finish(n, err)
+		}
+	}
+}
+
+// finish records r's end (lock held).
+func (r *request) finish(n int, err error) {
+	r.done, r.n, r.err = true, n, err
+	delete(r.c.pending, r)
+	if r.recv && err == nil {
+		r.c.posted++
+	}
+}
+
+// peerFailure says why pending r can no longer complete, or nil (lock held).
+func (c *conn) peerFailure(r *request) error {
+	bye := c.peerBye.Load()
+	switch {
+	case r.recv && bye >= 0 && c.posted >= bye:
+		return gccl.Errorf(gccl.RemoteError, "ucx receive", "the sender closed the connection after %d messages, all received", bye)
+	case bye < 0 && c.peerGone.Load():
+		c.w.Progress()
+		if done, n, err := r.r.Test(); done {
+			r.finish(n, err)
+			return nil
+		}
+		return gccl.Errorf(gccl.RemoteError, "ucx connection", "the peer closed the connection or died")
+	}
+	return nil
+}
+
+// shutdown releases everything of c once its ends are done (lock not held).
+func (c *conn) shutdown() error {
+	c.mu.Lock()
+	for r := range c.pending {
+		r.r.Release()
+		r.finish(0, errClosed("request"))
+	}
+	var err error
+	for m := range c.regs {
+		if e := c.dc.ctx.Unmap(m.mem); e != nil && err == nil {
+			err = e
+		}
+		delete(c.regs, m)
+	}
+	c.mu.Unlock()
+	c.oob.Close()
+	<-c.watcher
+	c.stopping.Store(true)
+	_ = c.w.Signal()
+	<-c.progressed
+	c.w.Close()
+	c.p.release(c.dc)
+	return err
+}
