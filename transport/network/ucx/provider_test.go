@@ -413,3 +413,28 @@ func newBufferNoCleanup(t *testing.T, c network.Comm, n int) buffer {
 	require.NoError(t, err)
 	return buffer{b, m}
 }
+
+// TestSenderDies: the sender's side socket and worker vanish without a
+// bye (a killed process): a pending receive fails with ErrRemote.
+func TestSenderDies(t *testing.T) {
+	requireUCX(t)
+	p := New()
+	lc, cc := configs()
+	l, err := p.Listen(0, lc)
+	require.NoError(t, err)
+	defer l.Close()
+	s, err := p.Connect(testCtx(t), 0, l.Handle(), cc, 0)
+	require.NoError(t, err)
+	r, err := l.Accept(testCtx(t), network.Peer{Rank: 1})
+	require.NoError(t, err)
+	defer r.Close()
+	rb := newBuffer(t, r, 10)
+	q, err := r.Irecv(rb.region(10), rb.m, 1)
+	require.NoError(t, err)
+	sc := s.(*sendComm)
+	sc.oob.Close() // as the kernel does for a dead process
+	_, err = finish(t, q)
+	assert.True(t, errors.Is(err, gccl.ErrRemote), "%v", err)
+	sc.peerGone.Store(true)
+	require.NoError(t, s.Close())
+}
