@@ -32,6 +32,7 @@ type Properties struct {
 	MaxRecvs  int     // requests one Irecv may group (1 here)
 	InFlight  int     // requests a connection may have in flight
 	Transport string  // what carries the bytes: "tcp", "rc", "dc", "rc_mlx5", "shm", ...
+	RDMA      bool    // the device moves bytes by RDMA (InfiniBand, RoCE): what GCCL_NET=auto looks for
 }
 
 // Peer names one end of a connection: the connecting rank and the channel
@@ -111,9 +112,31 @@ type MemHandle interface{ Region() Region }
 // Request is a posted transfer.
 type Request interface {
 	// Test reports whether the transfer is done and, for a receive, how
-	// many bytes arrived; an error ends the request.
+	// many bytes arrived; an error ends the request. Once Test reported
+	// done (or an error) the request is spent, as in NCCL: the provider may
+	// reuse it for a later transfer, so the caller must not use it again.
 	Test() (done bool, n int, err error)
 }
+
+// Waiter is an optional interface of Requests: Wait blocks until the
+// request is done, as a loop on Test would, without polling. When ctx has
+// no deadline the provider's Config.Timeout bounds the wait. An expired
+// wait is gccl.ErrTimeout and leaves the request pending (Test or Wait it
+// again); any other error, or success, spends it as Test does.
+type Waiter interface {
+	Wait(ctx context.Context) (n int, err error)
+}
+
+// Failer is an optional interface of RecvComms: Fail tells the sending
+// end that this end failed because of err (it refused a message): the
+// sender's pending and later Isends fail with err's code and message
+// instead of waiting. A provider without it lets the caller Close the
+// RecvComm instead, which the sender sees as gccl.ErrRemote.
+type Failer interface{ Fail(err error) }
+
+// Refuser is an optional interface of SendComms: Refusal is the failure
+// the receiving end sent with Failer.Fail, nil if none came.
+type Refuser interface{ Refusal() error }
 
 // Comm is what both ends of a connection can do.
 type Comm interface {
