@@ -112,6 +112,7 @@ typedef struct {
 #define OP_ATTR_FIELD_MEMORY_TYPE BIT(6)
 #define OP_ATTR_FIELD_RECV_INFO BIT(7)
 #define OP_ATTR_FIELD_MEMH BIT(8)
+#define OP_ATTR_FLAG_NO_IMM_CMPL BIT(16)
 #define EP_CLOSE_FLAG_FORCE BIT(0)
 
 // ucp_mem_map_params_t
@@ -409,7 +410,10 @@ int gccl_ucx_tag_recv(uintptr_t worker, void *buf, size_t n, uint64_t tag, uintp
 	ucp_tag_recv_info_t info = {0, 0};
 	ucp_request_param_t param;
 	op_param(&param, memh, cuda);
-	param.op_attr_mask |= OP_ATTR_FIELD_RECV_INFO;
+	// A receive matched at once (an unexpected message already here) would
+	// complete without a request; UCX 1.13 then leaves recv_info unset, so
+	// ask for a request always and read the length from it.
+	param.op_attr_mask |= OP_ATTR_FIELD_RECV_INFO | OP_ATTR_FLAG_NO_IMM_CMPL;
 	param.recv_info.tag_info = &info;
 	int s = status_of(p_ucp_tag_recv_nbx((void *)worker, buf, n, tag, ~(uint64_t)0, &param), req);
 	*len = info.length;

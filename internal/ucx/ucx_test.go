@@ -266,3 +266,49 @@ func TestMapRejectsEmpty(t *testing.T) {
 	_, err := c.Map(nil, 0, false)
 	assert.Equal(t, gccl.InvalidArgument, gccl.Code(err))
 }
+
+// TestUnexpectedMessages: receives posted after their messages arrived
+// (matched at once from UCX's unexpected queue) report their lengths.
+func TestUnexpectedMessages(t *testing.T) {
+	c := tcpContext(t)
+	a, b, ep := pair(t, c)
+	src := randBytes(t, 3000)
+	sizes := []int{0, 1, 3, 3000}
+	var sends []*Request
+	for i, n := range sizes {
+		r, err := ep.Send(ptr(src[:n]), n, uint64(100+i), nil, false)
+		require.NoError(t, err)
+		sends = append(sends, r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, r := range sends {
+		for done := false; !done; {
+			b.Progress()
+			var err error
+			done, _, err = r.Test()
+			require.NoError(t, err)
+			require.True(t, time.Now().Before(deadline))
+		}
+	}
+	for range 20 { // let the messages land in b's unexpected queue
+		b.Progress()
+		a.Progress()
+		time.Sleep(time.Millisecond)
+	}
+	for i, n := range sizes {
+		dst := make([]byte, n+5)
+		r, err := b.Recv(ptr(dst), len(dst), uint64(100+i), nil, false)
+		require.NoError(t, err)
+		require.NoError(t, r.Wait(10*time.Second))
+		_, got, _ := r.Test()
+		assert.Equal(t, n, got, "message %d", i)
+		assert.Equal(t, src[:n], dst[:n])
+	}
+}
+
+func randBytes(t *testing.T, n int) []byte {
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return b
+}

@@ -112,10 +112,6 @@ func handshakeError(ctx context.Context, err error) error {
 	return gccl.Errorf(gccl.RemoteError, "ucx connect", "handshake: %w", err)
 }
 
-func newRecvComm(p *Provider, dc *devContext, a *arrival, cfg network.Config) *recvComm {
-	return &recvComm{conn: newConn(p, dc, a.w, a.c, cfg)}
-}
-
 // Isend posts the send of r with tag; nil, nil when InFlight requests are
 // pending already.
 func (s *sendComm) Isend(r network.Region, mh network.MemHandle, tag uint32) (network.Request, error) {
@@ -242,4 +238,10 @@ func (c *recvComm) Close() error {
 // doneRequest is a request that was done when posted.
 type doneRequest struct{}
 
-func (doneRequest) Test() (bool, int, error) { return true, 0, nil }
+func (doneRequest) Test() (bool, int, error)          { return true, 0, nil }
+func (doneRequest) Wait(context.Context) (int, error) { return 0, nil }
+
+var (
+	_ network.Waiter = (*request)(nil)
+	_ network.Waiter = doneRequest{}
+)

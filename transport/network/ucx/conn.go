@@ -1,6 +1,7 @@
 package ucx
 
 import (
+	"context"
 	"encoding/binary"
 	"net"
 	"sync"
@@ -27,6 +28,8 @@ type conn struct {
 	watcher    chan struct{} // closed when the watcher goroutine returns
 	progressed chan struct{} // closed when the progress goroutine returns
 	stopping   atomic.Bool
+	tickMu     sync.Mutex
+	ticker     chan struct{}
 
 	peerGone atomic.Bool  // the side socket reached EOF or failed
 	peerBye  atomic.Int64 // sends the peer made before it closed; -1 = not closing
@@ -39,7 +42,7 @@ type conn struct {
 }
 
 func newConn(p *Provider, dc *devContext, w *ucx.Worker, oob net.Conn, cfg network.Config) *conn {
-	c := &conn{p: p, dc: dc, w: w, oob: oob, cfg: cfg, watcher: make(chan struct{}), progressed: make(chan struct{}),
+	c := &conn{p: p, dc: dc, w: w, oob: oob, cfg: cfg, watcher: make(chan struct{}), progressed: make(chan struct{}), ticker: make(chan struct{}),
 		regs: map[*memHandle]bool{}, pending: map[*request]bool{}}
 	c.peerBye.Store(-1)
 	go c.watch()
@@ -82,7 +85,23 @@ func (c *conn) progress() {
 		if err := c.w.Wait(idleWake); err != nil {
 			return
 		}
+		c.w.Progress()
+		c.wake()
 	}
+}
+
+// tick is closed at the progress goroutine's next round: Wait sleeps on it.
+func (c *conn) tick() <-chan struct{} {
+	c.tickMu.Lock()
+	defer c.tickMu.Unlock()
+	return c.ticker
+}
+
+func (c *conn) wake() {
+	c.tickMu.Lock()
+	defer c.tickMu.Unlock()
+	close(c.ticker)
+	c.ticker = make(chan struct{})
 }
 
 func readFull(c net.Conn, b []byte) (int, error) {
@@ -199,6 +218,30 @@ func (r *request) Test() (bool, int, error) {
 		}
 	}
 	return r.done, r.n, r.err
+}
+
+// Wait blocks until r is done, within ctx (or the connection's timeout
+// when ctx has none), sleeping between the progress goroutine's rounds
+// (which wake on the worker's events). An expired wait is ErrTimeout and
+// leaves r pending.
+func (r *request) Wait(ctx context.Context) (int, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout(r.c.cfg))
+		defer cancel()
+	}
+	for {
+		tick := r.c.tick()
+		done, n, err := r.Test()
+		if done {
+			return n, err
+		}
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			return 0, gccl.Errorf(gccl.TimeoutError, "ucx request", "not done: %w", ctx.Err())
+		}
+	}
 }
 
 // settle tests r (progressing the worker), and on the receiving side every

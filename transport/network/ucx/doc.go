@@ -33,8 +33,10 @@
 // every Request.Test progresses the worker; besides, one goroutine per
 // connection sleeps on the worker's event fd (ucp_worker_arm and poll) and
 // progresses it when UCX has events, so that wire-up and the peer's
-// transfers move on while nobody tests here. An idle connection costs a
-// wake-up every 250 ms, never a busy loop.
+// transfers move on while nobody tests here (from the handshake on, so a
+// sender may send, or close, before the listener's Accept). Requests are
+// network.Waiters: Wait sleeps between that goroutine's rounds. An idle
+// connection costs a wake-up every 250 ms, never a busy loop.
 //
 // Registration is ucp_mem_map of the region (host or CUDA memory type).
 // Flush is done at once for host memory; for CUDA memory it is a one-byte

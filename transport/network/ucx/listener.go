@@ -13,7 +13,6 @@ import (
 	"github.com/gccl/gccl/internal/auth"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/netif"
-	"github.com/gccl/gccl/internal/ucx"
 	"github.com/gccl/gccl/transport/network"
 )
 
@@ -38,11 +37,10 @@ type listener struct {
 	shaking map[net.Conn]bool // handshakes in progress
 }
 
-// arrival is an authenticated connection nobody has accepted yet.
-type arrival struct {
-	c net.Conn
-	w *ucx.Worker
-}
+// arrival is an authenticated connection nobody has accepted yet. Its
+// worker progresses already (the sender may send, or close, before the
+// Accept).
+type arrival = conn
 
 // Listen opens a listener on device dev: a TCP socket on the address
 // GCCL_SOCKET_IFNAME chooses, which the handle carries.
@@ -96,7 +94,7 @@ func (l *listener) handshake(c net.Conn) {
 		return
 	}
 	if l.closed {
-		a.close()
+		_ = a.shutdown()
 		return
 	}
 	l.arrived[peer] = a
@@ -138,12 +136,8 @@ func (l *listener) authenticate(c net.Conn) (*arrival, network.Peer) {
 		return nil, network.Peer{}
 	}
 	_ = c.SetDeadline(time.Time{})
-	return &arrival{c: c, w: w}, h.peer
-}
-
-func (a *arrival) close() {
-	a.c.Close()
-	a.w.Close()
+	l.p.retain(l.dc)
+	return newConn(l.p, l.dc, w, c, l.cfg), h.peer
 }
 
 // Accept waits within ctx (or the config's timeout when ctx has no
@@ -163,8 +157,7 @@ func (l *listener) Accept(ctx context.Context, from network.Peer) (network.RecvC
 		if a := l.arrived[from]; a != nil {
 			delete(l.arrived, from)
 			l.mu.Unlock()
-			l.p.retain(l.dc) // the connection's own reference
-			return newRecvComm(l.p, l.dc, a, l.cfg), nil
+			return &recvComm{conn: a}, nil
 		}
 		changed := l.changed
 		l.mu.Unlock()
@@ -183,8 +176,7 @@ func (l *listener) Reject(from network.Peer) {
 	defer l.mu.Unlock()
 	if a := l.arrived[from]; a != nil {
 		delete(l.arrived, from)
-		a.close()
-		return
+		go a.shutdown() // not under l.mu: it waits for the connection's goroutines
 	}
 	l.reject[from] = true
 }
@@ -206,7 +198,7 @@ func (l *listener) Close() error {
 	l.mu.Unlock()
 	l.wg.Wait()
 	for _, a := range l.arrived {
-		a.close()
+		_ = a.shutdown()
 	}
 	l.arrived = nil
 	l.p.release(l.dc)

@@ -109,7 +109,7 @@ func (p *Provider) group(res []ucx.Resource, cuda bool, ibDisable bool) []device
 			if cuda {
 				mem |= network.MemCUDA
 			}
-			d = &device{ib: ib, props: network.Properties{Name: r.Device, Memory: mem, MaxRecvs: 1, InFlight: InFlight}}
+			d = &device{ib: ib, props: network.Properties{Name: r.Device, Memory: mem, MaxRecvs: 1, InFlight: InFlight, RDMA: ib}}
 			d.props.PCIPath, d.props.Speed = p.sysfs(r.Device, ib)
 			byName[r.Device] = d
 			names = append(names, r.Device)
