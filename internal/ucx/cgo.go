@@ -16,9 +16,11 @@ import (
 // The calls into shim.c. Each returns a ucs_status_t as a Status; handles
 // are uintptrs (see shim.h).
 
-func cLoad() (string, bool) {
+func cLoad(name string) (string, bool) {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
 	var buf [512]C.char
-	if C.gccl_ucx_load(&buf[0], C.int(len(buf))) != 0 {
+	if C.gccl_ucx_load(cs, &buf[0], C.int(len(buf))) != 0 {
 		return C.GoString(&buf[0]), false
 	}
 	return "", true

@@ -8,7 +8,7 @@ import "unsafe"
 // nothing below it is ever called (every handle comes from a loaded
 // library).
 
-func cLoad() (string, bool) {
+func cLoad(string) (string, bool) {
 	return "built without cgo (CGO_ENABLED=0); rebuild with cgo to use UCX, or use GCCL_NET=socket", false
 }
 

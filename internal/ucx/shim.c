@@ -170,28 +170,23 @@ typedef struct {
 UCX_FUNCS(PFN)
 #undef PFN
 
-static int loaded;
-
-int gccl_ucx_load(char *err, int errlen)
+int gccl_ucx_load(const char *name, char *err, int errlen)
 {
-	if (loaded)
-		return 0;
-	void *lib = dlopen("libucp.so.0", RTLD_NOW | RTLD_LOCAL);
+	void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	if (lib == NULL) {
 		const char *e = dlerror();
-		snprintf(err, errlen, "%s", e ? e : "dlopen(libucp.so.0) failed");
+		snprintf(err, errlen, "%s", e ? e : "dlopen failed");
 		return -1;
 	}
-#define SYM(name, ret, params) \
-	p_##name = (ret(*) params)dlsym(lib, #name); \
-	if (p_##name == NULL) { \
-		snprintf(err, errlen, "libucp.so.0 has no %s (UCX older than 1.10?)", #name); \
+#define SYM(fn, ret, params) \
+	p_##fn = (ret(*) params)dlsym(lib, #fn); \
+	if (p_##fn == NULL) { \
+		snprintf(err, errlen, "%s has no %s (UCX older than 1.10?)", name, #fn); \
 		dlclose(lib); \
 		return -1; \
 	}
 	UCX_FUNCS(SYM)
 #undef SYM
-	loaded = 1;
 	return 0;
 }
 

@@ -37,7 +37,9 @@ typedef int8_t ucs_status_t;
 #define GCCL_UCS_MEMORY_TYPE_HOST 0
 #define GCCL_UCS_MEMORY_TYPE_CUDA 1
 
-int gccl_ucx_load(char *err, int errlen);
+// Opens the library called name (libucp.so.0) and resolves every entry
+// point (package ucx calls it once).
+int gccl_ucx_load(const char *name, char *err, int errlen);
 void gccl_ucx_version(unsigned *major, unsigned *minor, unsigned *release);
 const char *gccl_ucx_status_string(int status);
 

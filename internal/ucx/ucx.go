@@ -10,14 +10,21 @@ import (
 	"github.com/gccl/gccl"
 )
 
-var loadOnce = sync.OnceValue(func() error {
-	if msg, ok := cLoad(); !ok {
-		return &gccl.Error{Code: gccl.SystemError, Arg: "libucp.so.0",
-			Msg: "cannot use UCX: " + msg + "; install UCX (libucx0 on Debian/Ubuntu, ucx on RHEL) or use GCCL_NET=socket",
+// Library is the UCP library's name.
+const Library = "libucp.so.0"
+
+var loadOnce = sync.OnceValue(func() error { return loadFrom(Library) })
+
+// loadFrom opens the library called name (tests name a missing one).
+func loadFrom(name string) error {
+	if msg, ok := cLoad(name); !ok {
+		return &gccl.Error{Code: gccl.SystemError, Arg: name,
+			Msg: "cannot use UCX, " + name + " was not found or is unusable (" + msg +
+				"): install UCX (libucx0 on Debian/Ubuntu, ucx on RHEL) or use GCCL_NET=socket",
 			Err: ErrNoLibrary}
 	}
 	return nil
-})
+}
 
 // Load opens libucp.so.0 once; its error wraps ErrNoLibrary and says what
 // to do.

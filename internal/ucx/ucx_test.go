@@ -312,3 +312,14 @@ func randBytes(t *testing.T, n int) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// TestMissingLibrary: a library that is not there is a SystemError that
+// names it and says what to do.
+func TestMissingLibrary(t *testing.T) {
+	err := loadFrom("libucp-gccl-test-missing.so.0")
+	require.Error(t, err)
+	assert.Equal(t, gccl.SystemError, gccl.Code(err))
+	assert.ErrorIs(t, err, ErrNoLibrary)
+	assert.Contains(t, err.Error(), "libucp-gccl-test-missing.so.0 was not found")
+	assert.Contains(t, err.Error(), "GCCL_NET=socket")
+}
