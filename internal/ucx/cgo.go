@@ -126,6 +126,18 @@ func cEpClose(ep uintptr, force bool) (uintptr, Status) {
 	return uintptr(req), s
 }
 
+func cEpFlush(ep uintptr) (uintptr, Status) {
+	var req C.uintptr_t
+	s := Status(C.gccl_ucx_ep_flush(C.uintptr_t(ep), &req))
+	return uintptr(req), s
+}
+
+func cWorkerFlush(w uintptr) (uintptr, Status) {
+	var req C.uintptr_t
+	s := Status(C.gccl_ucx_worker_flush(C.uintptr_t(w), &req))
+	return uintptr(req), s
+}
+
 func cEpFree(ep uintptr) { C.gccl_ucx_ep_free(C.uintptr_t(ep)) }
 
 func cbool(b bool) C.int {

@@ -28,6 +28,8 @@ func cPoll(int, int)                                               {}
 func cEpCreate(uintptr, []byte) (uintptr, Status)                  { return 0, errNotLoaded }
 func cEpStatus(uintptr) Status                                     { return errNotLoaded }
 func cEpClose(uintptr, bool) (uintptr, Status)                     { return 0, errNotLoaded }
+func cEpFlush(uintptr) (uintptr, Status)                           { return 0, errNotLoaded }
+func cWorkerFlush(uintptr) (uintptr, Status)                       { return 0, errNotLoaded }
 func cEpFree(uintptr)                                              {}
 func cRequestStatus(uintptr) Status                                { return errNotLoaded }
 func cRecvStatus(uintptr) (int, Status)                            { return 0, errNotLoaded }

@@ -152,6 +152,8 @@ typedef struct {
 	X(ucp_worker_signal, ucs_status_t, (void *)) \
 	X(ucp_ep_create, ucs_status_t, (void *, const ucp_ep_params_t *, void **)) \
 	X(ucp_ep_close_nbx, void *, (void *, const ucp_request_param_t *)) \
+	X(ucp_ep_flush_nbx, void *, (void *, const ucp_request_param_t *)) \
+	X(ucp_worker_flush_nbx, void *, (void *, const ucp_request_param_t *)) \
 	X(ucp_tag_send_nbx, void *, (void *, const void *, size_t, uint64_t, const ucp_request_param_t *)) \
 	X(ucp_tag_recv_nbx, void *, (void *, void *, size_t, uint64_t, uint64_t, const ucp_request_param_t *)) \
 	X(ucp_request_check_status, ucs_status_t, (void *)) \
@@ -376,6 +378,20 @@ int gccl_ucx_ep_close(uintptr_t ep, int force, uintptr_t *req)
 	param.op_attr_mask = OP_ATTR_FIELD_FLAGS;
 	param.flags = force ? EP_CLOSE_FLAG_FORCE : 0;
 	return status_of(p_ucp_ep_close_nbx(((struct ep *)ep)->ep, &param), req);
+}
+
+int gccl_ucx_ep_flush(uintptr_t ep, uintptr_t *req)
+{
+	ucp_request_param_t param;
+	memset(&param, 0, sizeof(param));
+	return status_of(p_ucp_ep_flush_nbx(((struct ep *)ep)->ep, &param), req);
+}
+
+int gccl_ucx_worker_flush(uintptr_t worker, uintptr_t *req)
+{
+	ucp_request_param_t param;
+	memset(&param, 0, sizeof(param));
+	return status_of(p_ucp_worker_flush_nbx((void *)worker, &param), req);
 }
 
 void gccl_ucx_ep_free(uintptr_t ep) { free((struct ep *)ep); }

@@ -69,7 +69,13 @@ int gccl_ucx_ep_create(uintptr_t worker, const void *addr, uintptr_t *ep);
 int gccl_ucx_ep_status(uintptr_t ep);
 // Starts closing ep (flushing unless force); *req is 0 when already done.
 int gccl_ucx_ep_close(uintptr_t ep, int force, uintptr_t *req);
+// Starts flushing ep (ucp_ep_flush_nbx): done once every operation posted
+// on it, and its wire-up, completed.
+int gccl_ucx_ep_flush(uintptr_t ep, uintptr_t *req);
 void gccl_ucx_ep_free(uintptr_t ep);
+// Starts flushing every endpoint of the worker (ucp_worker_flush_nbx),
+// the ones UCX made for peers' wire-up included.
+int gccl_ucx_worker_flush(uintptr_t worker, uintptr_t *req);
 
 // Requests: *req is 0 when the operation completed at once (then *len
 // holds the received length for receives).

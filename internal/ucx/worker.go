@@ -32,9 +32,25 @@ func (c *Context) NewWorker() (*Worker, error) {
 
 // Close destroys the worker (ucp_worker_destroy) and its endpoints; its
 // requests must have been released.
+//
+// UCX must not destroy a worker whose endpoints still have requests or
+// wire-up messages in flight (builds with assertions, Debian's among them,
+// abort the process), so Close first progresses the worker until the
+// requests released before they completed are done (cancelled receives,
+// sends of force-closed endpoints) and flushes the worker's endpoints,
+// those UCX made for peers' wire-up included, for up to DrainTimeout in
+// all (a dead peer's endpoints fail sooner).
 func (w *Worker) Close() {
 	if w == nil {
 		return
+	}
+	deadline := time.Now().Add(DrainTimeout)
+	for w.drain() && time.Now().Before(deadline) {
+		_ = w.Wait(10 * time.Millisecond)
+	}
+	_ = w.Flush(time.Until(deadline))
+	for w.drain() && time.Now().Before(deadline) {
+		_ = w.Wait(10 * time.Millisecond)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -46,6 +62,49 @@ func (w *Worker) Close() {
 		r.finish()
 	}
 	w.orphans = nil
+}
+
+// Flush waits up to d, progressing the worker, until every endpoint of
+// it, those UCX made for peers' wire-up included, has nothing in flight
+// (ucp_worker_flush_nbx).
+func (w *Worker) Flush(d time.Duration) error {
+	w.mu.Lock()
+	if w.h == 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	req, s := cWorkerFlush(w.h)
+	w.mu.Unlock()
+	if err := check("ucp_worker_flush_nbx", s); err != nil || req == 0 {
+		return err
+	}
+	r := &Request{w: w, h: req}
+	err := r.Wait(d)
+	r.Release()
+	return err
+}
+
+// DrainTimeout bounds how long Close waits for released requests.
+const DrainTimeout = 5 * time.Second
+
+// drain progresses the worker, frees the released requests that are done
+// now, and reports whether any is left.
+func (w *Worker) drain() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h == 0 || len(w.orphans) == 0 {
+		return false
+	}
+	w.progress()
+	left := w.orphans[:0]
+	for _, r := range w.orphans {
+		r.poll()
+		if !r.done {
+			left = append(left, r)
+		}
+	}
+	w.orphans = left
+	return len(left) > 0
 }
 
 // Address is the worker's address (ucp_worker_get_address), what a peer
@@ -130,6 +189,22 @@ func (e *Endpoint) Err() error {
 	e.w.mu.Lock()
 	defer e.w.mu.Unlock()
 	return check("ucp endpoint", cEpStatus(e.h))
+}
+
+// Flush waits up to d, progressing the worker, until everything posted on
+// e and its wire-up with the peer are complete (ucp_ep_flush_nbx). The
+// peer's worker must progress meanwhile.
+func (e *Endpoint) Flush(d time.Duration) error {
+	e.w.mu.Lock()
+	req, s := cEpFlush(e.h)
+	e.w.mu.Unlock()
+	if err := check("ucp_ep_flush_nbx", s); err != nil || req == 0 {
+		return err
+	}
+	r := &Request{w: e.w, h: req}
+	err := r.Wait(d)
+	r.Release()
+	return err
 }
 
 // Close closes the endpoint (ucp_ep_close_nbx), flushing what was sent
@@ -290,9 +365,10 @@ func (r *Request) Cancel() {
 	}
 }
 
-// Release frees a request: a done one at once; a pending one is cancelled
-// and given up to UCX, which frees it when it completes (its memory stays
-// pinned until the worker is closed). Closing the worker finishes it.
+// Release gives a request up: a done one is already freed; a pending
+// receive is cancelled; what is still pending then is left to the worker,
+// which frees it when it completes (at the latest in Close). The caller
+// must not use r again.
 func (r *Request) Release() {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
@@ -305,12 +381,9 @@ func (r *Request) Release() {
 	r.w.progress()
 	r.poll()
 	if !r.done {
-		cRequestFree(r.h) // UCX frees it once it completes
-		r.h = 0
-		r.done = true
-		r.err = gccl.Errorf(gccl.InvalidUsage, "ucx request", "released before it completed")
-		// The pin stays: UCX may still use the memory until the worker
-		// is destroyed. Finish unpins it then.
+		// UCX still owns it (a send until its endpoint is closed, a
+		// receive already matched): the worker frees it once it
+		// completes, and its memory stays pinned until then.
 		r.w.orphans = append(r.w.orphans, r)
 	}
 }

@@ -19,7 +19,23 @@ import (
 // sendComm is the sending end: an endpoint to the receiver's worker.
 type sendComm struct {
 	*conn
-	ep *ucx.Endpoint
+	ep       *ucx.Endpoint
+	epClosed bool // by remoteClosing (lock held)
+}
+
+// remoteClosing runs when the receiver closes: the endpoint is closed by
+// force (pending sends fail with ErrRemote, later ones are refused) and
+// the worker flushed, while the receiver waits to destroy its own.
+func (s *sendComm) remoteClosing() {
+	s.peerGone.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.epClosed {
+		return
+	}
+	s.epClosed = true
+	_ = s.ep.Close(true, closeLinger)
+	_ = s.w.Flush(closeLinger)
 }
 
 // recvComm is the receiving end: the worker the sender's endpoint reaches,
@@ -67,12 +83,47 @@ func (p *Provider) Connect(ctx context.Context, dev int, h network.Handle, cfg n
 			w.Close()
 		}
 	}
+	if err == nil {
+		// Wire the endpoint up now, while both ends are sure to live (the
+		// listener's side progresses from its handshake on): a close
+		// interrupting the wire-up trips an assertion in some UCX builds.
+		dl, _ := ctx.Deadline()
+		if err = ep.Flush(time.Until(dl)); err == nil {
+			err = wiredUp(ctx, oob)
+		}
+		if err != nil {
+			_ = ep.Close(true, closeLinger)
+			w.Close()
+			err = gccl.Errorf(gccl.Code(err), "ucx connect", "wiring up the endpoint to %s: %w", ap, err)
+		}
+	}
 	if err != nil {
 		oob.Close()
 		p.release(dc)
 		return nil, err
 	}
-	return &sendComm{conn: newConn(p, dc, w, oob, cfg), ep: ep}, nil
+	s := &sendComm{ep: ep}
+	s.conn = newConn(p, dc, w, oob, cfg, false, s.remoteClosing)
+	return s, nil
+}
+
+// wiredUp tells the receiver that the endpoint is wired up and waits,
+// within ctx, until its worker has flushed its side of the wire-up.
+func wiredUp(ctx context.Context, oob net.Conn) error {
+	dl, _ := ctx.Deadline()
+	_ = oob.SetDeadline(dl)
+	defer oob.SetDeadline(time.Time{})
+	var b [1]byte
+	if _, err := oob.Write([]byte{msgWired}); err != nil {
+		return handshakeError(ctx, err)
+	}
+	if _, err := io.ReadFull(oob, b[:]); err != nil {
+		return handshakeError(ctx, err)
+	}
+	if b[0] != msgWiredAck {
+		return gccl.Errorf(gccl.RemoteError, "ucx connect", "unexpected message %#x while wiring up", b[0])
+	}
+	return nil
 }
 
 func dialError(ctx context.Context, addr string, err error) error {
@@ -121,6 +172,9 @@ func (s *sendComm) Isend(r network.Region, mh network.MemHandle, tag uint32) (ne
 	if err != nil {
 		return nil, err
 	}
+	if e := s.refusal.Load(); e != nil {
+		return nil, *e
+	}
 	if s.peerGone.Load() {
 		return nil, gccl.Errorf(gccl.RemoteError, "ucx isend", "the receiver closed the connection or died")
 	}
@@ -138,7 +192,8 @@ func (s *sendComm) Isend(r network.Region, mh network.MemHandle, tag uint32) (ne
 }
 
 // Close tells the receiver how many messages were sent, flushes them
-// (closing the endpoint, within closeLinger) and releases everything.
+// (closing the endpoint, within closeLinger; pending sends are cancelled)
+// and releases everything.
 func (s *sendComm) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -146,19 +201,32 @@ func (s *sendComm) Close() error {
 		return nil
 	}
 	s.closed = true
-	n := s.posted
+	epClosed := s.epClosed
+	pending := len(s.pending)
+	n := s.posted - int64(pending) // pending sends are cancelled below
 	s.mu.Unlock()
 	var err error
-	if s.peerGone.Load() {
-		err = s.ep.Close(true, closeLinger)
-	} else {
-		b := binary.LittleEndian.AppendUint64([]byte{msgBye}, uint64(n))
-		_ = s.oob.SetWriteDeadline(time.Now().Add(closeLinger))
-		_, _ = s.oob.Write(b)
-		err = s.ep.Close(false, min(timeout(s.cfg), closeLinger))
+	// A flushing close needs the receiver, and UCX must not be left with
+	// sends in flight when the worker goes: with the receiver gone or
+	// refusing, or sends pending, the endpoint is closed by force, which
+	// cancels them.
+	force := s.peerGone.Load() || s.refusal.Load() != nil || pending > 0
+	if !epClosed {
+		err = s.ep.Close(force, min(timeout(s.cfg), closeLinger))
 	}
 	if gccl.Code(err) == gccl.RemoteError {
 		err = nil // the receiver left first: nothing more to flush to it
+	}
+	// Only now, with the endpoint closed, the bye: the receiver flushes
+	// its worker towards ours, what the close sent included, and
+	// acknowledges; ours goes after that (or once the receiver is gone).
+	b := binary.LittleEndian.AppendUint64([]byte{msgBye}, uint64(n))
+	_ = s.oob.SetWriteDeadline(time.Now().Add(closeLinger))
+	_, _ = s.oob.Write(b)
+	select {
+	case <-s.acked:
+	case <-s.watcher:
+	case <-time.After(closeLinger):
 	}
 	if e := s.shutdown(); err == nil {
 		err = e
@@ -220,6 +288,32 @@ func (c *recvComm) Flush(r network.Region, mh network.MemHandle) (network.Reques
 	return req, nil
 }
 
+// Refusal is the failure the receiver sent with Fail, nil if none came.
+func (s *sendComm) Refusal() error {
+	if e := s.refusal.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Fail tells the sender that this end refused a message because of err:
+// its pending and later Isends fail with err's code and message.
+func (c *recvComm) Fail(err error) {
+	msg := []byte(err.Error())
+	if len(msg) > maxFailMsg {
+		msg = msg[:maxFailMsg]
+	}
+	b := []byte{msgFail, byte(gccl.Code(err))}
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(msg)))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	_ = c.oob.SetWriteDeadline(time.Now().Add(closeLinger))
+	_, _ = c.oob.Write(append(b, msg...))
+}
+
 // Close cancels pending receives and releases everything.
 func (c *recvComm) Close() error {
 	c.mu.Lock()
@@ -242,6 +336,8 @@ func (doneRequest) Test() (bool, int, error)          { return true, 0, nil }
 func (doneRequest) Wait(context.Context) (int, error) { return 0, nil }
 
 var (
-	_ network.Waiter = (*request)(nil)
-	_ network.Waiter = doneRequest{}
+	_ network.Waiter  = (*request)(nil)
+	_ network.Waiter  = doneRequest{}
+	_ network.Failer  = (*recvComm)(nil)
+	_ network.Refuser = (*sendComm)(nil)
 )

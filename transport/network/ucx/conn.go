@@ -31,8 +31,20 @@ type conn struct {
 	tickMu     sync.Mutex
 	ticker     chan struct{}
 
-	peerGone atomic.Bool  // the side socket reached EOF or failed
-	peerBye  atomic.Int64 // sends the peer made before it closed; -1 = not closing
+	peerGone atomic.Bool           // the side socket reached EOF or failed
+	peerBye  atomic.Int64          // sends the peer made before it closed; -1 = not closing
+	refusal  atomic.Pointer[error] // the receiver's Fail, on the sending side
+	acked    chan struct{}         // closed when the receiver acknowledged the bye
+	ackOnce  sync.Once
+
+	// The receiving side's close: it asks the sender to close its
+	// endpoint (onClosing, on the sending side) and waits for that before
+	// its worker goes, so that no wire-up between the two is in flight
+	// when it does (UCX 1.13 builds with assertions abort on one).
+	recvSide     bool
+	onClosing    func()
+	closingAcked chan struct{}
+	closingOnce  sync.Once
 
 	mu      sync.Mutex
 	closed  bool
@@ -41,10 +53,11 @@ type conn struct {
 	posted  int64 // sends posted (sender) / receives completed (receiver)
 }
 
-func newConn(p *Provider, dc *devContext, w *ucx.Worker, oob net.Conn, cfg network.Config) *conn {
-	c := &conn{p: p, dc: dc, w: w, oob: oob, cfg: cfg, watcher: make(chan struct{}), progressed: make(chan struct{}), ticker: make(chan struct{}),
+func newConn(p *Provider, dc *devContext, w *ucx.Worker, oob net.Conn, cfg network.Config, recvSide bool, onClosing func()) *conn {
+	c := &conn{p: p, dc: dc, w: w, oob: oob, cfg: cfg, watcher: make(chan struct{}), progressed: make(chan struct{}), ticker: make(chan struct{}), acked: make(chan struct{}), closingAcked: make(chan struct{}),
 		regs: map[*memHandle]bool{}, pending: map[*request]bool{}}
 	c.peerBye.Store(-1)
+	c.recvSide, c.onClosing = recvSide, onClosing
 	go c.watch()
 	go c.progress()
 	return c
@@ -57,7 +70,35 @@ func (c *conn) watch() {
 	defer close(c.watcher)
 	var b [9]byte
 	for {
-		if _, err := c.oob.Read(b[:1]); err != nil || b[0] != msgBye {
+		_, err := c.oob.Read(b[:1])
+		if err == nil && b[0] == msgFail {
+			if err = c.readRefusal(); err == nil {
+				continue
+			}
+		}
+		if err == nil && b[0] == msgAck {
+			c.ackOnce.Do(func() { close(c.acked) })
+			continue
+		}
+		if err == nil && b[0] == msgClosing && c.onClosing != nil {
+			c.onClosing()
+			_ = c.oob.SetWriteDeadline(time.Now().Add(closeLinger))
+			_, _ = c.oob.Write([]byte{msgClosingAck})
+			continue
+		}
+		if err == nil && b[0] == msgClosingAck {
+			c.closingOnce.Do(func() { close(c.closingAcked) })
+			continue
+		}
+		if err == nil && b[0] == msgWired {
+			// The sender's endpoint is wired up; finish our side of the
+			// wire-up (replies to it) before it may close.
+			_ = c.w.Flush(timeout(c.cfg))
+			_ = c.oob.SetWriteDeadline(time.Now().Add(timeout(c.cfg)))
+			_, _ = c.oob.Write([]byte{msgWiredAck})
+			continue
+		}
+		if err != nil || b[0] != msgBye {
 			c.peerGone.Store(true)
 			return
 		}
@@ -68,6 +109,11 @@ func (c *conn) watch() {
 		}
 		_ = c.oob.SetReadDeadline(time.Time{})
 		c.peerBye.Store(int64(binary.LittleEndian.Uint64(b[1:])))
+		// The sender destroys its worker after this ack: first let
+		// everything of ours towards it (wire-up replies included) go.
+		_ = c.w.Flush(closeLinger)
+		_ = c.oob.SetWriteDeadline(time.Now().Add(closeLinger))
+		_, _ = c.oob.Write([]byte{msgAck})
 	}
 }
 
@@ -102,6 +148,32 @@ func (c *conn) wake() {
 	defer c.tickMu.Unlock()
 	close(c.ticker)
 	c.ticker = make(chan struct{})
+}
+
+// readRefusal reads the rest of a msgFail: a result code, a length and
+// the message, bounded.
+func (c *conn) readRefusal() error {
+	_ = c.oob.SetReadDeadline(time.Now().Add(timeout(c.cfg)))
+	defer c.oob.SetReadDeadline(time.Time{})
+	var h [3]byte
+	if _, err := readFull(c.oob, h[:]); err != nil {
+		return err
+	}
+	n := int(binary.LittleEndian.Uint16(h[1:]))
+	if n > maxFailMsg {
+		return gccl.Errorf(gccl.RemoteError, "ucx refusal", "%d bytes", n)
+	}
+	msg := make([]byte, n)
+	if _, err := readFull(c.oob, msg); err != nil {
+		return err
+	}
+	code := gccl.Result(h[0])
+	if code == gccl.Success {
+		code = gccl.RemoteError
+	}
+	err := error(gccl.Errorf(code, "ucx receiver", "the receiver refused: %s", msg))
+	c.refusal.Store(&err)
+	return nil
 }
 
 func readFull(c net.Conn, b []byte) (int, error) {
@@ -249,16 +321,25 @@ func (r *request) Wait(ctx context.Context) (int, error) {
 // current (lock held).
 func (c *conn) settle(r *request) {
 	if done, n, err := r.r.Test(); done {
-		r.finish(n, err)
+		r.finish(n, c.remote(err))
 	}
 	if !r.recv || r.done || c.peerBye.Load() < 0 {
 		return
 	}
 	for o := range c.pending {
 		if done, n, err := o.r.Test(); done {
-			o.finish(n, err)
+			o.finish(n, c.remote(err))
 		}
 	}
+}
+
+// remote says that a request failed because the peer went, where it did
+// (its endpoint was closed under it, cancelling it).
+func (c *conn) remote(err error) error {
+	if err != nil && c.peerGone.Load() && gccl.Code(err) != gccl.RemoteError {
+		return gccl.Errorf(gccl.RemoteError, "ucx connection", "the peer closed the connection: %w", err)
+	}
+	return err
 }
 
 // finish records r's end (lock held).
@@ -272,6 +353,9 @@ func (r *request) finish(n int, err error) {
 
 // peerFailure says why pending r can no longer complete, or nil (lock held).
 func (c *conn) peerFailure(r *request) error {
+	if e := c.refusal.Load(); e != nil {
+		return *e
+	}
 	bye := c.peerBye.Load()
 	switch {
 	case r.recv && bye >= 0 && c.posted >= bye:
@@ -289,6 +373,16 @@ func (c *conn) peerFailure(r *request) error {
 
 // shutdown releases everything of c once its ends are done (lock not held).
 func (c *conn) shutdown() error {
+	if c.recvSide {
+		_ = c.oob.SetWriteDeadline(time.Now().Add(closeLinger))
+		if _, err := c.oob.Write([]byte{msgClosing}); err == nil {
+			select {
+			case <-c.closingAcked:
+			case <-c.watcher:
+			case <-time.After(closeLinger):
+			}
+		}
+	}
 	c.mu.Lock()
 	for r := range c.pending {
 		r.r.Release()

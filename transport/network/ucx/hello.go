@@ -55,6 +55,13 @@ const (
 	ackOK          = 'K'
 	ackRejected    = 'R'
 	msgBye         = 'B' // sender to receiver: closing after this many sends
+	msgFail        = 'F' // receiver to sender: a refusal (code, message)
+	msgAck         = 'A' // receiver to sender: bye seen, worker flushed
+	msgClosing     = 'C' // receiver to sender: closing, close your endpoint
+	msgClosingAck  = 'c' // sender to receiver: endpoint closed, worker flushed
+	msgWired       = 'W' // sender to receiver: endpoint wired up
+	msgWiredAck    = 'w' // receiver to sender: worker flushed too
+	maxFailMsg     = 1024
 	offHelloFields = 6 + 16 + auth.NonceSize
 )
 

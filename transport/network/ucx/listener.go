@@ -137,7 +137,8 @@ func (l *listener) authenticate(c net.Conn) (*arrival, network.Peer) {
 	}
 	_ = c.SetDeadline(time.Time{})
 	l.p.retain(l.dc)
-	return newConn(l.p, l.dc, w, c, l.cfg), h.peer
+	a := newConn(l.p, l.dc, w, c, l.cfg, true, nil)
+	return a, h.peer
 }
 
 // Accept waits within ctx (or the config's timeout when ctx has no

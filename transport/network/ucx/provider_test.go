@@ -445,3 +445,21 @@ func TestSenderDies(t *testing.T) {
 	sc.peerGone.Store(true)
 	require.NoError(t, s.Close())
 }
+
+// TestFail: the receiver's refusal reaches the sender with its code and
+// message: pending and later sends fail with it, and Refusal reports it.
+func TestFail(t *testing.T) {
+	requireUCX(t)
+	s, r := pair(t, New(), 0)
+	sb := newBuffer(t, s, 1<<20)
+	pending, err := s.Isend(sb.region(1<<20), sb.m, 7) // rendezvous: waits for a receive that never comes
+	require.NoError(t, err)
+	r.(network.Failer).Fail(gccl.Errorf(gccl.InvalidUsage, "op", "descriptor mismatch at step 3"))
+	_, err = finish(t, pending)
+	require.Error(t, err)
+	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err), "%v", err)
+	assert.Contains(t, err.Error(), "descriptor mismatch at step 3")
+	_, err = s.Isend(sb.region(10), sb.m, 8)
+	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err))
+	assert.Equal(t, gccl.InvalidUsage, gccl.Code(s.(network.Refuser).Refusal()))
+}
