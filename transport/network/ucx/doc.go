@@ -21,10 +21,20 @@
 // challenge-response; the secret never crosses the wire). Only then does
 // the listener create the connection's worker and send its address, with
 // its own proof over it, so nothing of an unauthenticated peer reaches UCX.
-// The socket stays open for the connection's life: its end tells each side
-// that the other closed or died (ErrRemote), and the sender's Close sends
-// the number of messages it sent, so that the receiver fails exactly the
-// receives no message will match.
+// Connect then flushes its endpoint, and the receiver its worker, so the
+// UCX wire-up is complete when Connect returns. The socket stays open for
+// the connection's life and carries its few control messages: its end
+// tells each side that the other closed or died (ErrRemote); the sender's
+// Close sends the number of messages it sent, so that the receiver fails
+// exactly the receives no message will match; a receiver's Fail
+// (network.Failer) sends its refusal, which the sender's requests then
+// fail with (network.Refuser). Closes are ordered so that no worker is
+// destroyed with a request or a wire-up message in flight towards it: a
+// closing receiver asks the sender to close its endpoint first, and a
+// closing sender closes its endpoint, then waits for the receiver to have
+// flushed its worker, before destroying its own. (UCX builds with
+// assertions, Debian's 1.13 among them, abort the process otherwise; a
+// rare race of this kind remains, see the tests.)
 //
 // Each connection has its own worker (created UCS_THREAD_MODE_SERIALIZED
 // over a device context shared by the provider's connections on that
