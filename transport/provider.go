@@ -3,11 +3,13 @@ package transport
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/transport/network"
 	"github.com/gccl/gccl/transport/network/socket"
+	"github.com/gccl/gccl/transport/network/ucx"
 )
 
 // netAuto is the GCCL_NET value that lets the table choose.
@@ -22,8 +24,9 @@ type providerRow struct {
 // providers is the table of network providers, in the order GCCL_NET=auto
 // considers them: auto takes the first whose Devices report an RDMA
 // device (unless GCCL_IB_DISABLE), else the socket provider, which works
-// wherever TCP does. A provider is one row here (ucx: {"ucx", ...ucx.New()}).
+// wherever TCP does. A provider is one row here.
 var providers = []providerRow{
+	{"ucx", func(Config) network.Provider { return ucxProvider() }},
 	{socket.Name, func(cfg Config) network.Provider {
 		return socket.New(socket.Options{IfName: cfg.IfName, Threads: cfg.NetThreads, SocksPerThread: cfg.NetSocksPerThread})
 	}},
@@ -82,3 +85,7 @@ func autoProvider(cfg Config) (network.Provider, int, network.Properties, error)
 	cfg.NetName = socket.Name
 	return selectProvider(cfg)
 }
+
+// ucxProvider is the process's one ucx provider: its devices are found once
+// (a UCP context per query), whatever the number of endpoints.
+var ucxProvider = sync.OnceValue(func() network.Provider { return ucx.New() })

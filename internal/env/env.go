@@ -35,7 +35,7 @@ type Settings struct {
 	SocketNThreads  int
 	NSocksPerThread int
 	Net             string // GCCL_NET: the network provider, lower case (auto, socket, ucx)
-	IBDisable       bool   // GCCL_IB_DISABLE: GCCL_NET=auto never picks an RDMA provider
+	IBDisable       bool   // GCCL_IB_DISABLE: no RDMA (auto takes socket; ucx keeps to TCP)
 	ChunkSize       int
 	MaxNChannels    int // GPU kernels' grid cap, 0 = built-in default
 	GPUBuffSize     int // bytes of a rank's GPU staging area, 0 = built-in default

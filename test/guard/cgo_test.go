@@ -23,6 +23,7 @@ var cgoHomes = map[string]string{
 	"internal/cuda": "libcuda.so.1, dlopen'd with our own declarations",
 	"internal/nccl": "libnccl.so.2 (gccl-perf's baseline), dlopen'd with our own declarations",
 	"internal/mpi":  "MPI (Open MPI, or MPICH with -tags mpich), linked through pkg-config",
+	"internal/ucx":  "libucp.so.0 (UCX, the network provider for InfiniBand/RoCE), dlopen'd with our own declarations",
 }
 
 // TestCgoOnlyInItsHomes: import "C" appears in no package but those of

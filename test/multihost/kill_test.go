@@ -45,9 +45,16 @@ func runKill(t *testing.T, cm *comm.Comm, place testbed.Place) {
 		require.NoError(t, w.Launch(cm, b, killCount), "warm-up %d", i)
 		require.NoError(t, b.Dev.Synchronize(b.S), "warm-up %d", i)
 	}
-	// A barrier: every rank is connected and ready before the victim dies.
+	// A barrier: every rank is connected and ready before the victim dies;
+	// the victim waits until every rank's barrier is done (a rank still
+	// finishing it would otherwise see the loss there).
 	require.NoError(t, coll.AllReduce(cm, b.Send, b.Recv, 1, gccl.Int32, gccl.Sum, b.S))
 	require.NoError(t, b.Dev.Synchronize(b.S))
+	if cm.Rank() == victim {
+		require.NoError(t, arrive(place, "ready", -1))
+	} else {
+		require.NoError(t, os.WriteFile(markFile(place, "ready", place.Rank), nil, 0o644))
+	}
 
 	start := time.Now()
 	err = w.Launch(cm, b, killCount)
@@ -94,22 +101,32 @@ func runKill(t *testing.T, cm *comm.Comm, place testbed.Place) {
 // seenAll records that this survivor has seen the loss (a file next to
 // the job's unique ID) and waits, up to twice the timeout, for every
 // other survivor's record.
-func seenAll(p testbed.Place, victim int) error {
-	seen := func(r int) string { return fmt.Sprintf("%s.seen-%d", p.IDFile, r) }
-	if err := os.WriteFile(seen(p.Rank), nil, 0o644); err != nil {
+func seenAll(p testbed.Place, victim int) error { return arrive(p, "seen", victim) }
+
+// arrive records that this rank reached point tag (a file next to the
+// job's unique ID) and waits, up to twice the timeout, for every rank but
+// skip (-1: none) to record it too.
+func arrive(p testbed.Place, tag string, skip int) error {
+	mark := func(r int) string { return markFile(p, tag, r) }
+	if err := os.WriteFile(mark(p.Rank), nil, 0o644); err != nil {
 		return err
 	}
-	poll := wait.Poller{Deadline: time.Now().Add(2 * killTimeout), What: "the other survivors", MaxSleep: 5 * time.Millisecond}
+	poll := wait.Poller{Deadline: time.Now().Add(2 * killTimeout), What: "the other ranks at " + tag, MaxSleep: 5 * time.Millisecond}
 	for r := 0; r < p.NRanks; {
-		if _, err := os.Stat(seen(r)); r == victim || err == nil {
+		if _, err := os.Stat(mark(r)); r == skip || err == nil {
 			r++
 			continue
 		}
 		if err := poll.Pause(); err != nil {
-			return fmt.Errorf("waiting for survivor %d to see the loss: %w", r, err)
+			return fmt.Errorf("waiting for rank %d to reach %s: %w", r, tag, err)
 		}
 	}
 	return nil
+}
+
+// markFile is rank r's record of reaching point tag.
+func markFile(p testbed.Place, tag string, r int) string {
+	return fmt.Sprintf("%s.%s-%d", p.IDFile, tag, r)
 }
 
 // names reports whether err's message names rank r ("rank 3", "ranks 1 and 3").

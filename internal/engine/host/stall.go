@@ -109,7 +109,11 @@ func (b *Backend) namesStalled(err error, took time.Duration) error {
 	if len(relays) > 0 {
 		msg += fmt.Sprintf("; this rank waited for %s too, which reported waiting in turn", opdesc.Ranks(relays))
 	}
-	msg += fmt.Sprintf("; check that %s is running and calls the same operations (a stopped or stuck process, or a missing call), or raise GCCL_TIMEOUT or Config.Timeout if it is only slow", opdesc.Ranks(stalled))
+	verbs := "is running and calls"
+	if len(stalled) > 1 {
+		verbs = "are running and call"
+	}
+	msg += fmt.Sprintf("; check that %s %s the same operations (a stopped or stuck process, or a missing call), or raise GCCL_TIMEOUT or Config.Timeout if it is only slow", opdesc.Ranks(stalled), verbs)
 	return gccl.Errorf(gccl.TimeoutError, "peer", "%s", msg)
 }
 

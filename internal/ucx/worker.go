@@ -1,0 +1,389 @@
+package ucx
+
+import (
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/gccl/gccl"
+)
+
+// Worker is a UCP worker (ucp_worker_h): one progress engine. Its calls,
+// and those of its endpoints and requests, are serialised by its mutex
+// (the worker is created UCS_THREAD_MODE_SERIALIZED); it makes progress
+// only when called: in Progress, in every Request.Test, and in Wait,
+// which sleeps on the worker's event fd in between.
+type Worker struct {
+	mu      sync.Mutex
+	h       uintptr
+	ctx     *Context
+	orphans []*Request // released before they completed: pinned until Close
+}
+
+// NewWorker creates a worker of c.
+func (c *Context) NewWorker() (*Worker, error) {
+	h, s := cWorkerCreate(c.h)
+	if err := check("ucp_worker_create", s); err != nil {
+		return nil, err
+	}
+	return &Worker{h: h, ctx: c}, nil
+}
+
+// Close destroys the worker (ucp_worker_destroy) and its endpoints; its
+// requests must have been released.
+//
+// UCX must not destroy a worker whose endpoints still have requests or
+// wire-up messages in flight (builds with assertions, Debian's among them,
+// abort the process), so Close first progresses the worker until the
+// requests released before they completed are done (cancelled receives,
+// sends of force-closed endpoints) and flushes the worker's endpoints,
+// those UCX made for peers' wire-up included, for up to DrainTimeout in
+// all (a dead peer's endpoints fail sooner).
+func (w *Worker) Close() {
+	if w == nil {
+		return
+	}
+	deadline := time.Now().Add(DrainTimeout)
+	for w.drain() && time.Now().Before(deadline) {
+		_ = w.Wait(10 * time.Millisecond)
+	}
+	_ = w.Flush(time.Until(deadline))
+	for w.drain() && time.Now().Before(deadline) {
+		_ = w.Wait(10 * time.Millisecond)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h != 0 {
+		cWorkerDestroy(w.h)
+		w.h = 0
+	}
+	for _, r := range w.orphans {
+		r.finish()
+	}
+	w.orphans = nil
+}
+
+// Flush waits up to d, progressing the worker, until every endpoint of
+// it, those UCX made for peers' wire-up included, has nothing in flight
+// (ucp_worker_flush_nbx).
+func (w *Worker) Flush(d time.Duration) error {
+	w.mu.Lock()
+	if w.h == 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	req, s := cWorkerFlush(w.h)
+	w.mu.Unlock()
+	if err := check("ucp_worker_flush_nbx", s); err != nil || req == 0 {
+		return err
+	}
+	r := &Request{w: w, h: req}
+	err := r.Wait(d)
+	r.Release()
+	return err
+}
+
+// DrainTimeout bounds how long Close waits for released requests.
+const DrainTimeout = 5 * time.Second
+
+// drain progresses the worker, frees the released requests that are done
+// now, and reports whether any is left.
+func (w *Worker) drain() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h == 0 || len(w.orphans) == 0 {
+		return false
+	}
+	w.progress()
+	left := w.orphans[:0]
+	for _, r := range w.orphans {
+		r.poll()
+		if !r.done {
+			left = append(left, r)
+		}
+	}
+	w.orphans = left
+	return len(left) > 0
+}
+
+// Address is the worker's address (ucp_worker_get_address), what a peer
+// needs to Connect to it.
+func (w *Worker) Address() ([]byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a, s := cWorkerAddress(w.h)
+	return a, check("ucp_worker_get_address", s)
+}
+
+// Progress runs the worker's progress engine until it has nothing left to
+// do now.
+func (w *Worker) Progress() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.progress()
+}
+
+func (w *Worker) progress() {
+	for cProgress(w.h) != 0 {
+	}
+}
+
+// Wait progresses the worker, then sleeps until it has events (its event
+// fd becomes readable) or d passes, whichever is first. It does not hold
+// the worker while it sleeps, so other goroutines may progress it
+// meanwhile; waiters loop on their own condition with their own deadline.
+func (w *Worker) Wait(d time.Duration) error {
+	w.mu.Lock()
+	if w.h == 0 {
+		w.mu.Unlock()
+		return gccl.Errorf(gccl.InvalidUsage, "ucx worker", "closed")
+	}
+	fd, s := cArm(w.h)
+	w.mu.Unlock()
+	if s == InProgress {
+		return nil
+	}
+	if err := check("ucp_worker_arm", s); err != nil {
+		return err
+	}
+	cPoll(fd, max(1, int(d/time.Millisecond)))
+	return nil
+}
+
+// Signal wakes a goroutine sleeping in Wait (ucp_worker_signal).
+func (w *Worker) Signal() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h == 0 {
+		return nil
+	}
+	return check("ucp_worker_signal", cSignal(w.h))
+}
+
+// Endpoint is a connection from a worker to a peer's worker (ucp_ep_h),
+// created with peer error handling: a failed peer fails its requests
+// instead of hanging them.
+type Endpoint struct {
+	w *Worker
+	h uintptr
+}
+
+// Connect creates an endpoint to the worker whose address is addr. It does
+// not wait: UCX wires the endpoint up as both workers progress.
+func (w *Worker) Connect(addr []byte) (*Endpoint, error) {
+	if len(addr) == 0 {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "ucp_ep_create", "empty worker address")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h, s := cEpCreate(w.h, addr)
+	if err := check("ucp_ep_create", s); err != nil {
+		return nil, err
+	}
+	return &Endpoint{w: w, h: h}, nil
+}
+
+// Err is the failure UCX reported for the endpoint's peer, or nil.
+func (e *Endpoint) Err() error {
+	e.w.mu.Lock()
+	defer e.w.mu.Unlock()
+	return check("ucp endpoint", cEpStatus(e.h))
+}
+
+// Flush waits up to d, progressing the worker, until everything posted on
+// e and its wire-up with the peer are complete (ucp_ep_flush_nbx). The
+// peer's worker must progress meanwhile.
+func (e *Endpoint) Flush(d time.Duration) error {
+	e.w.mu.Lock()
+	req, s := cEpFlush(e.h)
+	e.w.mu.Unlock()
+	if err := check("ucp_ep_flush_nbx", s); err != nil || req == 0 {
+		return err
+	}
+	r := &Request{w: e.w, h: req}
+	err := r.Wait(d)
+	r.Release()
+	return err
+}
+
+// Close closes the endpoint (ucp_ep_close_nbx), flushing what was sent
+// unless force, and waits up to d for it; then it frees the endpoint.
+func (e *Endpoint) Close(force bool, d time.Duration) error {
+	if e == nil || e.h == 0 {
+		return nil
+	}
+	e.w.mu.Lock()
+	req, s := cEpClose(e.h, force)
+	e.w.mu.Unlock()
+	err := check("ucp_ep_close_nbx", s)
+	if req != 0 {
+		r := &Request{w: e.w, h: req}
+		err = r.Wait(d)
+		r.Release()
+	}
+	cEpFree(e.h)
+	e.h = 0
+	return err
+}
+
+// Request is a posted operation. Test progresses its worker and reports
+// whether it is done; Release frees it (cancelling it first when it is
+// still pending). Go memory it reads or writes stays pinned until then.
+type Request struct {
+	w    *Worker
+	h    uintptr // 0 once complete
+	recv bool
+	done bool
+	n    int
+	err  error
+	rkey uintptr
+	pin  runtime.Pinner
+}
+
+// Send posts the send of [p, p+n) with tag (ucp_tag_send_nbx); m, when
+// not nil, is its registration.
+func (e *Endpoint) Send(p unsafe.Pointer, n int, tag uint64, m *Mem, cuda bool) (*Request, error) {
+	e.w.mu.Lock()
+	defer e.w.mu.Unlock()
+	if s := cEpStatus(e.h); s != OK {
+		return nil, check("ucp_tag_send_nbx", s)
+	}
+	r := &Request{w: e.w, n: n}
+	r.pin.Pin(p)
+	h, s := cTagSend(e.h, p, n, tag, m.handle(), cuda)
+	return r.posted("ucp_tag_send_nbx", h, s)
+}
+
+// Recv posts the receive of at most n bytes into [p, p+n) of the message
+// with tag (ucp_tag_recv_nbx, every tag bit matched).
+func (w *Worker) Recv(p unsafe.Pointer, n int, tag uint64, m *Mem, cuda bool) (*Request, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := &Request{w: w, recv: true}
+	r.pin.Pin(p)
+	h, got, s := cTagRecv(w.h, p, n, tag, m.handle(), cuda)
+	r.n = got
+	return r.posted("ucp_tag_recv_nbx", h, s)
+}
+
+// ReadBack posts a one-byte RDMA read of addr (inside m) into dst through
+// e: after it completes, every earlier NIC write into m's memory is
+// visible (the GPUDirect flush).
+func (e *Endpoint) ReadBack(m *Mem, addr, dst unsafe.Pointer) (*Request, error) {
+	e.w.mu.Lock()
+	defer e.w.mu.Unlock()
+	r := &Request{w: e.w, n: 0}
+	r.pin.Pin(dst)
+	h, rkey, s := cReadBack(e.w.ctx.h, e.h, m.handle(), addr, dst)
+	r.rkey = rkey
+	return r.posted("ucp_get_nbx", h, s)
+}
+
+func (r *Request) posted(call string, h uintptr, s Status) (*Request, error) {
+	if err := check(call, s); err != nil {
+		r.finish()
+		return nil, err
+	}
+	r.h = h
+	if h == 0 {
+		r.done = true
+		r.finish()
+	}
+	return r, nil
+}
+
+// finish releases what the request held once it is complete (lock held).
+func (r *Request) finish() {
+	if r.rkey != 0 {
+		cRkeyDestroy(r.rkey)
+		r.rkey = 0
+	}
+	r.pin.Unpin()
+}
+
+// Test progresses the worker and reports whether r is done, the bytes a
+// receive got, and its error; a cancelled request reports ErrCanceled.
+func (r *Request) Test() (bool, int, error) {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	if !r.done && r.h != 0 {
+		r.w.progress()
+		r.poll()
+	}
+	return r.done, r.n, r.err
+}
+
+// poll checks r's status without progressing (lock held).
+func (r *Request) poll() {
+	var s Status
+	if r.recv {
+		r.n, s = cRecvStatus(r.h)
+	} else {
+		s = cRequestStatus(r.h)
+	}
+	if s == InProgress {
+		return
+	}
+	if s == ErrCanceled {
+		r.err = gccl.Errorf(gccl.InvalidUsage, "ucx request", "cancelled: %w", s)
+	} else {
+		r.err = check("ucx request", s)
+	}
+	r.done = true
+	cRequestFree(r.h)
+	r.h = 0
+	r.finish()
+}
+
+// Wait tests r, sleeping on the worker's events in between, until it is
+// done or d passes (a TimeoutError).
+func (r *Request) Wait(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		done, _, err := r.Test()
+		if done {
+			return err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return gccl.Errorf(gccl.TimeoutError, "ucx request", "not done after %v", d)
+		}
+		if err := r.w.Wait(min(left, 100*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+}
+
+// Cancel asks UCX to cancel a pending receive (ucp_request_cancel); it
+// completes with ErrCanceled as the worker progresses.
+func (r *Request) Cancel() {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	if !r.done && r.h != 0 {
+		cRequestCancel(r.w.h, r.h)
+	}
+}
+
+// Release gives a request up: a done one is already freed; a pending
+// receive is cancelled; what is still pending then is left to the worker,
+// which frees it when it completes (at the latest in Close). The caller
+// must not use r again.
+func (r *Request) Release() {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	if r.done || r.h == 0 {
+		return
+	}
+	if r.recv {
+		cRequestCancel(r.w.h, r.h)
+	}
+	r.w.progress()
+	r.poll()
+	if !r.done {
+		// UCX still owns it (a send until its endpoint is closed, a
+		// receive already matched): the worker frees it once it
+		// completes, and its memory stays pinned until then.
+		r.w.orphans = append(r.w.orphans, r)
+	}
+}

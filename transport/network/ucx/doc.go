@@ -1,0 +1,56 @@
+// Package ucx is the ucx network provider (network.Provider) over UCX's
+// UCP API (package internal/ucx): InfiniBand RC/DC/UD, RoCE and TCP,
+// with shared memory for peers on the same host, and GPUDirect RDMA where
+// UCX was built with CUDA.
+//
+// Devices are the network devices UCX's transports reach (UCX_TLS and
+// UCX_NET_DEVICES apply): verbs devices first ("mlx5_0:1", Transport
+// "rc_mlx5,dc_mlx5,ud_mlx5"), then TCP interfaces by link speed, loopback
+// last; Speed and PCIPath come from sysfs, Memory has MemCUDA only when
+// UCX's context reports CUDA memory support. GCCL_IB_DISABLE=1
+// (NCCL_IB_DISABLE) leaves the verbs devices out, and a device's context
+// is created with UCX_NET_DEVICES naming that device only, so UCX never
+// opens InfiniBand or RoCE then (checked when the context is made).
+//
+// Addressing: a UCP worker address is often larger than a handle may be
+// (network.MaxHandleSize, 128 bytes; 79 bytes for TCP alone on a machine
+// with two interfaces, over 200 with shared memory), so the handle carries
+// a TCP address instead, as NCCL's UCX plugin does: the listener's side
+// socket, on the interface GCCL_SOCKET_IFNAME chooses. Connect dials it
+// and proves the communicator's id and secret (internal/auth's
+// challenge-response; the secret never crosses the wire). Only then does
+// the listener create the connection's worker and send its address, with
+// its own proof over it, so nothing of an unauthenticated peer reaches UCX.
+// Connect then flushes its endpoint, and the receiver its worker, so the
+// UCX wire-up is complete when Connect returns. The socket stays open for
+// the connection's life and carries its few control messages: its end
+// tells each side that the other closed or died (ErrRemote); the sender's
+// Close sends the number of messages it sent, so that the receiver fails
+// exactly the receives no message will match; a receiver's Fail
+// (network.Failer) sends its refusal, which the sender's requests then
+// fail with (network.Refuser). Closes are ordered so that no worker is
+// destroyed with a request or a wire-up message in flight towards it: a
+// closing receiver asks the sender to close its endpoint first, and a
+// closing sender closes its endpoint, then waits for the receiver to have
+// flushed its worker, before destroying its own. (UCX builds with
+// assertions, Debian's 1.13 among them, abort the process otherwise; a
+// rare race of this kind remains, see the tests.)
+//
+// Each connection has its own worker (created UCS_THREAD_MODE_SERIALIZED
+// over a device context shared by the provider's connections on that
+// device): tags match per connection, in order, with every tag bit
+// significant, and closing a connection ends everything of it. Progress:
+// every Request.Test progresses the worker; besides, one goroutine per
+// connection sleeps on the worker's event fd (ucp_worker_arm and poll) and
+// progresses it when UCX has events, so that wire-up and the peer's
+// transfers move on while nobody tests here (from the handshake on, so a
+// sender may send, or close, before the listener's Accept). Requests are
+// network.Waiters: Wait sleeps between that goroutine's rounds. An idle
+// connection costs a wake-up every 250 ms, never a busy loop.
+//
+// Registration is ucp_mem_map of the region (host or CUDA memory type).
+// Flush is done at once for host memory; for CUDA memory it is a one-byte
+// RDMA read (ucp_get_nbx) of the region through an endpoint to the
+// connection's own worker, which completes after the NIC's earlier writes
+// into it, as NCCL's UCX plugin flushes GPUDirect receives.
+package ucx
