@@ -180,8 +180,7 @@ func (t *task) run() error {
 // run waits for the launch's turn in its engine's issue order, runs its
 // ops, and ends the launch (a failure becomes the engine's async error).
 func (p part) run() error {
-	ctx, cancel := p.l.Context()
-	defer cancel()
+	ctx := p.l.Context()
 	err := p.l.WaitTurn(ctx)
 	if err == nil {
 		err = p.b.Run(ctx, p.l.Ops)
