@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
@@ -12,77 +13,192 @@ import (
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/host/opdesc"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/internal/wait"
 	"github.com/gccl/gccl/transport"
 )
 
-// runSendRecv runs point-to-point ops concurrently: one goroutine per peer and
-// direction takes that peer's ops in issue order (so the k-th send to a peer
+// runSendRecv runs point-to-point ops: one lane per peer and direction
+// takes that peer's ops in issue order (so the k-th send to a peer
 // matches the peer's k-th receive), and all peers progress at once, so
 // all-to-all patterns cannot deadlock. Sends to self are matched with
 // receives from self by order and copied.
+//
+// When every send fits in its connection's buffer now (small messages
+// over shared memory: transport.Buffered) no send waits for a peer, so
+// the lanes run one after the other on this goroutine, sends first: a
+// receive then waits only for peers' sends, which wait for nothing this
+// rank does later, and no goroutine is started or woken. Otherwise every
+// lane but the last runs on a goroutine of its own.
 func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	type lane struct {
-		peer int
-		send bool
-	}
-	lanes := map[lane][]*engine.Op{}
-	var order []lane
-	var selfSend, selfRecv []*engine.Op
-	for i := range ops {
-		o := &ops[i]
-		switch {
-		case o.Peer == b.rank && o.Kind == algo.P2PSend:
-			selfSend = append(selfSend, o)
-		case o.Peer == b.rank:
-			selfRecv = append(selfRecv, o)
-		default:
-			k := lane{o.Peer, o.Kind == algo.P2PSend}
-			if _, ok := lanes[k]; !ok {
-				order = append(order, k)
-			}
-			lanes[k] = append(lanes[k], o)
-		}
-	}
-	if err := copySelf(selfSend, selfRecv); err != nil {
+	pr := &b.p2p
+	pr.sort(ops, b.rank)
+	if err := copySelf(pr.self[1], pr.self[0]); err != nil {
 		return err
 	}
-	peers := make([]int, 0, len(order))
-	for _, k := range order {
-		peers = append(peers, k.peer)
-	}
-	if err := b.connect(ctx, func() string { return p2pName(ops) }, peers); err != nil {
+	if err := b.connect(ctx, func() string { return p2pName(ops) }, pr.peers); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errList := make([]error, len(order))
-	runLane := func(i int) {
-		for _, o := range lanes[order[i]] {
-			if errList[i] = b.sendRecvOne(ctx, o); errList[i] != nil {
-				cancel()
-				return
-			}
-		}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(b.timeout)
 	}
-	// The last lane runs on this goroutine: a launch of one Send or Recv
-	// starts no goroutine, and every launch one fewer (each start and end
-	// is a hand-off that can cost a wake-up).
-	var wg sync.WaitGroup
-	for i := range len(order) - 1 {
-		wg.Go(func() { runLane(i) })
+	pr.scope.Reset(ctx, deadline) // one lane's failure cancels its siblings
+	defer pr.scope.Release()
+	if b.fitsNow(pr.lanes) {
+		b.runInline(pr)
+	} else {
+		b.runConcurrently(pr)
 	}
-	if len(order) > 0 {
-		runLane(len(order) - 1)
+	errList := pr.errs[:0]
+	for i := range pr.lanes {
+		errList = append(errList, pr.lanes[i].err)
 	}
-	wg.Wait()
+	pr.errs = errList
 	if w := opdesc.Merge(errList...); w != nil {
 		w.Op = p2pName(ops) // every peer a lane was waiting for
 		return w
 	}
 	return causeErr(errList...)
+}
+
+// p2pLane is a launch's ops with one peer in one direction, in issue order.
+type p2pLane struct {
+	peer int
+	send bool
+	ops  []*engine.Op
+	err  error
+}
+
+// p2pRun is a backend's state for running a launch's point-to-point ops,
+// kept between launches so that a launch allocates nothing; used under
+// the engine's issue order only (as Backend.scratch).
+type p2pRun struct {
+	lanes []p2pLane       // sends first, each direction in the order of its first op
+	self  [2][]*engine.Op // receives from and sends to self
+	peers []int           // the lanes' peers
+	errs  []error         // the lanes' errors, for opdesc.Merge
+	scope wait.Scope      // the lanes' bound: the launch's, and cancelled by a failing lane
+	wg    sync.WaitGroup
+}
+
+// sort puts ops into lanes (reusing their storage) and the self lists.
+func (pr *p2pRun) sort(ops []engine.Op, rank int) {
+	for i := range pr.lanes {
+		clear(pr.lanes[i].ops)
+		pr.lanes[i] = p2pLane{ops: pr.lanes[i].ops[:0]}
+	}
+	pr.lanes, pr.peers = pr.lanes[:0], pr.peers[:0]
+	clear(pr.self[0])
+	clear(pr.self[1])
+	pr.self[0], pr.self[1] = pr.self[0][:0], pr.self[1][:0]
+	for _, sends := range []bool{true, false} {
+		for i := range ops {
+			o := &ops[i]
+			if (o.Kind == algo.P2PSend) != sends {
+				continue
+			}
+			if o.Peer == rank {
+				k := 0
+				if sends {
+					k = 1
+				}
+				pr.self[k] = append(pr.self[k], o)
+				continue
+			}
+			l := pr.lane(o.Peer, sends)
+			l.ops = append(l.ops, o)
+		}
+	}
+}
+
+// lane returns the lane of peer and direction, adding it if new.
+func (pr *p2pRun) lane(peer int, send bool) *p2pLane {
+	for i := range pr.lanes {
+		if l := &pr.lanes[i]; l.peer == peer && l.send == send {
+			return l
+		}
+	}
+	if len(pr.lanes) < cap(pr.lanes) {
+		pr.lanes = pr.lanes[:len(pr.lanes)+1]
+		l := &pr.lanes[len(pr.lanes)-1]
+		l.peer, l.send = peer, send
+	} else {
+		pr.lanes = append(pr.lanes, p2pLane{peer: peer, send: send})
+	}
+	pr.peers = append(pr.peers, peer)
+	return &pr.lanes[len(pr.lanes)-1]
+}
+
+// fitsNow reports whether every send of the lanes fits in its
+// connection's buffer now (transport.Buffered), so that none waits.
+func (b *Backend) fitsNow(lanes []p2pLane) bool {
+	for i := range lanes {
+		l := &lanes[i]
+		if !l.send {
+			continue
+		}
+		buf, ok := b.conns[l.peer].send.(transport.Buffered)
+		if !ok {
+			return false
+		}
+		need := 0
+		for _, o := range l.ops {
+			if n := o.Count * o.Type.Size(); n > 0 {
+				need += buf.Takes(n)
+			}
+		}
+		if need > buf.Free() {
+			return false
+		}
+	}
+	return true
+}
+
+// runInline runs the lanes in order on this goroutine (fitsNow: the sends
+// come first and none waits). After a lane timed out the later ones still
+// run, against the passed deadline: they take what has arrived and time
+// out on the peers that sent nothing, so the error names every peer this
+// rank waited for, as with concurrent lanes. Any other failure ends the
+// run.
+func (b *Backend) runInline(pr *p2pRun) {
+	for i := range pr.lanes {
+		l := &pr.lanes[i]
+		if l.err = b.runLane(&pr.scope, l.ops); l.err != nil && gccl.Code(l.err) != gccl.TimeoutError {
+			return
+		}
+	}
+}
+
+// runConcurrently runs every lane but the last on a goroutine of its own,
+// the last on this one (a lone Send or Recv starts no goroutine). A lane
+// that fails cancels the others.
+func (b *Backend) runConcurrently(pr *p2pRun) {
+	run := func(l *p2pLane) {
+		if l.err = b.runLane(&pr.scope, l.ops); l.err != nil {
+			pr.scope.Cancel()
+		}
+	}
+	last := len(pr.lanes) - 1
+	for i := range last {
+		pr.wg.Go(func() { run(&pr.lanes[i]) })
+	}
+	if last >= 0 {
+		run(&pr.lanes[last])
+	}
+	pr.wg.Wait()
+}
+
+// runLane runs a lane's ops in order and returns the first error.
+func (b *Backend) runLane(ctx context.Context, ops []*engine.Op) error {
+	for _, o := range ops {
+		if err := b.sendRecvOne(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // p2pName names a launch's point-to-point ops in errors.

@@ -122,8 +122,9 @@ func (w *waiter) check() error {
 // Sender is the producing end of a ring; it implements transport.Conn's Send.
 type Sender struct {
 	end
-	path string
-	head uint64
+	path             string
+	head             uint64
+	slotSize, nslots int // the ring's geometry, fixed at Create
 }
 
 // Create makes the ring file at path and returns its producing end.
@@ -136,8 +137,23 @@ func Create(path string, o Options) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{end: end{r: r, timeout: o.Timeout}, path: path}, nil
+	return &Sender{end: end{r: r, timeout: o.Timeout}, path: path, slotSize: ss, nslots: ns}, nil
 }
+
+// Free is how many slots of the ring are free now (0 once closed): as
+// many slots as messages take (Takes) are sent without waiting for the
+// consumer. Not safe concurrently with Send.
+func (s *Sender) Free() int {
+	if s.begin() != nil {
+		return 0
+	}
+	defer s.mu.Unlock()
+	return s.nslots - int(s.head-atomic.LoadUint64(s.r.u64(offTail)))
+}
+
+// Takes is how many slots a message of n bytes takes: one per slot's
+// worth of bytes, and one for an empty message.
+func (s *Sender) Takes(n int) int { return max(1, (n+s.slotSize-1)/s.slotSize) }
 
 // Send copies one message, descriptor d and p, into the ring: its first
 // slot carries d and the message's length (even when p is empty). It

@@ -42,7 +42,7 @@ func Merge(errs ...error) *WaitError {
 	var out *WaitError
 	for _, err := range errs {
 		var w *WaitError
-		if !errors.As(err, &w) {
+		if err == nil || !errors.As(err, &w) {
 			continue
 		}
 		if out == nil {
