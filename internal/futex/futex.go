@@ -86,9 +86,11 @@ func ShareCPUs(n int) {
 	}
 }
 
-// spinTime is the spin time, read from the environment on first use
-// unless SetSpin or ShareCPUs has set it meanwhile.
-func spinTime() time.Duration {
+// SpinTime is how long a wait of this process busy-polls before it
+// sleeps (GCCL_HOST_SPIN, SetSpin, ShareCPUs), read from the environment
+// on first use unless SetSpin or ShareCPUs has set it meanwhile. Waits
+// elsewhere (host streams) that spin follow it.
+func SpinTime() time.Duration {
 	ns := spin.Load()
 	if ns < 0 {
 		spin.CompareAndSwap(-1, int64(resolveSpin(env.Get().HostSpin)))
@@ -120,7 +122,7 @@ func (c Counter) Advance(v uint32) {
 // Await waits until the counter reaches target. check runs between sleeps
 // (and every checkEvery polls) and ends the wait with its error.
 func (c Counter) Await(target uint32, check func() error) error {
-	spinFor, polling := spinTime(), true
+	spinFor, polling := SpinTime(), true
 	var began time.Time
 	for i := 0; ; i++ {
 		v := atomic.LoadUint32(c.Seq)

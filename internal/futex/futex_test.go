@@ -88,7 +88,7 @@ func TestSpinThenSleep(t *testing.T) {
 	if runtime.NumCPU() >= autoSpinCPUs {
 		want = AutoSpin
 	}
-	assert.Equal(t, want, spinTime(), "auto")
+	assert.Equal(t, want, SpinTime(), "auto")
 }
 
 // TestShareCPUs: with GCCL_HOST_SPIN auto, more ranks on this host than
@@ -102,12 +102,12 @@ func TestShareCPUs(t *testing.T) {
 	t.Cleanup(func() { env.Reload() })
 	SetSpin(time.Millisecond)
 	ShareCPUs(runtime.NumCPU())
-	assert.Equal(t, time.Millisecond, spinTime(), "as many ranks as CPUs")
+	assert.Equal(t, time.Millisecond, SpinTime(), "as many ranks as CPUs")
 	ShareCPUs(runtime.NumCPU() + 1)
-	assert.Zero(t, spinTime(), "more ranks than CPUs, GCCL_HOST_SPIN unset")
+	assert.Zero(t, SpinTime(), "more ranks than CPUs, GCCL_HOST_SPIN unset")
 	t.Setenv("GCCL_HOST_SPIN", "1ms")
 	env.Reload()
 	SetSpin(time.Millisecond)
 	ShareCPUs(runtime.NumCPU() + 1)
-	assert.Equal(t, time.Millisecond, spinTime(), "GCCL_HOST_SPIN set: kept")
+	assert.Equal(t, time.Millisecond, SpinTime(), "GCCL_HOST_SPIN set: kept")
 }
