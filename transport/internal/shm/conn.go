@@ -47,6 +47,7 @@ type end struct {
 	r       *ring
 	closing atomic.Bool
 	timeout time.Duration
+	w       waiter // the wait of the operation in progress (under mu)
 }
 
 var errClosed = gccl.Errorf(gccl.InvalidUsage, "conn", "use of a closed shared-memory connection")
@@ -95,9 +96,17 @@ type waiter struct {
 // liveEvery is how often a wait checks that the peer's process runs.
 const liveEvery = 10 * time.Millisecond
 
-func (e *end) waiter(ctx context.Context, what string, peerPidOff int, peer func() error) *waiter {
-	return &waiter{e: e, ctx: ctx, deadline: wait.Deadline(ctx, e.timeout), what: what, pidOff: peerPidOff,
-		peer: peer, lastLive: time.Now()}
+// setWaiter sets up the end's waiter (what, whose pid, the peer's
+// conditions) once, when the end is made.
+func (e *end) setWaiter(what string, peerPidOff int, peer func() error) {
+	e.w = waiter{e: e, what: what, pidOff: peerPidOff, peer: peer}
+}
+
+// waiter starts the wait of an operation bounded by ctx (e.mu held): it
+// reuses the end's waiter, so an operation allocates nothing.
+func (e *end) waiter(ctx context.Context) *waiter {
+	e.w.ctx, e.w.deadline, e.w.lastLive = ctx, wait.Deadline(ctx, e.timeout), time.Now()
+	return &e.w
 }
 
 func (w *waiter) check() error {
@@ -137,7 +146,9 @@ func Create(path string, o Options) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{end: end{r: r, timeout: o.Timeout}, path: path, slotSize: ss, nslots: ns}, nil
+	s := &Sender{end: end{r: r, timeout: o.Timeout}, path: path, slotSize: ss, nslots: ns}
+	s.setWaiter("shm send", offReceiverPid, s.refused)
+	return s, nil
 }
 
 // Free is how many slots of the ring are free now (0 once closed): as
@@ -164,7 +175,7 @@ func (s *Sender) Send(ctx context.Context, d msg.Desc, p []byte) error {
 	}
 	defer s.mu.Unlock()
 	r := s.r
-	w := s.waiter(ctx, "shm send", offReceiverPid, s.refused)
+	w := s.waiter(ctx)
 	for first := true; first || len(p) > 0; {
 		if err := s.refused(); err != nil {
 			return err
