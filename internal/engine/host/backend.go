@@ -66,6 +66,7 @@ type Backend struct {
 	scratch   []byte         // grown on demand; used under the engine's issue order only
 	premulBuf []byte         // PreMulSum's scaled input (premulInput); as scratch
 	zc        *zerocopy.Path // nil where the ranks cannot map each other's memory
+	tasks     sync.Pool      // *task, reused by Submit
 }
 
 // peerConn is the two directions to one peer.
@@ -91,6 +92,7 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 	if b.red == nil {
 		b.red = DefaultReducer
 	}
+	b.tasks.New = func() any { return &task{} }
 	if err := b.exchange(ctx, s.Boot, cfg.Transport); err != nil {
 		return nil, errs.First(err, b.Close(true))
 	}

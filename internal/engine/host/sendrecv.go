@@ -27,8 +27,10 @@ import (
 // over shared memory: transport.Buffered) no send waits for a peer, so
 // the lanes run one after the other on this goroutine, sends first: a
 // receive then waits only for peers' sends, which wait for nothing this
-// rank does later, and no goroutine is started or woken. Otherwise every
-// lane but the last runs on a goroutine of its own.
+// rank does later, and no goroutine is started or woken. That is for
+// launches of at most inlineBytes; otherwise, and when a send does not
+// fit, every lane but the last runs on a goroutine of its own, and the
+// lanes' copies run on as many cores.
 func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 	if len(ops) == 0 {
 		return nil
@@ -53,8 +55,8 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 		b.runConcurrently(pr)
 	}
 	errList := pr.errs[:0]
-	for i := range pr.lanes {
-		errList = append(errList, pr.lanes[i].err)
+	for _, l := range pr.lanes {
+		errList = append(errList, l.err)
 	}
 	pr.errs = errList
 	if w := opdesc.Merge(errList...); w != nil {
@@ -70,13 +72,14 @@ type p2pLane struct {
 	send bool
 	ops  []*engine.Op
 	err  error
+	recv p2pRecv // a receiving lane's current op
 }
 
 // p2pRun is a backend's state for running a launch's point-to-point ops,
 // kept between launches so that a launch allocates nothing; used under
 // the engine's issue order only (as Backend.scratch).
 type p2pRun struct {
-	lanes []p2pLane       // sends first, each direction in the order of its first op
+	lanes []*p2pLane      // sends first, each direction in the order of its first op
 	self  [2][]*engine.Op // receives from and sends to self
 	peers []int           // the lanes' peers
 	errs  []error         // the lanes' errors, for opdesc.Merge
@@ -86,9 +89,9 @@ type p2pRun struct {
 
 // sort puts ops into lanes (reusing their storage) and the self lists.
 func (pr *p2pRun) sort(ops []engine.Op, rank int) {
-	for i := range pr.lanes {
-		clear(pr.lanes[i].ops)
-		pr.lanes[i] = p2pLane{ops: pr.lanes[i].ops[:0]}
+	for _, l := range pr.lanes {
+		clear(l.ops)
+		l.ops, l.err = l.ops[:0], nil
 	}
 	pr.lanes, pr.peers = pr.lanes[:0], pr.peers[:0]
 	clear(pr.self[0])
@@ -116,27 +119,49 @@ func (pr *p2pRun) sort(ops []engine.Op, rank int) {
 
 // lane returns the lane of peer and direction, adding it if new.
 func (pr *p2pRun) lane(peer int, send bool) *p2pLane {
-	for i := range pr.lanes {
-		if l := &pr.lanes[i]; l.peer == peer && l.send == send {
+	for _, l := range pr.lanes {
+		if l.peer == peer && l.send == send {
 			return l
 		}
 	}
-	if len(pr.lanes) < cap(pr.lanes) {
-		pr.lanes = pr.lanes[:len(pr.lanes)+1]
-		l := &pr.lanes[len(pr.lanes)-1]
-		l.peer, l.send = peer, send
+	if n := len(pr.lanes); n < cap(pr.lanes) && pr.lanes[:n+1][n] != nil {
+		pr.lanes = pr.lanes[:n+1] // a lane of an earlier launch
 	} else {
-		pr.lanes = append(pr.lanes, p2pLane{peer: peer, send: send})
+		pr.lanes = append(pr.lanes, newLane())
 	}
+	l := pr.lanes[len(pr.lanes)-1]
+	l.peer, l.send = peer, send
 	pr.peers = append(pr.peers, peer)
-	return &pr.lanes[len(pr.lanes)-1]
+	return l
 }
 
-// fitsNow reports whether every send of the lanes fits in its
-// connection's buffer now (transport.Buffered), so that none waits.
-func (b *Backend) fitsNow(lanes []p2pLane) bool {
-	for i := range lanes {
-		l := &lanes[i]
+// newLane makes a lane whose receive callbacks are bound once, so that
+// receiving allocates nothing.
+func newLane() *p2pLane {
+	l := &p2pLane{}
+	l.recv.accept, l.recv.consume = l.recv.check, l.recv.copyIn
+	return l
+}
+
+// inlineBytes is the most bytes (sent and received) of a launch whose
+// lanes run one after the other: about what a core copies in the time
+// a hand-off to another goroutine takes (a few microseconds).
+const inlineBytes = 64 << 10
+
+// fitsNow reports whether the lanes move at most inlineBytes and every
+// send fits in its connection's buffer now (transport.Buffered), so that
+// none waits.
+func (b *Backend) fitsNow(lanes []*p2pLane) bool {
+	total := 0
+	for _, l := range lanes {
+		for _, o := range l.ops {
+			total += o.Count * o.Type.Size()
+		}
+	}
+	if total > inlineBytes {
+		return false
+	}
+	for _, l := range lanes {
 		if !l.send {
 			continue
 		}
@@ -164,9 +189,8 @@ func (b *Backend) fitsNow(lanes []p2pLane) bool {
 // rank waited for, as with concurrent lanes. Any other failure ends the
 // run.
 func (b *Backend) runInline(pr *p2pRun) {
-	for i := range pr.lanes {
-		l := &pr.lanes[i]
-		if l.err = b.runLane(&pr.scope, l.ops); l.err != nil && gccl.Code(l.err) != gccl.TimeoutError {
+	for _, l := range pr.lanes {
+		if l.err = b.runLane(&pr.scope, l); l.err != nil && gccl.Code(l.err) != gccl.TimeoutError {
 			return
 		}
 	}
@@ -177,24 +201,24 @@ func (b *Backend) runInline(pr *p2pRun) {
 // that fails cancels the others.
 func (b *Backend) runConcurrently(pr *p2pRun) {
 	run := func(l *p2pLane) {
-		if l.err = b.runLane(&pr.scope, l.ops); l.err != nil {
+		if l.err = b.runLane(&pr.scope, l); l.err != nil {
 			pr.scope.Cancel()
 		}
 	}
 	last := len(pr.lanes) - 1
 	for i := range last {
-		pr.wg.Go(func() { run(&pr.lanes[i]) })
+		pr.wg.Go(func() { run(pr.lanes[i]) })
 	}
 	if last >= 0 {
-		run(&pr.lanes[last])
+		run(pr.lanes[last])
 	}
 	pr.wg.Wait()
 }
 
 // runLane runs a lane's ops in order and returns the first error.
-func (b *Backend) runLane(ctx context.Context, ops []*engine.Op) error {
-	for _, o := range ops {
-		if err := b.sendRecvOne(ctx, o); err != nil {
+func (b *Backend) runLane(ctx context.Context, l *p2pLane) error {
+	for _, o := range l.ops {
+		if err := b.sendRecvOne(ctx, o, &l.recv); err != nil {
 			return err
 		}
 	}
@@ -233,7 +257,8 @@ func causeErr(list ...error) error {
 // which op with this peer it is (package opdesc); a Recv refuses a message that
 // does not match it (another size, a collective, an op out of order), and
 // the sender learns of it. Zero-count ops move nothing but are counted.
-func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
+// rv is the lane's receive state.
+func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op, rv *p2pRecv) error {
 	n := o.Count * o.Type.Size()
 	seq := &b.recvSeq[o.Peer]
 	if o.Kind == algo.P2PSend {
@@ -249,23 +274,44 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
 		err := wrapPeer(pc.send.Send(ctx, d.Wire(), device.HostBytes(o.Send, n)), o.Peer, "sending to")
 		return p2pWaited(o, err, sendNote)
 	}
-	dst := device.HostBytes(o.Recv, n)
-	off := 0
-	refused := false
-	accept := func(w transport.Desc, got int) error {
-		err := d.Check(b.rank, o.Peer, w, got, n)
-		refused = err != nil
-		if err == nil {
-			pc.heard(opdesc.Of(w))
-		}
-		return err
-	}
-	err := pc.recv.Recv(ctx, accept, func(p []byte) error { off += copy(dst[off:], p); return nil })
-	if refused {
+	rv.me, rv.peer, rv.d, rv.pc = b.rank, o.Peer, d, pc
+	rv.dst, rv.off, rv.refused = device.HostBytes(o.Recv, n), 0, false
+	err := pc.recv.Recv(ctx, rv.accept, rv.consume)
+	rv.dst, rv.pc = nil, nil
+	if rv.refused {
 		pc.recv.Fail(err) // the sender's Send fails with it too
 		return err
 	}
 	return p2pWaited(o, wrapPeer(err, o.Peer, "receiving from"), func() string { return pc.note("") })
+}
+
+// p2pRecv is a Recv in progress: the descriptor its message must carry
+// and where its bytes go. Its callbacks are bound once (newLane).
+type p2pRecv struct {
+	me, peer int
+	d        opdesc.Desc
+	pc       *peerConn
+	dst      []byte
+	off      int
+	refused  bool
+	accept   func(transport.Desc, int) error
+	consume  func([]byte) error
+}
+
+// check accepts a message that matches the op (opdesc.Desc.Check).
+func (rv *p2pRecv) check(w transport.Desc, got int) error {
+	err := rv.d.Check(rv.me, rv.peer, w, got, len(rv.dst))
+	rv.refused = err != nil
+	if err == nil {
+		rv.pc.heard(opdesc.Of(w))
+	}
+	return err
+}
+
+// copyIn copies a piece of the message into place.
+func (rv *p2pRecv) copyIn(p []byte) error {
+	rv.off += copy(rv.dst[rv.off:], p)
+	return nil
 }
 
 // p2pWaited makes a timeout of a Send or Recv an opdesc.WaitError, with
