@@ -24,8 +24,8 @@
 // legacy default stream, which is per device, also runs on the host backend.
 //
 // Every wait takes a context or a deadline; an expired one gives
-// gccl.ErrTimeout. Where host waits spin (package futex: GCCL_HOST_SPIN,
-// none where ranks outnumber CPUs) the worker polls that long for new work
+// gccl.ErrTimeout. Where host streams spin (package futex: GCCL_HOST_SPIN,
+// StreamSpinTime: none where ranks are more than half the CPUs) the worker polls that long for new work
 // before it leaves, and Synchronize polls that long before it sleeps, so
 // that a launch and its synchronisation cost no goroutine wake-up.
 package hoststream

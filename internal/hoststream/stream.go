@@ -105,8 +105,8 @@ func (s *Stream) push(t task) error {
 }
 
 // work drains the queue; it exits when the queue is empty, so an idle
-// stream holds no goroutine. Where waits spin (package futex: the host's
-// spin time, none where ranks outnumber CPUs) it first polls for new work
+// stream holds no goroutine. Where host streams spin (package futex:
+// StreamSpinTime, none where ranks are more than half the CPUs) it first polls for new work
 // that long, so that a caller launching one operation after another hands
 // each to a running goroutine instead of starting one.
 func (s *Stream) work() {
@@ -165,11 +165,11 @@ func (s *Stream) awaitWork() bool {
 	return false
 }
 
-// spinUntil polls cond for the host's spin time (futex.SpinTime; none
-// when it is 0), yielding its goroutine's turn every 64 polls, and
-// reports whether cond became true.
+// spinUntil polls cond for the host streams' spin time
+// (futex.StreamSpinTime; none when it is 0), yielding its goroutine's
+// turn every 64 polls, and reports whether cond became true.
 func spinUntil(cond func() bool) bool {
-	spin := futex.SpinTime()
+	spin := futex.StreamSpinTime()
 	if spin <= 0 {
 		return cond()
 	}
