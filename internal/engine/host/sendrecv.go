@@ -144,9 +144,12 @@ func newLane() *p2pLane {
 }
 
 // inlineBytes is the most bytes (sent and received) of a launch whose
-// lanes run one after the other: about what a core copies in the time
-// a hand-off to another goroutine takes (a few microseconds).
-const inlineBytes = 64 << 10
+// lanes run one after the other: about what a core copies (~25 µs) in
+// the time that waking other threads for the lanes takes on a busy host
+// (tens of µs a futex wake-up, docs/perf-notes.md). It covers a 2x2
+// halo of 16 KiB faces (128 KiB moved); Open MPI's progress engine copies
+// those one after the other too. Larger launches copy on several cores.
+const inlineBytes = 256 << 10
 
 // fitsNow reports whether the lanes move at most inlineBytes and every
 // send fits in its connection's buffer now (transport.Buffered), so that
