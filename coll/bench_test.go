@@ -52,3 +52,11 @@ func benchAllReduce(b *testing.B, n, size int) {
 		launch()
 	}
 }
+
+// BenchmarkAllReduceSmall measures a 1 KiB float32 Sum AllReduce with 4
+// goroutine ranks and the default algorithm choice: the launch path and
+// the hand-offs between ranks, not the bandwidth.
+func BenchmarkAllReduceSmall(b *testing.B) {
+	b.ReportAllocs()
+	benchAllReduce(b, 4, 1<<10)
+}

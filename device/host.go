@@ -1,7 +1,6 @@
 package device
 
 import (
-	"context"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -89,10 +88,9 @@ func (d *hostDevice) Synchronize(h gccl.Stream) error {
 	if err != nil {
 		return err
 	}
-	defer progress.Enter(true)()
-	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
-	defer cancel()
-	return s.Synchronize(ctx)
+	progress.Begin(true)
+	defer progress.End(true)
+	return s.SynchronizeWithin(d.timeout)
 }
 
 func (d *hostDevice) Query(h gccl.Stream) (bool, error) {

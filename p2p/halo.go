@@ -19,7 +19,11 @@ type Cart struct {
 
 // Coords returns rank's coordinates in g.
 func (g Cart) Coords(rank int) []int {
-	c := make([]int, len(g.Dims))
+	return g.coords(rank, make([]int, len(g.Dims)))
+}
+
+// coords writes rank's coordinates into c (len(g.Dims) long) and returns it.
+func (g Cart) coords(rank int, c []int) []int {
 	for d := len(g.Dims) - 1; d >= 0; d-- {
 		c[d] = rank % g.Dims[d]
 		rank /= g.Dims[d]
@@ -30,7 +34,13 @@ func (g Cart) Coords(rank int) []int {
 // Shift returns the rank disp steps from rank along dimension dim (as
 // MPI_Cart_shift), or -1 past the edge of a non-periodic dimension.
 func (g Cart) Shift(rank, dim, disp int) int {
-	c := g.Coords(rank)
+	var buf [maxDims]int // no allocation for HaloExchange's grids
+	c := buf[:0]
+	if len(g.Dims) <= maxDims {
+		c = g.coords(rank, buf[:len(g.Dims)])
+	} else {
+		c = g.Coords(rank)
+	}
 	c[dim] += disp
 	n := g.Dims[dim]
 	if c[dim] < 0 || c[dim] >= n {
@@ -52,12 +62,19 @@ func (g Cart) Shift(rank, dim, disp int) int {
 // dimension. The neighbour on side i sends its face i^1 into this rank's
 // halo i.
 func (g Cart) Neighbors(rank int) []int {
-	nb := make([]int, 0, 2*len(g.Dims))
+	return g.neighbors(rank, make([]int, 0, 2*len(g.Dims)))
+}
+
+// neighbors appends Neighbors(rank) to nb.
+func (g Cart) neighbors(rank int, nb []int) []int {
 	for d := range g.Dims {
 		nb = append(nb, g.Shift(rank, d, -1), g.Shift(rank, d, 1))
 	}
 	return nb
 }
+
+// maxDims is the most dimensions HaloExchange takes.
+const maxDims = 3
 
 // Halo is the exchange with one neighbour: Count elements at Send (the face
 // this rank sends toward the neighbour) and Count elements received from it
@@ -89,8 +106,9 @@ func HaloExchange(c *comm.Comm, g Cart, halos []Halo, t gccl.DataType, s gccl.St
 	if err := g.check(e.NRanks(), halos); err != nil {
 		return err
 	}
-	nb := g.Neighbors(e.Rank())
-	list := make([]engine.Op, 0, 2*len(halos))
+	var nbBuf [2 * maxDims]int
+	var opBuf [4 * maxDims]engine.Op // a launch on the stack: no allocation
+	nb, list := g.neighbors(e.Rank(), nbBuf[:0]), opBuf[:0]
 	// One phase per side i (a dimension and a direction): every rank sends
 	// its face i toward that side and receives from the opposite side (i^1)
 	// into that halo, so the k-th send to a peer meets that peer's k-th
@@ -108,7 +126,7 @@ func HaloExchange(c *comm.Comm, g Cart, halos []Halo, t gccl.DataType, s gccl.St
 
 // check validates the grid against the communicator's size and the halos.
 func (g Cart) check(nranks int, halos []Halo) error {
-	if len(g.Dims) < 1 || len(g.Dims) > 3 {
+	if len(g.Dims) < 1 || len(g.Dims) > maxDims {
 		return gccl.Errorf(gccl.InvalidArgument, "dims", "%d dimensions; pass 1, 2 or 3", len(g.Dims))
 	}
 	if len(g.Periodic) != 0 && len(g.Periodic) != len(g.Dims) {

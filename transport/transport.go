@@ -39,6 +39,16 @@ type Conn interface {
 	Close() error
 }
 
+// Buffered is a sending Conn whose messages wait for the peer in a
+// buffer of its own (the shared-memory ring), counted in units: Free are
+// free now and a message of n bytes takes Takes(n). Messages that take no
+// more than Free units in all are sent, in order, without waiting for the
+// peer. Free is not safe concurrently with Send.
+type Buffered interface {
+	Free() int
+	Takes(n int) int
+}
+
 // Refuser is implemented by the sending Conns of the transports: Refusal
 // is the peer's failure record (it refused a message), nil if none came.
 type Refuser interface{ Refusal() error }

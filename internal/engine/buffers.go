@@ -73,8 +73,11 @@ func (o *Op) inAllocation(check func(string, uintptr, int) error, arg string, p 
 		return nil
 	}
 	err := check(arg, p, n)
-	var ge *gccl.Error
-	if err == nil || !errors.As(err, &ge) {
+	if err == nil {
+		return nil
+	}
+	var ge *gccl.Error // declared here: errors.As puts it on the heap
+	if !errors.As(err, &ge) {
 		return err
 	}
 	what := fmt.Sprintf("%v of %d %v", o.Kind, o.Count, o.Type)

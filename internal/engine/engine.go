@@ -217,7 +217,8 @@ func (e *Engine) abortCause(err error, deadline time.Time) error {
 		return err
 	}
 	if a := e.aborted.Load(); a != nil && gccl.Code(err) == gccl.TimeoutError && !deadline.IsZero() && deadline.Before(a.at) {
-		e.asyncErr.CompareAndSwap(a.cause, &err)
+		timeout := err // its own variable: only this branch puts it on the heap
+		e.asyncErr.CompareAndSwap(a.cause, &timeout)
 		return err
 	}
 	return errs.First(e.AsyncError(), err)

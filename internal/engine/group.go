@@ -36,6 +36,9 @@ func (e *Engine) Launch(ops []Op) error {
 // the engines' ID order (Config.ID), which every rank of a communicator
 // shares, whatever order the group added them in (ordered).
 func LaunchGroup(works []Work) error {
+	if len(works) == 1 { // one engine: nothing to join or order
+		return works[0].Engine.Launch(works[0].Ops)
+	}
 	ls, err := prepareAll(works)
 	if err != nil {
 		return err
@@ -276,7 +279,6 @@ func (e *Engine) prepare(ops []Op) (*Launch, error) {
 		return nil, nil
 	}
 	l := e.newLaunch(ops[0].Stream, len(ops))
-	var p2p []Op
 	for i := range ops {
 		o := ops[i]
 		if err := o.Validate(e.rank, e.nranks, e.validOp, e.checkPtr); err != nil {
@@ -285,8 +287,7 @@ func (e *Engine) prepare(ops []Op) (*Launch, error) {
 		}
 		e.addStream(l, o.Stream)
 		if o.Kind.IsP2P() {
-			p2p = append(p2p, o)
-			continue
+			continue // after the collectives, below
 		}
 		if !o.Kind.Reduces() {
 			o.Op = gccl.Sum // unused by this kind
@@ -299,7 +300,11 @@ func (e *Engine) prepare(ops []Op) (*Launch, error) {
 		}
 		l.Ops = append(l.Ops, o)
 	}
-	l.Ops = append(l.Ops, p2p...)
+	for i := range ops {
+		if ops[i].Kind.IsP2P() {
+			l.Ops = append(l.Ops, ops[i])
+		}
+	}
 	return l, nil
 }
 

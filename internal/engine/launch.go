@@ -8,6 +8,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/internal/wait"
 )
 
 // Launch is one engine's share of one Launch call or group, as the core
@@ -29,6 +30,7 @@ type Launch struct {
 	e        *Engine
 	ticket   uint64
 	deadline time.Time        // of Context; zero until it is called
+	scope    wait.Scope       // Context's, released by Done
 	inline   [launchInline]Op // ops' storage for small launches (one allocation)
 }
 
@@ -39,13 +41,23 @@ const launchInline = 4
 // launches from others' with it).
 func (l *Launch) Backend() Backend { return l.e.backend }
 
-// Context is bounded by the engine's timeout (Config.Timeout) and
-// cancelled by Abort: the bound of every wait of the launch's operations.
-// The launch remembers its deadline (Done compares it with an abort's time).
-func (l *Launch) Context() (context.Context, context.CancelFunc) {
-	ctx, cancel := l.e.waitCtx(context.Background())
-	l.deadline, _ = ctx.Deadline()
-	return ctx, cancel
+// Context is the bound of every wait of the launch's operations: the
+// engine's timeout (Config.Timeout) from this call, and Abort. It is the
+// launch's own wait.Scope, so it costs no allocation and no timer unless
+// a wait selects on its Done channel. It is valid until Done; a wait that
+// outlives Done takes ContextAfterDone's. The launch remembers its
+// deadline (Done compares it with an abort's time).
+func (l *Launch) Context() context.Context {
+	l.deadline = time.Now().Add(l.e.timeout)
+	l.scope.Reset(l.e.ctx, l.deadline)
+	return &l.scope
+}
+
+// ContextAfterDone has Context's deadline (Context must have been called)
+// and ends at Abort, as Context, but stays valid after Done: for a
+// backend's waits that outlive the launch's turn. Call cancel when done.
+func (l *Launch) ContextAfterDone() (context.Context, context.CancelFunc) {
+	return context.WithDeadline(l.e.ctx, l.deadline)
 }
 
 // WaitTurn waits until the engine's earlier launches are done, so that
@@ -80,6 +92,7 @@ func (l *Launch) Done(err error) error {
 	e := l.e
 	err = e.abortCause(err, l.deadline)
 	l.Fail(err)
+	l.scope.Release()
 	e.order.release()
 	e.recycle(l)
 	return err

@@ -41,8 +41,7 @@ func (f *fakeBackend) Submit(l *engine.Launch) error {
 	f.mu.Unlock()
 	go func() {
 		time.Sleep(delay)
-		ctx, cancel := l.Context()
-		defer cancel()
+		ctx := l.Context()
 		err := l.WaitTurn(ctx)
 		if err == nil {
 			f.mu.Lock()

@@ -80,15 +80,41 @@ func resolveSpin(d time.Duration) time.Duration {
 // on this host. When GCCL_HOST_SPIN is auto and they outnumber the CPUs,
 // waits stop spinning beyond the first polls, for the life of the
 // process: a spinning rank would take the CPU from the peer it waits for.
+// When they are more than half the CPUs, host streams stop spinning
+// (StreamSpinTime).
 func ShareCPUs(n int) {
-	if env.Get().HostSpin < 0 && n > runtime.NumCPU() {
+	if env.Get().HostSpin >= 0 {
+		return
+	}
+	if n > runtime.NumCPU() {
 		spin.Store(0)
+	}
+	if 2*n > runtime.NumCPU() {
+		crowded.Store(true)
 	}
 }
 
-// spinTime is the spin time, read from the environment on first use
-// unless SetSpin or ShareCPUs has set it meanwhile.
-func spinTime() time.Duration {
+// crowded is set by ShareCPUs: two spinning threads per rank would
+// outnumber the CPUs.
+var crowded atomic.Bool
+
+// StreamSpinTime is how long a host stream's worker polls for work and a
+// Synchronize polls before sleeping: SpinTime, but none where
+// GCCL_HOST_SPIN is auto and a communicator's ranks on this host are more
+// than half its CPUs, since a rank's stream worker and its caller then
+// spin beside the rank's own waits (two threads a rank).
+func StreamSpinTime() time.Duration {
+	if crowded.Load() {
+		return 0
+	}
+	return SpinTime()
+}
+
+// SpinTime is how long a wait of this process busy-polls before it
+// sleeps (GCCL_HOST_SPIN, SetSpin, ShareCPUs), read from the environment
+// on first use unless SetSpin or ShareCPUs has set it meanwhile. Waits
+// elsewhere (host streams) that spin follow it.
+func SpinTime() time.Duration {
 	ns := spin.Load()
 	if ns < 0 {
 		spin.CompareAndSwap(-1, int64(resolveSpin(env.Get().HostSpin)))
@@ -120,7 +146,7 @@ func (c Counter) Advance(v uint32) {
 // Await waits until the counter reaches target. check runs between sleeps
 // (and every checkEvery polls) and ends the wait with its error.
 func (c Counter) Await(target uint32, check func() error) error {
-	spinFor, polling := spinTime(), true
+	spinFor, polling := SpinTime(), true
 	var began time.Time
 	for i := 0; ; i++ {
 		v := atomic.LoadUint32(c.Seq)

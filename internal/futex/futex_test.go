@@ -88,26 +88,30 @@ func TestSpinThenSleep(t *testing.T) {
 	if runtime.NumCPU() >= autoSpinCPUs {
 		want = AutoSpin
 	}
-	assert.Equal(t, want, spinTime(), "auto")
+	assert.Equal(t, want, SpinTime(), "auto")
 }
 
 // TestShareCPUs: with GCCL_HOST_SPIN auto, more ranks on this host than
 // CPUs turn spinning off; as many as the CPUs leave it; a set spin time
 // is the user's and stays.
 func TestShareCPUs(t *testing.T) {
-	prev := spin.Load()
-	t.Cleanup(func() { spin.Store(prev) })
+	prev, prevCrowded := spin.Load(), crowded.Load()
+	t.Cleanup(func() { spin.Store(prev); crowded.Store(prevCrowded) })
 	t.Setenv("GCCL_HOST_SPIN", "auto")
 	env.Reload()
 	t.Cleanup(func() { env.Reload() })
 	SetSpin(time.Millisecond)
+	crowded.Store(false)
+	ShareCPUs(runtime.NumCPU() / 2)
+	assert.Equal(t, time.Millisecond, StreamSpinTime(), "half as many ranks as CPUs: streams spin")
 	ShareCPUs(runtime.NumCPU())
-	assert.Equal(t, time.Millisecond, spinTime(), "as many ranks as CPUs")
+	assert.Equal(t, time.Millisecond, SpinTime(), "as many ranks as CPUs")
+	assert.Zero(t, StreamSpinTime(), "more ranks than half the CPUs: streams do not spin")
 	ShareCPUs(runtime.NumCPU() + 1)
-	assert.Zero(t, spinTime(), "more ranks than CPUs, GCCL_HOST_SPIN unset")
+	assert.Zero(t, SpinTime(), "more ranks than CPUs, GCCL_HOST_SPIN unset")
 	t.Setenv("GCCL_HOST_SPIN", "1ms")
 	env.Reload()
 	SetSpin(time.Millisecond)
 	ShareCPUs(runtime.NumCPU() + 1)
-	assert.Equal(t, time.Millisecond, spinTime(), "GCCL_HOST_SPIN set: kept")
+	assert.Equal(t, time.Millisecond, SpinTime(), "GCCL_HOST_SPIN set: kept")
 }

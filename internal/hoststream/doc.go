@@ -23,5 +23,9 @@
 // that looks it up, created on first use, so that code written for CUDA's
 // legacy default stream, which is per device, also runs on the host backend.
 //
-// Every wait takes a context; an expired context gives gccl.ErrTimeout.
+// Every wait takes a context or a deadline; an expired one gives
+// gccl.ErrTimeout. Where host streams spin (package futex: GCCL_HOST_SPIN,
+// StreamSpinTime: none where ranks are more than half the CPUs) the worker polls that long for new work
+// before it leaves, and Synchronize polls that long before it sleeps, so
+// that a launch and its synchronisation cost no goroutine wake-up.
 package hoststream

@@ -61,7 +61,6 @@ func (e *Event) Wait(ctx context.Context) error {
 	case <-e.done:
 		return e.err
 	case <-ctx.Done():
-		return gccl.Errorf(gccl.TimeoutError, "stream",
-			"stream work did not finish in time (%w); a task is stuck or the deadline is too short", ctx.Err())
+		return timedOut(ctx.Err())
 	}
 }

@@ -3,19 +3,33 @@ package hoststream
 import (
 	"context"
 	"errors"
+	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/futex"
 )
 
 // DefaultTimeout bounds the cross-stream waits of WaitEvent on streams made
 // by New. Use NewWithTimeout for another bound.
 const DefaultTimeout = 5 * time.Minute
 
+// Task is work that a stream runs (Stream.EnqueueTask): a value the
+// caller keeps, so that enqueueing it allocates nothing, where a func
+// value bound to it would be allocated on every call.
+type Task interface{ Run() error }
+
+// funcTask is a func() error as a Task.
+type funcTask func() error
+
+func (f funcTask) Run() error { return f() }
+
 // task is one queue entry: work to run, or an event to complete, or both.
 type task struct {
-	run func() error
+	run Task
 	ev  *Event
 }
 
@@ -25,12 +39,20 @@ type Stream struct {
 	timeout time.Duration
 
 	mu       sync.Mutex
-	queue    []task
-	running  bool  // a worker goroutine owns the queue
-	err      error // sticky: the first failure
+	queue    []task // queue[head:] waits; its storage is reused
+	head     int
+	running  bool   // a worker goroutine owns the queue
+	err      error  // sticky: the first failure
+	errAt    uint64 // the number of the task that failed (finished counts them)
 	closed   bool
-	enqueued uint64
-	finished uint64
+	enqueued atomic.Uint64 // written under mu
+	finished atomic.Uint64 // written under mu
+	// Sleeping Synchronize calls: each has a channel of capacity 1 that
+	// the worker signals when a task finishes. Channels and the timer are
+	// reused, so that synchronising allocates nothing. Under mu.
+	sleepers []chan struct{}
+	spare    []chan struct{}
+	timer    *time.Timer // nil while a Synchronize uses it
 }
 
 // New returns an empty stream whose cross-stream waits are bounded by
@@ -53,7 +75,15 @@ func (s *Stream) Enqueue(f func() error) error {
 	if f == nil {
 		return gccl.Errorf(gccl.InvalidArgument, "task", "nil task; pass a function to run on the stream")
 	}
-	return s.push(task{run: f})
+	return s.push(task{run: funcTask(f)})
+}
+
+// EnqueueTask is Enqueue of t.Run.
+func (s *Stream) EnqueueTask(t Task) error {
+	if t == nil {
+		return gccl.Errorf(gccl.InvalidArgument, "task", "nil task; pass a task to run on the stream")
+	}
+	return s.push(task{run: t})
 }
 
 func (s *Stream) push(t task) error {
@@ -66,7 +96,7 @@ func (s *Stream) push(t task) error {
 		return gccl.Errorf(gccl.InvalidUsage, "stream", "the stream is closed; create a new stream")
 	}
 	s.queue = append(s.queue, t)
-	s.enqueued++
+	s.enqueued.Add(1)
 	if !s.running {
 		s.running = true
 		go s.work()
@@ -75,19 +105,23 @@ func (s *Stream) push(t task) error {
 }
 
 // work drains the queue; it exits when the queue is empty, so an idle
-// stream holds no goroutine.
+// stream holds no goroutine. Where host streams spin (package futex:
+// StreamSpinTime, none where ranks are more than half the CPUs) it first polls for new work
+// that long, so that a caller launching one operation after another hands
+// each to a running goroutine instead of starting one.
 func (s *Stream) work() {
 	for {
 		s.mu.Lock()
-		if len(s.queue) == 0 {
-			s.running = false
-			s.queue = s.queue[:0]
+		if s.head == len(s.queue) {
 			s.mu.Unlock()
-			return
+			if !s.awaitWork() {
+				return
+			}
+			continue
 		}
-		t := s.queue[0]
-		s.queue[0] = task{}
-		s.queue = s.queue[1:]
+		t := s.queue[s.head]
+		s.queue[s.head] = task{}
+		s.head++
 		failed := s.err
 		s.mu.Unlock()
 
@@ -97,11 +131,17 @@ func (s *Stream) work() {
 		}
 
 		s.mu.Lock()
+		n := s.finished.Add(1)
 		if err != nil && s.err == nil {
-			s.err = err
+			s.err, s.errAt = err, n
 		}
-		s.finished++
 		sticky := s.err
+		for _, c := range s.sleepers {
+			select {
+			case c <- struct{}{}:
+			default: // signalled already
+			}
+		}
 		s.mu.Unlock()
 		if t.ev != nil {
 			t.ev.complete(sticky)
@@ -109,17 +149,60 @@ func (s *Stream) work() {
 	}
 }
 
+// awaitWork polls for work for the spin time while the queue is empty.
+// It returns false, the worker's ownership given up, once the queue is
+// still empty after it.
+func (s *Stream) awaitWork() bool {
+	seen := s.enqueued.Load()
+	spinUntil(func() bool { return s.enqueued.Load() != seen })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.head < len(s.queue) {
+		return true
+	}
+	s.running = false
+	s.queue, s.head = s.queue[:0], 0
+	return false
+}
+
+// spinUntil polls cond for the host streams' spin time
+// (futex.StreamSpinTime; none when it is 0), yielding its goroutine's
+// turn every 64 polls, and reports whether cond became true.
+func spinUntil(cond func() bool) bool {
+	spin := futex.StreamSpinTime()
+	if spin <= 0 {
+		return cond()
+	}
+	var began time.Time
+	for i := 0; ; i++ {
+		if cond() {
+			return true
+		}
+		if i%64 != 63 {
+			continue
+		}
+		if began.IsZero() {
+			began = time.Now()
+		} else if time.Since(began) >= spin {
+			return false
+		}
+		runtime.Gosched()
+	}
+}
+
 // runTask runs f, turning a panic into an error and any error that is not a
 // *gccl.Error into one.
-func runTask(f func() error) (err error) {
+func runTask(f Task) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = gccl.Errorf(gccl.InternalError, "stream task", "task panicked: %v", r)
 		}
 	}()
-	err = f()
-	var ge *gccl.Error
-	if err != nil && !errors.As(err, &ge) {
+	if err = f.Run(); err == nil {
+		return nil
+	}
+	var ge *gccl.Error // declared here: errors.As puts it on the heap
+	if !errors.As(err, &ge) {
 		err = gccl.Wrap(gccl.InternalError, "stream task", err)
 	}
 	return err
@@ -133,7 +216,7 @@ func (s *Stream) Query() (done bool, err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.finished == s.enqueued, s.err
+	return s.finished.Load() == s.enqueued.Load(), s.err
 }
 
 // Err returns the sticky error, or nil.
@@ -143,19 +226,110 @@ func (s *Stream) Err() error {
 }
 
 // Synchronize waits until everything enqueued before the call has run and
-// returns the sticky error. An expired ctx gives gccl.ErrTimeout.
+// returns the sticky error if a task up to there failed. An expired ctx
+// gives gccl.ErrTimeout.
 func (s *Stream) Synchronize(ctx context.Context) error {
+	return s.synchronize(ctx, time.Time{})
+}
+
+// SynchronizeWithin is Synchronize bounded by d from now, with no context
+// or timer unless it has to sleep: it first polls for the host's spin
+// time (package futex), as the stream's worker does.
+func (s *Stream) SynchronizeWithin(d time.Duration) error {
+	return s.synchronize(nil, time.Now().Add(d))
+}
+
+// synchronize waits until the tasks enqueued so far have finished: it
+// polls for the spin time, then sleeps until a task finishes, ctx (nil:
+// none) ends or the deadline (zero: none) passes, and checks again.
+func (s *Stream) synchronize(ctx context.Context, deadline time.Time) error {
 	if s == nil {
 		return gccl.Errorf(gccl.InvalidArgument, "stream", "nil host stream")
 	}
-	s.mu.Lock()
-	closedIdle := s.closed && s.finished == s.enqueued
-	err := s.err
-	s.mu.Unlock()
-	if closedIdle {
-		return err
+	target := s.enqueued.Load()
+	spinUntil(func() bool { return s.finished.Load() >= target })
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
 	}
-	return s.RecordEvent().Wait(ctx)
+	var sig chan struct{}
+	var timer *time.Timer
+	var expire <-chan time.Time
+	defer s.wakeUp(&sig, &timer)
+	for {
+		s.mu.Lock()
+		if s.finished.Load() >= target {
+			var err error
+			if s.err != nil && s.errAt <= target {
+				err = s.err
+			}
+			s.mu.Unlock()
+			return err
+		}
+		if sig == nil {
+			sig = s.sleep()
+		}
+		if timer == nil && !deadline.IsZero() {
+			timer, s.timer = s.timer, nil
+			if timer == nil {
+				timer = time.NewTimer(time.Until(deadline))
+			} else {
+				timer.Reset(time.Until(deadline))
+			}
+			expire = timer.C
+		}
+		s.mu.Unlock()
+		select {
+		case <-sig:
+		case <-done:
+			return timedOut(ctx.Err())
+		case <-expire:
+			return timedOut(context.DeadlineExceeded)
+		}
+	}
+}
+
+// sleep registers a sleeping Synchronize and returns its channel (s.mu held).
+func (s *Stream) sleep() chan struct{} {
+	var c chan struct{}
+	if n := len(s.spare); n > 0 {
+		c, s.spare = s.spare[n-1], s.spare[:n-1]
+	} else {
+		c = make(chan struct{}, 1)
+	}
+	s.sleepers = append(s.sleepers, c)
+	return c
+}
+
+// wakeUp ends a Synchronize's sleep: its channel and timer, if it took
+// them, are kept for the next.
+func (s *Stream) wakeUp(sig *chan struct{}, timer **time.Timer) {
+	if *sig == nil && *timer == nil {
+		return
+	}
+	if t := *timer; t != nil {
+		t.Stop()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := *sig; c != nil {
+		i := slices.Index(s.sleepers, c)
+		s.sleepers = slices.Delete(s.sleepers, i, i+1)
+		select {
+		case <-c: // a signal nobody took
+		default:
+		}
+		s.spare = append(s.spare, c)
+	}
+	if s.timer == nil {
+		s.timer = *timer
+	}
+}
+
+// timedOut is the error of a wait on stream work that ended with err.
+func timedOut(err error) error {
+	return gccl.Errorf(gccl.TimeoutError, "stream",
+		"stream work did not finish in time (%w); a task is stuck or the deadline is too short", err)
 }
 
 // Close releases the stream. Work already enqueued still runs; new work is
@@ -184,12 +358,12 @@ func (s *Stream) WaitEvent(e *Event) error {
 	if e == nil {
 		return gccl.Errorf(gccl.InvalidArgument, "event", "nil event; use an event from RecordEvent")
 	}
-	return s.push(task{run: func() error {
+	return s.push(task{run: funcTask(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		defer cancel()
 		if err := e.Wait(ctx); err != nil {
 			return gccl.Errorf(gccl.Code(err), "event", "waiting for an event of another stream: %w", err)
 		}
 		return nil
-	}})
+	})})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -161,4 +162,62 @@ func TestIdleStreamHoldsNoGoroutine(t *testing.T) {
 			return !s.running
 		}, 5*time.Second, time.Millisecond)
 	}
+}
+
+// TestSynchronizeIgnoresLaterFailures: a task that fails after the call's
+// point is not its error, whether Synchronize spins or sleeps.
+func TestSynchronizeIgnoresLaterFailures(t *testing.T) {
+	for _, spin := range []time.Duration{0, 2 * time.Millisecond} {
+		futex.SetSpin(spin)
+		s := New()
+		release := make(chan struct{})
+		require.NoError(t, s.Enqueue(func() error { <-release; return nil }))
+		got := make(chan error, 1)
+		go func() { got <- s.SynchronizeWithin(10 * time.Second) }()
+		require.Eventually(t, func() bool { // it sleeps: its point is fixed
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return len(s.sleepers) > 0
+		}, 5*time.Second, 100*time.Microsecond)
+		boom := gccl.Errorf(gccl.SystemError, "x", "boom")
+		require.NoError(t, s.Enqueue(func() error { return boom }))
+		close(release)
+		assert.NoError(t, <-got, "spin %v", spin)
+		assert.ErrorIs(t, s.SynchronizeWithin(10*time.Second), boom, "spin %v", spin)
+		require.NoError(t, s.Close())
+	}
+	futex.SetSpin(-1)
+}
+
+// TestWorkerSpinsForWork: where waits spin, the worker stays for new work
+// that long after the queue empties, then leaves.
+func TestWorkerSpinsForWork(t *testing.T) {
+	futex.SetSpin(200 * time.Millisecond)
+	defer futex.SetSpin(-1)
+	s := New()
+	defer s.Close()
+	require.NoError(t, s.Enqueue(func() error { return nil }))
+	require.NoError(t, s.SynchronizeWithin(10*time.Second))
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	assert.True(t, running, "the worker left at once")
+	require.NoError(t, s.Enqueue(func() error { return nil }))
+	require.NoError(t, s.SynchronizeWithin(10*time.Second))
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.running
+	}, 5*time.Second, time.Millisecond)
+}
+
+func TestSynchronizeWithinTimesOut(t *testing.T) {
+	s := New()
+	defer s.Close()
+	release := make(chan struct{})
+	defer close(release)
+	require.NoError(t, s.Enqueue(func() error { <-release; return nil }))
+	err := s.SynchronizeWithin(20 * time.Millisecond)
+	require.ErrorIs(t, err, gccl.ErrTimeout)
+	assert.Equal(t, "stream", err.(*gccl.Error).Arg)
 }

@@ -46,9 +46,18 @@ func Install(h Hook) (remove func()) {
 }
 
 // Enter marks the start of a wait; the returned function marks its end
-// (call it once). blocking says an application call is waiting (see the
-// package documentation).
+// (a second call does nothing). blocking says an application call is
+// waiting (see the package documentation).
 func Enter(blocking bool) (leave func()) {
+	Begin(blocking)
+	var once sync.Once
+	return func() { once.Do(func() { End(blocking) }) }
+}
+
+// Begin is Enter without the function to call at the end, and allocates
+// nothing (host streams call it around every task): call End(blocking)
+// exactly once after it.
+func Begin(blocking bool) {
 	st.mu.Lock()
 	st.waits++
 	if blocking {
@@ -56,17 +65,16 @@ func Enter(blocking bool) (leave func()) {
 	}
 	st.startLocked()
 	st.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			st.mu.Lock()
-			st.waits--
-			if blocking {
-				st.blocking--
-			}
-			st.mu.Unlock()
-		})
+}
+
+// End marks the end of a wait that Begin started.
+func End(blocking bool) {
+	st.mu.Lock()
+	st.waits--
+	if blocking {
+		st.blocking--
 	}
+	st.mu.Unlock()
 }
 
 // startLocked starts the driver when there is a hook and a wait and none runs.

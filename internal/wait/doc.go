@@ -25,4 +25,10 @@
 // Deadline picks a wait's deadline (the context's, else now plus the
 // configured timeout, else DefaultTimeout) and CtxErr turns a done context
 // or a passed deadline into the gccl.ErrTimeout error of a named wait.
+//
+// A Scope is the context of an operation of many short waits (a host
+// launch): a deadline, a parent (Abort) and a cancel, in a value the
+// operation reuses. Polling waits read only its Err and Deadline, so it
+// costs no allocation and no timer; the first wait that selects on Done
+// makes one context.WithDeadline, which Release stops.
 package wait

@@ -62,9 +62,11 @@ type Backend struct {
 	collSeq          uint32   // collectives run
 	sendSeq, recvSeq []uint32 // per peer: Sends to it, Recvs from it
 
+	p2p       p2pRun         // runSendRecv's lanes; used under the engine's issue order only
 	scratch   []byte         // grown on demand; used under the engine's issue order only
 	premulBuf []byte         // PreMulSum's scaled input (premulInput); as scratch
 	zc        *zerocopy.Path // nil where the ranks cannot map each other's memory
+	tasks     sync.Pool      // *task, reused by Submit
 }
 
 // peerConn is the two directions to one peer.
@@ -90,6 +92,7 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 	if b.red == nil {
 		b.red = DefaultReducer
 	}
+	b.tasks.New = func() any { return &task{} }
 	if err := b.exchange(ctx, s.Boot, cfg.Transport); err != nil {
 		return nil, errs.First(err, b.Close(true))
 	}
@@ -217,21 +220,20 @@ func (b *Backend) connect(ctx context.Context, op func() string, peers []int) er
 			continue
 		}
 		conns[p] = &peerConn{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			s, r, err := b.ep.Connect(ctx, b.infos[p], 0)
-			err = wrapPeer(err, p, "connecting to")
-			if gccl.Code(err) == gccl.TimeoutError {
-				err = opdesc.Waiting(op(), p, "it never connected: it has not started an operation with this rank", err)
-			}
-			conns[p].send, conns[p].recv, errList[i] = s, r, err
-		}()
+			conns[p].send, conns[p].recv, errList[i] = s, r, wrapPeer(err, p, "connecting to")
+		})
 	}
 	wg.Wait()
 	for p, c := range conns {
 		if c != nil && c.send != nil {
 			b.conns[p] = c
+		}
+	}
+	for i, err := range errList {
+		if gccl.Code(err) == gccl.TimeoutError { // op is formatted only here, so it stays on the caller's stack
+			errList[i] = opdesc.Waiting(op(), peers[i], "it never connected: it has not started an operation with this rank", err)
 		}
 	}
 	if w := opdesc.Merge(errList...); w != nil {

@@ -17,8 +17,13 @@
 // queued in the other order, and NCCL treats a group as one call, so only
 // each communicator's own order must match across ranks. A task waits for
 // each launch's turn, runs its collectives in order with the plans of
-// package algo, then its point-to-point ops, one goroutine per peer and
-// direction. A plan runs on a runner: sends are posted to a goroutine per
+// package algo, then its point-to-point ops, one lane per peer and
+// direction: lanes of a small launch whose sends all fit in their
+// shared-memory rings run one after the other on the stream's goroutine,
+// sends first (no send waits, so no receive waits for anything but a
+// peer's send); others run on a goroutine each. A launch of one stream
+// allocates nothing (TestLaunchAllocations): its task, lanes and wait
+// scope are reused. A plan runs on a runner: sends are posted to a goroutine per
 // peer and complete when the peer took the bytes, receives reduce straight
 // out of the transport's pieces, and a step that writes a range first
 // waits for the posted sends still reading it (an in-place copy, which

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
@@ -12,77 +13,219 @@ import (
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/host/opdesc"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/internal/wait"
 	"github.com/gccl/gccl/transport"
 )
 
-// runSendRecv runs point-to-point ops concurrently: one goroutine per peer and
-// direction takes that peer's ops in issue order (so the k-th send to a peer
+// runSendRecv runs point-to-point ops: one lane per peer and direction
+// takes that peer's ops in issue order (so the k-th send to a peer
 // matches the peer's k-th receive), and all peers progress at once, so
 // all-to-all patterns cannot deadlock. Sends to self are matched with
 // receives from self by order and copied.
+//
+// When every send fits in its connection's buffer now (small messages
+// over shared memory: transport.Buffered) no send waits for a peer, so
+// the lanes run one after the other on this goroutine, sends first: a
+// receive then waits only for peers' sends, which wait for nothing this
+// rank does later, and no goroutine is started or woken. That is for
+// launches of at most inlineBytes; otherwise, and when a send does not
+// fit, every lane but the last runs on a goroutine of its own, and the
+// lanes' copies run on as many cores.
 func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	type lane struct {
-		peer int
-		send bool
-	}
-	lanes := map[lane][]*engine.Op{}
-	var order []lane
-	var selfSend, selfRecv []*engine.Op
-	for i := range ops {
-		o := &ops[i]
-		switch {
-		case o.Peer == b.rank && o.Kind == algo.P2PSend:
-			selfSend = append(selfSend, o)
-		case o.Peer == b.rank:
-			selfRecv = append(selfRecv, o)
-		default:
-			k := lane{o.Peer, o.Kind == algo.P2PSend}
-			if _, ok := lanes[k]; !ok {
-				order = append(order, k)
-			}
-			lanes[k] = append(lanes[k], o)
-		}
-	}
-	if err := copySelf(selfSend, selfRecv); err != nil {
+	pr := &b.p2p
+	pr.sort(ops, b.rank)
+	if err := copySelf(pr.self[1], pr.self[0]); err != nil {
 		return err
 	}
-	peers := make([]int, 0, len(order))
-	for _, k := range order {
-		peers = append(peers, k.peer)
-	}
-	if err := b.connect(ctx, func() string { return p2pName(ops) }, peers); err != nil {
+	if err := b.connect(ctx, func() string { return p2pName(ops) }, pr.peers); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errList := make([]error, len(order))
-	runLane := func(i int) {
-		for _, o := range lanes[order[i]] {
-			if errList[i] = b.sendRecvOne(ctx, o); errList[i] != nil {
-				cancel()
-				return
-			}
-		}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(b.timeout)
 	}
-	// The last lane runs on this goroutine: a launch of one Send or Recv
-	// starts no goroutine, and every launch one fewer (each start and end
-	// is a hand-off that can cost a wake-up).
-	var wg sync.WaitGroup
-	for i := range len(order) - 1 {
-		wg.Go(func() { runLane(i) })
+	pr.scope.Reset(ctx, deadline) // one lane's failure cancels its siblings
+	defer pr.scope.Release()
+	if b.fitsNow(pr.lanes) {
+		b.runInline(pr)
+	} else {
+		b.runConcurrently(pr)
 	}
-	if len(order) > 0 {
-		runLane(len(order) - 1)
+	errList := pr.errs[:0]
+	for _, l := range pr.lanes {
+		errList = append(errList, l.err)
 	}
-	wg.Wait()
+	pr.errs = errList
 	if w := opdesc.Merge(errList...); w != nil {
 		w.Op = p2pName(ops) // every peer a lane was waiting for
 		return w
 	}
 	return causeErr(errList...)
+}
+
+// p2pLane is a launch's ops with one peer in one direction, in issue order.
+type p2pLane struct {
+	peer int
+	send bool
+	ops  []*engine.Op
+	err  error
+	recv p2pRecv // a receiving lane's current op
+}
+
+// p2pRun is a backend's state for running a launch's point-to-point ops,
+// kept between launches so that a launch allocates nothing; used under
+// the engine's issue order only (as Backend.scratch).
+type p2pRun struct {
+	lanes []*p2pLane      // sends first, each direction in the order of its first op
+	self  [2][]*engine.Op // receives from and sends to self
+	peers []int           // the lanes' peers
+	errs  []error         // the lanes' errors, for opdesc.Merge
+	scope wait.Scope      // the lanes' bound: the launch's, and cancelled by a failing lane
+	wg    sync.WaitGroup
+}
+
+// sort puts ops into lanes (reusing their storage) and the self lists.
+func (pr *p2pRun) sort(ops []engine.Op, rank int) {
+	for _, l := range pr.lanes {
+		clear(l.ops)
+		l.ops, l.err = l.ops[:0], nil
+	}
+	pr.lanes, pr.peers = pr.lanes[:0], pr.peers[:0]
+	clear(pr.self[0])
+	clear(pr.self[1])
+	pr.self[0], pr.self[1] = pr.self[0][:0], pr.self[1][:0]
+	for _, sends := range []bool{true, false} {
+		for i := range ops {
+			o := &ops[i]
+			if (o.Kind == algo.P2PSend) != sends {
+				continue
+			}
+			if o.Peer == rank {
+				k := 0
+				if sends {
+					k = 1
+				}
+				pr.self[k] = append(pr.self[k], o)
+				continue
+			}
+			l := pr.lane(o.Peer, sends)
+			l.ops = append(l.ops, o)
+		}
+	}
+}
+
+// lane returns the lane of peer and direction, adding it if new.
+func (pr *p2pRun) lane(peer int, send bool) *p2pLane {
+	for _, l := range pr.lanes {
+		if l.peer == peer && l.send == send {
+			return l
+		}
+	}
+	if n := len(pr.lanes); n < cap(pr.lanes) && pr.lanes[:n+1][n] != nil {
+		pr.lanes = pr.lanes[:n+1] // a lane of an earlier launch
+	} else {
+		pr.lanes = append(pr.lanes, newLane())
+	}
+	l := pr.lanes[len(pr.lanes)-1]
+	l.peer, l.send = peer, send
+	pr.peers = append(pr.peers, peer)
+	return l
+}
+
+// newLane makes a lane whose receive callbacks are bound once, so that
+// receiving allocates nothing.
+func newLane() *p2pLane {
+	l := &p2pLane{}
+	l.recv.accept, l.recv.consume = l.recv.check, l.recv.copyIn
+	return l
+}
+
+// inlineBytes is the most bytes (sent and received) of a launch whose
+// lanes run one after the other: about what a core copies (~25 µs) in
+// the time that waking other threads for the lanes takes on a busy host
+// (tens of µs a futex wake-up, docs/perf-notes.md). It covers a 2x2
+// halo of 16 KiB faces (128 KiB moved); Open MPI's progress engine copies
+// those one after the other too. Larger launches copy on several cores.
+const inlineBytes = 256 << 10
+
+// fitsNow reports whether the lanes move at most inlineBytes and every
+// send fits in its connection's buffer now (transport.Buffered), so that
+// none waits.
+func (b *Backend) fitsNow(lanes []*p2pLane) bool {
+	total := 0
+	for _, l := range lanes {
+		for _, o := range l.ops {
+			total += o.Count * o.Type.Size()
+		}
+	}
+	if total > inlineBytes {
+		return false
+	}
+	for _, l := range lanes {
+		if !l.send {
+			continue
+		}
+		buf, ok := b.conns[l.peer].send.(transport.Buffered)
+		if !ok {
+			return false
+		}
+		need := 0
+		for _, o := range l.ops {
+			if n := o.Count * o.Type.Size(); n > 0 {
+				need += buf.Takes(n)
+			}
+		}
+		if need > buf.Free() {
+			return false
+		}
+	}
+	return true
+}
+
+// runInline runs the lanes in order on this goroutine (fitsNow: the sends
+// come first and none waits). After a lane timed out the later ones still
+// run, against the passed deadline: they take what has arrived and time
+// out on the peers that sent nothing, so the error names every peer this
+// rank waited for, as with concurrent lanes. Any other failure ends the
+// run.
+func (b *Backend) runInline(pr *p2pRun) {
+	for _, l := range pr.lanes {
+		if l.err = b.runLane(&pr.scope, l); l.err != nil && gccl.Code(l.err) != gccl.TimeoutError {
+			return
+		}
+	}
+}
+
+// runConcurrently runs every lane but the last on a goroutine of its own,
+// the last on this one (a lone Send or Recv starts no goroutine). A lane
+// that fails cancels the others.
+func (b *Backend) runConcurrently(pr *p2pRun) {
+	run := func(l *p2pLane) {
+		if l.err = b.runLane(&pr.scope, l); l.err != nil {
+			pr.scope.Cancel()
+		}
+	}
+	last := len(pr.lanes) - 1
+	for i := range last {
+		pr.wg.Go(func() { run(pr.lanes[i]) })
+	}
+	if last >= 0 {
+		run(pr.lanes[last])
+	}
+	pr.wg.Wait()
+}
+
+// runLane runs a lane's ops in order and returns the first error.
+func (b *Backend) runLane(ctx context.Context, l *p2pLane) error {
+	for _, o := range l.ops {
+		if err := b.sendRecvOne(ctx, o, &l.recv); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // p2pName names a launch's point-to-point ops in errors.
@@ -117,7 +260,8 @@ func causeErr(list ...error) error {
 // which op with this peer it is (package opdesc); a Recv refuses a message that
 // does not match it (another size, a collective, an op out of order), and
 // the sender learns of it. Zero-count ops move nothing but are counted.
-func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
+// rv is the lane's receive state.
+func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op, rv *p2pRecv) error {
 	n := o.Count * o.Type.Size()
 	seq := &b.recvSeq[o.Peer]
 	if o.Kind == algo.P2PSend {
@@ -133,23 +277,44 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op) error {
 		err := wrapPeer(pc.send.Send(ctx, d.Wire(), device.HostBytes(o.Send, n)), o.Peer, "sending to")
 		return p2pWaited(o, err, sendNote)
 	}
-	dst := device.HostBytes(o.Recv, n)
-	off := 0
-	refused := false
-	accept := func(w transport.Desc, got int) error {
-		err := d.Check(b.rank, o.Peer, w, got, n)
-		refused = err != nil
-		if err == nil {
-			pc.heard(opdesc.Of(w))
-		}
-		return err
-	}
-	err := pc.recv.Recv(ctx, accept, func(p []byte) error { off += copy(dst[off:], p); return nil })
-	if refused {
+	rv.me, rv.peer, rv.d, rv.pc = b.rank, o.Peer, d, pc
+	rv.dst, rv.off, rv.refused = device.HostBytes(o.Recv, n), 0, false
+	err := pc.recv.Recv(ctx, rv.accept, rv.consume)
+	rv.dst, rv.pc = nil, nil
+	if rv.refused {
 		pc.recv.Fail(err) // the sender's Send fails with it too
 		return err
 	}
 	return p2pWaited(o, wrapPeer(err, o.Peer, "receiving from"), func() string { return pc.note("") })
+}
+
+// p2pRecv is a Recv in progress: the descriptor its message must carry
+// and where its bytes go. Its callbacks are bound once (newLane).
+type p2pRecv struct {
+	me, peer int
+	d        opdesc.Desc
+	pc       *peerConn
+	dst      []byte
+	off      int
+	refused  bool
+	accept   func(transport.Desc, int) error
+	consume  func([]byte) error
+}
+
+// check accepts a message that matches the op (opdesc.Desc.Check).
+func (rv *p2pRecv) check(w transport.Desc, got int) error {
+	err := rv.d.Check(rv.me, rv.peer, w, got, len(rv.dst))
+	rv.refused = err != nil
+	if err == nil {
+		rv.pc.heard(opdesc.Of(w))
+	}
+	return err
+}
+
+// copyIn copies a piece of the message into place.
+func (rv *p2pRecv) copyIn(p []byte) error {
+	rv.off += copy(rv.dst[rv.off:], p)
+	return nil
 }
 
 // p2pWaited makes a timeout of a Send or Recv an opdesc.WaitError, with

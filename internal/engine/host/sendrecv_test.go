@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
@@ -98,4 +99,33 @@ func TestLocalRanks(t *testing.T) {
 	assert.Equal(t, 3, b.localRanks())
 	b.rank = 2
 	assert.Equal(t, 1, b.localRanks())
+}
+
+// TestSmallLanesNameEveryStalledPeer: a launch whose small sends fit in
+// their rings runs its lanes one after the other; when neither peer sends,
+// the timeout still names both, as concurrent lanes would.
+func TestSmallLanesNameEveryStalledPeer(t *testing.T) {
+	const n, count = 3, 16
+	w := newWorldTimeout(t, n, "", 500*time.Millisecond)
+	rng := rand.New(rand.NewPCG(5, 6))
+	ring := func(r int) []engine.Op { // every rank sends to and receives from every other: connects them all
+		var ops []engine.Op
+		p, _ := w.alloc(t, r, 2*n*count, rng)
+		for j := range n {
+			if j != r {
+				ops = append(ops,
+					engine.Op{Kind: algo.P2PSend, Send: p + uintptr(j*count), Count: count, Type: gccl.Uint8, Peer: j, Stream: w.streams[r]},
+					engine.Op{Kind: algo.P2PRecv, Recv: p + uintptr((n+j)*count), Count: count, Type: gccl.Uint8, Peer: j, Stream: w.streams[r]})
+			}
+		}
+		return ops
+	}
+	for r := range n {
+		require.NoError(t, w.engines[r].Launch(ring(r)))
+	}
+	w.sync(t)
+	require.NoError(t, w.engines[0].Launch(ring(0)), "ranks 1 and 2 launch nothing")
+	err := w.devs[0].Synchronize(w.streams[0])
+	require.ErrorIs(t, err, gccl.ErrTimeout)
+	assert.Contains(t, err.Error(), "ranks 1 and 2", "both peers the receives waited for: %v", err)
 }

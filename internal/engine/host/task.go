@@ -27,18 +27,38 @@ type part struct {
 type task struct {
 	parts   []part
 	streams []*hoststream.Stream // the first runs the task
+	pool    *sync.Pool           // where Run returns it (a backend's tasks)
 }
 
 // Submit enqueues one task on the launch's host stream, joined to its other
 // streams. The task waits for the launch's turn, runs the ops, and ends the
 // launch, a failure becoming the engine's async error (the stream's
-// Synchronize returns it too).
+// Synchronize returns it too). A task of one stream comes from the
+// backend's pool and returns there once run, so launching allocates
+// nothing.
 func (b *Backend) Submit(l *engine.Launch) error {
-	tasks, err := tasksOf([]part{{b, l}})
-	if err != nil {
+	t := b.tasks.Get().(*task)
+	t.pool = &b.tasks
+	if err := t.join(part{b, l}); err != nil {
+		t.recycle()
 		return err
 	}
-	return tasks[0].enqueue()
+	if err := t.enqueue(); err != nil {
+		t.recycle()
+		return err
+	}
+	return nil
+}
+
+// recycle returns t to its pool, if it has one.
+func (t *task) recycle() {
+	clear(t.parts)
+	clear(t.streams)
+	t.parts, t.streams = t.parts[:0], t.streams[:0]
+	if p := t.pool; p != nil {
+		t.pool = nil
+		p.Put(t)
+	}
 }
 
 // Joins reports whether o is a host backend too: their launches in one
@@ -75,15 +95,15 @@ func (b *Backend) Join(ls []*engine.Launch) ([]engine.Batch, error) {
 func tasksOf(parts []part) ([]*task, error) {
 	var tasks []*task
 	for _, p := range parts {
-		ss, err := p.streams()
-		if err != nil {
+		one := &task{}
+		if err := one.join(p); err != nil {
 			return nil, err
 		}
 		var into *task
 		keep := tasks[:0]
 		for _, t := range tasks {
 			switch {
-			case !t.shares(ss):
+			case !t.shares(one.streams):
 				keep = append(keep, t)
 			case into == nil:
 				into = t
@@ -95,30 +115,36 @@ func tasksOf(parts []part) ([]*task, error) {
 		}
 		tasks = keep
 		if into == nil {
-			into = &task{}
-			tasks = append(tasks, into)
+			tasks = append(tasks, one)
+			continue
 		}
 		into.parts = append(into.parts, p)
-		into.add(ss)
+		into.add(one.streams)
 	}
 	return tasks, nil
 }
 
-// streams looks up the part's streams on its backend's device; a closed
-// stream is an error.
-func (p part) streams() ([]*hoststream.Stream, error) {
-	ss := make([]*hoststream.Stream, 0, 1+len(p.l.More))
-	for _, h := range append([]gccl.Stream{p.l.Stream}, p.l.More...) {
+// join adds p and its streams, looked up on its backend's device, to t;
+// a closed stream is an error.
+func (t *task) join(p part) error {
+	for i := -1; i < len(p.l.More); i++ {
+		h := p.l.Stream
+		if i >= 0 {
+			h = p.l.More[i]
+		}
 		s, err := hoststream.Lookup(p.b.dev.Ordinal(), h)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if s.Closed() {
-			return nil, gccl.Errorf(gccl.InvalidUsage, "stream", "host stream %#x is closed; use a stream that was not destroyed", uintptr(h))
+			return gccl.Errorf(gccl.InvalidUsage, "stream", "host stream %#x is closed; use a stream that was not destroyed", uintptr(h))
 		}
-		ss = append(ss, s)
+		if !slices.Contains(t.streams, s) {
+			t.streams = append(t.streams, s)
+		}
 	}
-	return ss, nil
+	t.parts = append(t.parts, p)
+	return nil
 }
 
 func (t *task) shares(ss []*hoststream.Stream) bool {
@@ -150,7 +176,10 @@ func (t *task) enqueue() error {
 			return err
 		}
 	}
-	if err := run.Enqueue(t.run); err != nil {
+	if len(others) > 0 {
+		t.pool = nil // enqueue reads t.streams after the task may have run
+	}
+	if err := run.EnqueueTask(t); err != nil {
 		return err
 	}
 	if len(others) > 0 {
@@ -162,9 +191,12 @@ func (t *task) enqueue() error {
 	return nil
 }
 
-// run runs the task's launches concurrently and returns the first error.
-func (t *task) run() error {
-	defer progress.Enter(false)() // MPI beside gccl progresses while the task waits on peers
+// Run runs the task's launches concurrently and returns the first error
+// (hoststream.Task), then returns t to its pool.
+func (t *task) Run() error {
+	progress.Begin(false) // MPI beside gccl progresses while the task waits on peers
+	defer progress.End(false)
+	defer t.recycle()
 	if len(t.parts) == 1 {
 		return t.parts[0].run()
 	}
@@ -180,8 +212,7 @@ func (t *task) run() error {
 // run waits for the launch's turn in its engine's issue order, runs its
 // ops, and ends the launch (a failure becomes the engine's async error).
 func (p part) run() error {
-	ctx, cancel := p.l.Context()
-	defer cancel()
+	ctx := p.l.Context()
 	err := p.l.WaitTurn(ctx)
 	if err == nil {
 		err = p.b.Run(ctx, p.l.Ops)

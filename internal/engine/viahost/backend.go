@@ -250,8 +250,7 @@ func (g *Backend) enqueue(ops []hostOp, block, flags uintptr, s cuda.Stream) err
 // released anyway so it never hangs.
 func (g *Backend) serve(l *engine.Launch, ops []hostOp, block pinned) {
 	defer g.serving.Done()
-	ctx, cancel := l.Context()
-	defer cancel()
+	ctx := l.Context()
 	err := l.WaitTurn(ctx)
 	if err == nil {
 		err = waitWord(ctx, block.ptr+wordReady, "waiting for the stream to copy the inputs to the host")
@@ -265,8 +264,10 @@ func (g *Backend) serve(l *engine.Launch, ops []hostOp, block pinned) {
 	}
 	l.Fail(err)
 	storeWord(block.ptr+wordDone, 1)
+	after, cancel := l.ContextAfterDone()
+	defer cancel()
 	l.Done(nil)
-	if waitWord(ctx, block.ptr+wordFinished, "waiting for the results to be copied back") == nil {
+	if waitWord(after, block.ptr+wordFinished, "waiting for the results to be copied back") == nil {
 		g.put(block) // else the stream is stuck or gone: never reuse a block a copy may still touch
 	}
 }

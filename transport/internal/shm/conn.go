@@ -47,6 +47,7 @@ type end struct {
 	r       *ring
 	closing atomic.Bool
 	timeout time.Duration
+	w       waiter // the wait of the operation in progress (under mu)
 }
 
 var errClosed = gccl.Errorf(gccl.InvalidUsage, "conn", "use of a closed shared-memory connection")
@@ -95,9 +96,17 @@ type waiter struct {
 // liveEvery is how often a wait checks that the peer's process runs.
 const liveEvery = 10 * time.Millisecond
 
-func (e *end) waiter(ctx context.Context, what string, peerPidOff int, peer func() error) *waiter {
-	return &waiter{e: e, ctx: ctx, deadline: wait.Deadline(ctx, e.timeout), what: what, pidOff: peerPidOff,
-		peer: peer, lastLive: time.Now()}
+// setWaiter sets up the end's waiter (what, whose pid, the peer's
+// conditions) once, when the end is made.
+func (e *end) setWaiter(what string, peerPidOff int, peer func() error) {
+	e.w = waiter{e: e, what: what, pidOff: peerPidOff, peer: peer}
+}
+
+// waiter starts the wait of an operation bounded by ctx (e.mu held): it
+// reuses the end's waiter, so an operation allocates nothing.
+func (e *end) waiter(ctx context.Context) *waiter {
+	e.w.ctx, e.w.deadline, e.w.lastLive = ctx, wait.Deadline(ctx, e.timeout), time.Now()
+	return &e.w
 }
 
 func (w *waiter) check() error {
@@ -122,8 +131,9 @@ func (w *waiter) check() error {
 // Sender is the producing end of a ring; it implements transport.Conn's Send.
 type Sender struct {
 	end
-	path string
-	head uint64
+	path             string
+	head             uint64
+	slotSize, nslots int // the ring's geometry, fixed at Create
 }
 
 // Create makes the ring file at path and returns its producing end.
@@ -136,8 +146,25 @@ func Create(path string, o Options) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{end: end{r: r, timeout: o.Timeout}, path: path}, nil
+	s := &Sender{end: end{r: r, timeout: o.Timeout}, path: path, slotSize: ss, nslots: ns}
+	s.setWaiter("shm send", offReceiverPid, s.refused)
+	return s, nil
 }
+
+// Free is how many slots of the ring are free now (0 once closed): as
+// many slots as messages take (Takes) are sent without waiting for the
+// consumer. Not safe concurrently with Send.
+func (s *Sender) Free() int {
+	if s.begin() != nil {
+		return 0
+	}
+	defer s.mu.Unlock()
+	return s.nslots - int(s.head-atomic.LoadUint64(s.r.u64(offTail)))
+}
+
+// Takes is how many slots a message of n bytes takes: one per slot's
+// worth of bytes, and one for an empty message.
+func (s *Sender) Takes(n int) int { return max(1, (n+s.slotSize-1)/s.slotSize) }
 
 // Send copies one message, descriptor d and p, into the ring: its first
 // slot carries d and the message's length (even when p is empty). It
@@ -148,7 +175,7 @@ func (s *Sender) Send(ctx context.Context, d msg.Desc, p []byte) error {
 	}
 	defer s.mu.Unlock()
 	r := s.r
-	w := s.waiter(ctx, "shm send", offReceiverPid, s.refused)
+	w := s.waiter(ctx)
 	for first := true; first || len(p) > 0; {
 		if err := s.refused(); err != nil {
 			return err

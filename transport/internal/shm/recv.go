@@ -33,7 +33,9 @@ func Open(ctx context.Context, path string, o Options) (*Receiver, error) {
 				r.unmap()
 				return nil, gccl.Errorf(gccl.SystemError, path, "unlinking the shared-memory ring: %w", err)
 			}
-			return &Receiver{end: end{r: r, timeout: o.Timeout}}, nil
+			c := &Receiver{end: end{r: r, timeout: o.Timeout}}
+			c.setWaiter("shm recv", offSenderPid, c.ended)
+			return c, nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
 			return nil, err
@@ -58,7 +60,7 @@ func (c *Receiver) Recv(ctx context.Context, accept func(d msg.Desc, n int) erro
 	if c.err != nil {
 		return c.err
 	}
-	w := c.waiter(ctx, "shm recv", offSenderPid, c.ended)
+	w := c.waiter(ctx)
 	hdr, err := c.await(w)
 	if err != nil {
 		return err

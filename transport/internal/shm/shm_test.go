@@ -235,3 +235,23 @@ func TestRefusedMessage(t *testing.T) {
 	require.ErrorIs(t, err, gccl.ErrRemote)
 	require.Contains(t, err.Error(), "rank 3 failed")
 }
+
+// TestFreeAndTakes: messages that take no more than Free slots are sent
+// without the consumer, and Free counts what the consumer frees.
+func TestFreeAndTakes(t *testing.T) {
+	s, r, _ := pair(t, Options{SlotSize: 64, Slots: 4})
+	assert.Equal(t, 4, s.Free())
+	assert.Equal(t, 1, s.Takes(0))
+	assert.Equal(t, 1, s.Takes(64))
+	assert.Equal(t, 2, s.Takes(65))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	require.NoError(t, s.Send(ctx, d0, make([]byte, 100)), "two slots of four are free")
+	require.NoError(t, s.Send(ctx, d0, nil))
+	assert.Equal(t, 1, s.Free())
+	require.ErrorIs(t, s.Send(ctx, d0, make([]byte, 65)), gccl.ErrTimeout, "it takes 2 slots, 1 is free")
+	require.NoError(t, r.Recv(context.Background(), func(msg.Desc, int) error { return nil }, func([]byte) error { return nil }))
+	assert.Equal(t, 2, s.Free(), "the consumer freed the first message's two slots; the cut-short one holds one")
+	s.Close()
+	assert.Zero(t, s.Free(), "a closed end has no room")
+}

@@ -41,7 +41,10 @@ func (e *WaitError) Is(target error) bool { return target == gccl.ErrTimeout }
 func Merge(errs ...error) *WaitError {
 	var out *WaitError
 	for _, err := range errs {
-		var w *WaitError
+		if err == nil {
+			continue
+		}
+		var w *WaitError // declared here: errors.As puts it on the heap
 		if !errors.As(err, &w) {
 			continue
 		}

@@ -30,6 +30,7 @@ type Path struct {
 	runs    uint64     // operations run zero-copy (copy-in ones included)
 	copyIns uint64     // operations run through the copy-in areas
 	tmp     []byte     // accumulator of one block
+	op      op         // the running operation's (newOp), reused under mu
 }
 
 // Open allocates this rank's control block and maps every peer's. It is

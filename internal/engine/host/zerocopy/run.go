@@ -85,11 +85,20 @@ func (z *Path) Run(ctx context.Context, o *engine.Op, d opdesc.Desc, combine fun
 	return true, z.barrier(ctx, d)
 }
 
-// newOp is o as this rank runs it, its buffers not yet resolved.
+// newOp is o as this rank runs it, its buffers not yet resolved: z.op,
+// reused (z.mu is held while an operation runs), so that it allocates
+// nothing.
 func (z *Path) newOp(o *engine.Op, combine func(dst, a, b []byte) error, post func([]byte) error) *op {
 	n := len(z.ctl)
-	return &op{kind: o.Kind, n: n, r: z.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
-		send: make([][]byte, n), recv: make([][]byte, n), combine: combine, post: post, tmp: z.tmp}
+	send, recv := z.op.send, z.op.recv
+	if len(send) != n {
+		send, recv = make([][]byte, n), make([][]byte, n)
+	}
+	clear(send)
+	clear(recv)
+	z.op = op{kind: o.Kind, n: n, r: z.rank, root: o.Root, count: o.Count, es: o.Type.Size(),
+		send: send, recv: recv, combine: combine, post: post, tmp: z.tmp}
+	return &z.op
 }
 
 // runCopyIn runs a small operation through the copy-in areas: each rank
@@ -204,11 +213,13 @@ func (z *Path) barrier(ctx context.Context, d opdesc.Desc) error {
 	z.seq++
 	z.own.seq().Advance(z.seq)
 	deadline, _ := ctx.Deadline()
+	w := barrierWait{z: z, ctx: ctx, deadline: deadline} // on the stack: Await keeps no reference
 	for r := range z.ctl {
 		if r == z.rank {
 			continue
 		}
-		if err := z.ctl[r].seq().Await(z.seq, z.check(ctx, r, deadline)); err != nil {
+		w.r = r
+		if err := z.ctl[r].seq().Await(z.seq, w.check); err != nil {
 			if gccl.Code(err) == gccl.TimeoutError {
 				return z.missing(d, r, err)
 			}
@@ -237,29 +248,40 @@ func (z *Path) missing(d opdesc.Desc, waited int, err error) error {
 	return w
 }
 
-// check returns the check of a wait for peer r: the context, the deadline,
-// the peer's failure flag and (every few milliseconds) whether its process
-// still runs.
-func (z *Path) check(ctx context.Context, r int, deadline time.Time) func() error {
-	var lastLive time.Time
-	return func() error {
-		c := z.ctl[r]
-		if c.failed() {
-			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d failed a zero-copy operation", r)
-		}
-		doing := fmt.Sprintf("waiting for rank %d at a zero-copy barrier", r)
-		if ctx.Err() != nil {
-			return errs.Ctx(ctx, doing)
-		}
-		if !deadline.IsZero() && time.Now().After(deadline) {
-			return errs.Expired(doing)
-		}
-		if now := time.Now(); now.Sub(lastLive) > 10*time.Millisecond {
-			lastLive = now
-			if pid := c.pid(); pid != 0 && syscall.Kill(int(pid), 0) == syscall.ESRCH {
-				return gccl.Errorf(gccl.RemoteError, "peer", "rank %d (process %d) is gone", r, pid)
-			}
-		}
-		return nil
+// barrierWait is a barrier's wait for peer r.
+type barrierWait struct {
+	z        *Path
+	ctx      context.Context
+	r        int
+	deadline time.Time
+	lastLive time.Time
+}
+
+// check is the check of the wait (futex.Counter.Await): the peer's
+// failure flag, the context, the deadline and (every few milliseconds)
+// whether the peer's process still runs. It formats only the error it
+// returns.
+func (w *barrierWait) check() error {
+	c := w.z.ctl[w.r]
+	if c.failed() {
+		return gccl.Errorf(gccl.RemoteError, "peer", "rank %d failed a zero-copy operation", w.r)
 	}
+	if w.ctx.Err() != nil {
+		return errs.Ctx(w.ctx, w.doing())
+	}
+	now := time.Now()
+	if !w.deadline.IsZero() && now.After(w.deadline) {
+		return errs.Expired(w.doing())
+	}
+	if now.Sub(w.lastLive) > 10*time.Millisecond {
+		w.lastLive = now
+		if pid := c.pid(); pid != 0 && syscall.Kill(int(pid), 0) == syscall.ESRCH {
+			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d (process %d) is gone", w.r, pid)
+		}
+	}
+	return nil
+}
+
+func (w *barrierWait) doing() string {
+	return fmt.Sprintf("waiting for rank %d at a zero-copy barrier", w.r)
 }
