@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/gccl/gccl"
 )
@@ -72,7 +74,37 @@ func usableAddr(addrs []net.Addr) (netip.Addr, bool) {
 // Otherwise the first up interface with a usable address that spec
 // (GCCL_SOCKET_IFNAME syntax) allows; none is an InvalidArgument error that
 // names the interfaces that are up.
+//
+// A successful choice is kept for cacheTTL: listing the interfaces is a
+// netlink dump, and hundreds of ranks initialising in one process would
+// each make it (twice: bootstrap and transport); a later init still sees
+// interfaces that changed.
 func ListenAddr(spec string) (netip.Addr, error) {
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if c, ok := cache[spec]; ok && time.Since(c.at) < cacheTTL {
+		return c.ip, nil
+	}
+	ip, err := chooseAddr(spec)
+	if err == nil {
+		cache[spec] = cached{ip: ip, at: time.Now()}
+	}
+	return ip, err
+}
+
+const cacheTTL = time.Second
+
+type cached struct {
+	ip netip.Addr
+	at time.Time
+}
+
+var (
+	cacheMu sync.Mutex
+	cache   = map[string]cached{}
+)
+
+func chooseAddr(spec string) (netip.Addr, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return netip.Addr{}, gccl.Errorf(gccl.SystemError, "GCCL_SOCKET_IFNAME", "listing network interfaces: %w", err)
