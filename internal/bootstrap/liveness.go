@@ -71,7 +71,7 @@ func (n *Net) sayGoodbye() {
 	bye := wire.Data{Internal: true, Tag: byeTag}
 	for _, c := range conns {
 		_ = c.SetWriteDeadline(time.Now().Add(byeTimeout))
-		_ = wire.WriteFrame(c, wire.TypeData, bye.Encode())
+		_ = wire.WriteData(c, &bye)
 	}
 }
 

@@ -78,7 +78,7 @@ func (o *outConn) write(ctx context.Context, m wire.Data) error {
 	defer o.mu.Unlock()
 	stop := watchWrite(ctx, o.c)
 	defer stop()
-	return wire.WriteFrame(o.c, wire.TypeData, m.Encode())
+	return wire.WriteData(o.c, &m)
 }
 
 // watchWrite is watch for the write side only, leaving reads untouched.
