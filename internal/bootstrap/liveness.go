@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -116,24 +117,35 @@ func (n *Net) hearLoss(x, witness, from int) {
 
 // noteLoss records err as the loss of peer x, seen by witness, and passes
 // it on to the ring neighbours other than from; called with n.mu held.
+// The witness fires Lost only once the news is written: the comm package
+// aborts the engine on Lost, and that abort reaches the neighbours' engines
+// through the transports; the news should not come after it. A rank that
+// hears the news fires Lost at once.
 func (n *Net) noteLoss(x, witness, from int, err error) {
-	if n.lostErr == nil {
+	first := n.lostErr == nil
+	if first {
 		n.lostErr = err
-		close(n.lost)
+		if witness != n.rank {
+			close(n.lost)
+			first = false
+		}
 	}
 	next, prev := n.ring()
 	msg := wire.Data{Internal: true, Tag: lostTag, Payload: binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, uint32(x)), uint32(witness))}
+	var to []*outConn
 	for _, q := range []int{next, prev} {
-		if l := n.links[q]; q != x && q != from && q != n.rank && l.connected() && n.dead[q] == nil {
-			o := l.send
-			n.wg.Go(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
-				defer cancel()
-				_ = o.write(ctx, msg)
-			})
-		}
-		if next == prev {
-			break
+		if l := n.links[q]; q != x && q != from && q != n.rank && l.connected() && n.dead[q] == nil && !slices.Contains(to, l.send) {
+			to = append(to, l.send)
 		}
 	}
+	n.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+		defer cancel()
+		for _, o := range to {
+			_ = o.write(ctx, msg)
+		}
+		if first {
+			close(n.lost)
+		}
+	})
 }
