@@ -159,4 +159,3 @@ func countFDs(t testing.TB) int {
 	}
 	return len(ents)
 }
-
