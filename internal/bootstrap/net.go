@@ -34,8 +34,10 @@ type Net struct {
 	timeout      time.Duration
 	log          *slog.Logger
 	ln           net.Listener
-	addrs        [][]byte      // every rank's listen address
-	seq          atomic.Uint64 // internal collective counter
+	addrs        [][]byte           // every rank's listen address
+	seq          atomic.Uint64      // internal collective counter
+	stop         context.Context    // done once the network is closed: ends background dials
+	halt         context.CancelFunc // ends stop
 
 	mu      sync.Mutex
 	links   map[int]*link // the peers this rank is connected to, or dialling
@@ -107,6 +109,7 @@ func newNet(id wire.RootID, nranks, rank int, cfg Config) *Net {
 	if n.timeout <= 0 {
 		n.timeout = env.Get().Timeout
 	}
+	n.stop, n.halt = context.WithCancel(context.Background())
 	if n.log == nil {
 		n.log = env.Logger("BOOTSTRAP")
 	}

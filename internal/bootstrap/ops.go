@@ -103,22 +103,16 @@ func (n *Net) recv(ctx context.Context, k boxKey, dial bool) ([]byte, error) {
 			n.mu.Unlock()
 			return q[0], nil
 		}
-		err, ch := n.peerErr(k.peer, k.internal), n.changed
-		var l *link
-		if err == nil && dial && k.peer != n.rank && ctx.Err() == nil {
-			if l = n.linkOf(k.peer); l.connected() || l.dialing != nil {
-				l = nil
-			} else {
-				l.dialing = make(chan struct{})
+		err := n.peerErr(k.peer, k.internal)
+		if err == nil && dial && k.peer != n.rank {
+			if l := n.linkOf(k.peer); !l.connected() {
+				n.startDial(k.peer, l)
 			}
 		}
+		ch := n.changed
 		n.mu.Unlock()
-		switch {
-		case err != nil:
+		if err != nil {
 			return nil, err
-		case l != nil:
-			n.dial(ctx, k.peer, l)
-			continue
 		}
 		select {
 		case <-ch:
@@ -156,6 +150,7 @@ func (n *Net) shut(why error) error {
 		return nil
 	}
 	n.closed = why
+	n.halt() // background dials
 	n.notify()
 	var conns []net.Conn
 	for c := range n.pending {

@@ -60,20 +60,33 @@ func (n *Net) connect(ctx context.Context, p int, dial, coll bool) (*outConn, er
 			n.mu.Unlock()
 			return l.send, nil
 		}
-		ch := n.changed
-		if l.dialing == nil && dial && ctx.Err() == nil {
-			l.dialing = make(chan struct{})
-			n.mu.Unlock()
-			n.dial(ctx, p, l)
-			continue
+		if dial {
+			n.startDial(p, l)
 		}
+		ch := n.changed
 		n.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, ctxErr(ctx, peerArg(p), fmt.Sprintf("rank %d waiting for rank %d to connect", n.rank, p))
+			return nil, ctxErr(ctx, peerArg(p), fmt.Sprintf("rank %d waiting for a connection with rank %d", n.rank, p))
 		}
 	}
+}
+
+// startDial dials p in the background unless a dial is under way or done;
+// n.mu held, the network open. The dial runs under the network's own
+// timeout, not a caller's: a caller that gives up must not leave a
+// handshake half done, which the peer would take for this rank's loss.
+func (n *Net) startDial(p int, l *link) {
+	if l.dialing != nil {
+		return
+	}
+	l.dialing = make(chan struct{})
+	n.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(n.stop, n.timeout)
+		defer cancel()
+		n.dial(ctx, p, l)
+	})
 }
 
 // peerErr is why a wait on p must end: the network is closed, p is gone,
@@ -100,14 +113,14 @@ func (n *Net) dial(ctx context.Context, p int, l *link) {
 	close(l.dialing)
 	n.notify()
 	switch {
-	case err != nil && ctx.Err() != nil:
-		l.dialing = nil // the caller's deadline, not the peer's fault: a later call may dial again
+	case n.closed != nil:
+		if c != nil {
+			_ = c.Close()
+		}
 	case err != nil:
-		if n.closed == nil && n.dead[p] == nil {
+		if n.dead[p] == nil {
 			n.dead[p] = err
 		}
-	case n.closed != nil:
-		_ = c.Close()
 	default:
 		l.out = c
 		if l.send == nil {

@@ -170,3 +170,30 @@ func TestRankList(t *testing.T) {
 	assert.Equal(t, "[]", rankList(nil))
 	assert.Equal(t, "[1 3-5 9 11-12]", rankList([]int{1, 3, 4, 5, 9, 11, 12}))
 }
+
+// TestShortDeadlineDialIsNotALoss: a Send whose deadline ends while its
+// connection is being made must not leave the handshake half done (the
+// peer would take the closed connection for this rank's loss): the dial
+// goes on in the background and later messages use it.
+func TestShortDeadlineDialIsNotALoss(t *testing.T) {
+	const nranks = 16
+	nets := initN(t, nranks)
+	for i, p := range []int{4, 6, 8, 10, 12} {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(10<<i)*time.Microsecond)
+		err := nets[0].Send(ctx, p, 3, []byte("early"))
+		cancel()
+		if err != nil {
+			require.ErrorIs(t, err, gccl.ErrTimeout, "peer %d", p)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	for r, n := range nets {
+		require.NoError(t, n.LostErr(), "rank %d", r)
+	}
+	for _, p := range []int{4, 6, 8, 10, 12} {
+		require.NoError(t, nets[0].Send(t.Context(), p, 4, []byte("late")))
+		got, err := nets[p].Recv(t.Context(), 0, 4)
+		require.NoError(t, err)
+		assert.Equal(t, "late", string(got))
+	}
+}
