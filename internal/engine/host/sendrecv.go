@@ -78,7 +78,15 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 		runLane(len(order) - 1)
 	}
 	wg.Wait()
-	if w := opdesc.Merge(errList...); w != nil {
+	// A lane cancelled because a sibling failed did not stall: only the
+	// others' waits name ranks (stall.go).
+	var live []error
+	for _, err := range errList {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			live = append(live, err)
+		}
+	}
+	if w := opdesc.Merge(live...); w != nil {
 		w.Op = p2pName(ops) // every peer a lane was waiting for
 		return w
 	}
