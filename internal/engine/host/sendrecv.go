@@ -78,19 +78,24 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 		runLane(len(order) - 1)
 	}
 	wg.Wait()
-	// A lane cancelled because a sibling failed did not stall: only the
-	// others' waits name ranks (stall.go).
+	return laneErr(p2pName(ops), errList)
+}
+
+// laneErr is a group's error from its lanes' errors: the waits that
+// timed out, merged (stall.go names the ranks), else the first failure.
+// A lane cancelled because a sibling failed did not stall.
+func laneErr(name string, list []error) error {
 	var live []error
-	for _, err := range errList {
+	for _, err := range list {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			live = append(live, err)
 		}
 	}
 	if w := opdesc.Merge(live...); w != nil {
-		w.Op = p2pName(ops) // every peer a lane was waiting for
+		w.Op = name // every peer a lane was waiting for
 		return w
 	}
-	return causeErr(errList...)
+	return causeErr(list...)
 }
 
 // p2pName names a launch's point-to-point ops in errors.
