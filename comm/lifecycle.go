@@ -53,7 +53,10 @@ func (c *Comm) Close() error {
 }
 
 // Abort destroys the communicator at once, cancelling what is in flight;
-// ranks waiting on this one get gccl.ErrRemote. Safe on nil and twice.
+// ranks waiting on this one get gccl.ErrRemote. After a successful
+// Finalize nothing is in flight and peers are done with this rank: Abort
+// then leaves as Close does, and no peer counts it as lost. Safe on nil
+// and twice.
 func (c *Comm) Abort() error {
 	return c.shut(true)
 }
@@ -65,7 +68,8 @@ func (c *Comm) shut(abort bool) error {
 	defer progress.Enter(true)()
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
-	if c.state.Swap(stateClosed) == stateClosed {
+	prev := c.state.Swap(stateClosed)
+	if prev == stateClosed {
 		return nil
 	}
 	if abort || !isReady(c) {
@@ -77,9 +81,15 @@ func (c *Comm) shut(abort bool) error {
 	}
 	c.stopWatch()
 	var errBusy, errEng, errBoot error
-	if abort {
+	switch {
+	case abort && prev == stateFinalized:
+		// Finalize's barrier passed: every peer is done with this rank, so
+		// leaving is no failure; say goodbye, or peers still returning from
+		// the barrier would count this rank as lost.
+		errEng, errBoot = c.eng.Abort(), c.boot.Close()
+	case abort:
 		errEng, errBoot = c.eng.Abort(), c.boot.Abort()
-	} else {
+	default:
 		errBusy = c.busy()
 		errEng = c.eng.Close()
 		errBoot = c.boot.Close()
