@@ -268,6 +268,27 @@ func TestGPUGraphCapture(t *testing.T) {
 	}
 }
 
+// TestGPUP2PAttribute: cuDeviceGetP2PAttribute resolves and answers
+// within its documented ranges; access agrees with cuDeviceCanAccessPeer.
+func TestGPUP2PAttribute(t *testing.T) {
+	d, _, _ := gpu(t, 2)
+	dev1, _ := d.DeviceGet(1)
+	for _, attr := range []cuda.P2PAttr{cuda.P2PAccessSupported, cuda.P2PNativeAtomicSupported, cuda.P2PCUDAArrayAccessSupported} {
+		v, err := d.DeviceP2PAttribute(attr, 0, dev1)
+		require.NoError(t, err, "attribute %d", attr)
+		assert.Contains(t, []int{0, 1}, v, "attribute %d", attr)
+	}
+	rank, err := d.DeviceP2PAttribute(cuda.P2PPerformanceRank, 0, dev1)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, rank, 0)
+	access, _ := d.DeviceP2PAttribute(cuda.P2PAccessSupported, 0, dev1)
+	ok, err := d.DeviceCanAccessPeer(0, dev1)
+	require.NoError(t, err)
+	assert.Equal(t, ok, access == 1)
+	_, err = d.DeviceP2PAttribute(cuda.P2PAccessSupported, 0, 0)
+	assert.Error(t, err, "a device with itself")
+}
+
 func TestGPUPeerAccess(t *testing.T) {
 	d, _, _ := gpu(t, 2)
 	dev1, _ := d.DeviceGet(1)
