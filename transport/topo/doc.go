@@ -11,6 +11,11 @@
 // resolved through sysfs's symlinks, its NUMA node, and the NICs that
 // class/net and class/infiniband tie to PCI devices; NearestNIC picks the
 // NIC with the fewest PCI hops from a GPU (one under the same root before
-// one reached through the CPU). Whether two GPUs reach each other over
-// NVLink or PCIe is the CUDA driver's to say and is not detected here yet.
+// one reached through the CPU).
+//
+// GPU links (Link, LinkKind): whether one GPU reaches another over NVLink,
+// PCIe or not at all, classified from the CUDA driver's P2P attributes
+// (peer access, native atomics; the NVLink/PCIe split is an inference, see
+// Link), and Agree, the link both ranks of a pair take from their two
+// views of it. The GPU backend records each peer's link at setup.
 package topo
