@@ -9,6 +9,7 @@ import (
 	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/transport/peermem"
+	"github.com/gccl/gccl/transport/topo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -81,7 +82,7 @@ func TestSharedGPUGridCap(t *testing.T) {
 		assert.Equal(t, 22, g.set.GridCap, "rank %d", r)
 		assert.Equal(t, 22, g.set.MaxChannels, "rank %d", r)
 		assert.Equal(t, 22, g.set.Channels(1<<30), "rank %d", r)
-		assert.Equal(t, 22, g.set.P2PChannels(2, 1<<30), "rank %d: within the kernel cap, not 2x", r)
+		assert.Equal(t, 22, g.set.P2PChannels(2, 1<<30, topo.LinkUnknown), "rank %d: within the kernel cap, not 2x", r)
 	}
 	second := launchWorld(t, 2, false)
 	for r, x := range second {
