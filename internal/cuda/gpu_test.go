@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -266,6 +267,16 @@ func TestGPUGraphCapture(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("user object destructor did not run after the graph and exec were destroyed")
 	}
+}
+
+// TestGPUP2PAttributeSelf: on one GPU, cuDeviceGetP2PAttribute resolves
+// (at 8000) and refuses a device paired with itself.
+func TestGPUP2PAttributeSelf(t *testing.T) {
+	d, dev, _ := gpu(t, 1)
+	_, err := d.DeviceP2PAttribute(cuda.P2PAccessSupported, dev, dev)
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, cuda.ErrorSymbolMissing), "%v", err)
+	t.Logf("a device with itself: %v", err)
 }
 
 // TestGPUP2PAttribute: cuDeviceGetP2PAttribute resolves and answers
