@@ -163,9 +163,8 @@ func (g *Backend) allocate(img []byte) error {
 
 // exchange all-gathers the offers, with the settings and each rank's view
 // of its GPU links (links.go), records the link to every peer and maps the
-// peers' buffers. The
-// all-gather also makes sure every rank zeroed its flags before any kernel
-// can write to them.
+// peers' buffers. The all-gather also makes sure every rank zeroed its
+// flags before any kernel can write to them.
 func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer peermem.Offer) error {
 	b, err := offer.MarshalBinary()
 	if err != nil {
