@@ -20,6 +20,9 @@ type Driver interface {
 	DeviceName(dev Device) (string, error)
 	DeviceUUID(dev Device) (UUID, error)
 	DeviceCanAccessPeer(dev, peer Device) (bool, error)
+	// DeviceP2PAttribute is cuDeviceGetP2PAttribute: attr of the link
+	// from src to dst (two distinct devices).
+	DeviceP2PAttribute(attr P2PAttr, src, dst Device) (int, error)
 
 	PrimaryCtxRetain(dev Device) (Context, error)
 	PrimaryCtxRelease(dev Device) error

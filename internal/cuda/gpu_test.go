@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -266,6 +267,37 @@ func TestGPUGraphCapture(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("user object destructor did not run after the graph and exec were destroyed")
 	}
+}
+
+// TestGPUP2PAttributeSelf: on one GPU, cuDeviceGetP2PAttribute resolves
+// (at 8000) and refuses a device paired with itself.
+func TestGPUP2PAttributeSelf(t *testing.T) {
+	d, dev, _ := gpu(t, 1)
+	_, err := d.DeviceP2PAttribute(cuda.P2PAccessSupported, dev, dev)
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, cuda.ErrorSymbolMissing), "%v", err)
+	t.Logf("a device with itself: %v", err)
+}
+
+// TestGPUP2PAttribute: cuDeviceGetP2PAttribute resolves and answers
+// within its documented ranges; access agrees with cuDeviceCanAccessPeer.
+func TestGPUP2PAttribute(t *testing.T) {
+	d, _, _ := gpu(t, 2)
+	dev1, _ := d.DeviceGet(1)
+	for _, attr := range []cuda.P2PAttr{cuda.P2PAccessSupported, cuda.P2PNativeAtomicSupported, cuda.P2PCUDAArrayAccessSupported} {
+		v, err := d.DeviceP2PAttribute(attr, 0, dev1)
+		require.NoError(t, err, "attribute %d", attr)
+		assert.Contains(t, []int{0, 1}, v, "attribute %d", attr)
+	}
+	rank, err := d.DeviceP2PAttribute(cuda.P2PPerformanceRank, 0, dev1)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, rank, 0)
+	access, _ := d.DeviceP2PAttribute(cuda.P2PAccessSupported, 0, dev1)
+	ok, err := d.DeviceCanAccessPeer(0, dev1)
+	require.NoError(t, err)
+	assert.Equal(t, ok, access == 1)
+	_, err = d.DeviceP2PAttribute(cuda.P2PAccessSupported, 0, 0)
+	assert.Error(t, err, "a device with itself")
 }
 
 func TestGPUPeerAccess(t *testing.T) {

@@ -122,6 +122,12 @@ func (d driver) DeviceCanAccessPeer(dev, peer Device) (bool, error) {
 	return c != 0, err
 }
 
+func (d driver) DeviceP2PAttribute(attr P2PAttr, src, dst Device) (int, error) {
+	var v C.int
+	err := d.check("cuDeviceGetP2PAttribute", C.gccl_cuDeviceGetP2PAttribute(&v, C.int(attr), C.CUdevice(src), C.CUdevice(dst)))
+	return int(v), err
+}
+
 func (d driver) PrimaryCtxRetain(dev Device) (Context, error) {
 	var c C.CUcontext
 	err := d.check("cuDevicePrimaryCtxRetain", C.gccl_cuDevicePrimaryCtxRetain(&c, C.CUdevice(dev)))

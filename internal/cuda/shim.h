@@ -77,6 +77,7 @@ typedef struct {
 	X(cuDeviceGetName, "cuDeviceGetName", 2000, (char *s, int n, CUdevice d), (s, n, d)) \
 	X(cuDeviceGetUuid, "cuDeviceGetUuid", 11040, (CUuuid *u, CUdevice d), (u, d)) \
 	X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 4000, (int *c, CUdevice d, CUdevice p), (c, d, p)) \
+	X(cuDeviceGetP2PAttribute, "cuDeviceGetP2PAttribute", 8000, (int *v, int a, CUdevice s, CUdevice d), (v, a, s, d)) \
 	X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, (CUcontext *c, CUdevice d), (c, d)) \
 	X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 11000, (CUdevice d), (d)) \
 	X(cuCtxSetCurrent, "cuCtxSetCurrent", 4000, (CUcontext c), (c)) \

@@ -67,6 +67,27 @@ const (
 	AttrGPUDirectRDMASupported       DeviceAttr = 116
 )
 
+// P2PAttr is a CUdevice_P2PAttribute: what cuDeviceGetP2PAttribute says
+// about the link from one device to another.
+type P2PAttr int32
+
+// The P2P attributes (values of CUdevice_P2PAttribute in cuda.h).
+const (
+	// P2PPerformanceRank is the link's relative performance: 0 is the
+	// best the system has, larger is slower.
+	P2PPerformanceRank P2PAttr = 1
+	// P2PAccessSupported is 1 when the source can map the destination's
+	// memory (peer access).
+	P2PAccessSupported P2PAttr = 2
+	// P2PNativeAtomicSupported is 1 when the source's atomic operations
+	// on the destination's memory run natively over the link.
+	P2PNativeAtomicSupported P2PAttr = 3
+	// P2PCUDAArrayAccessSupported is 1 when CUDA arrays are accessible
+	// over the link (CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED,
+	// which has the value of the deprecated ACCESS_ACCESS_SUPPORTED).
+	P2PCUDAArrayAccessSupported P2PAttr = 4
+)
+
 // Stream, event and memory flags.
 const (
 	StreamNonBlocking = 0x1 // CU_STREAM_NON_BLOCKING

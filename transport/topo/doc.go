@@ -6,6 +6,12 @@
 // machine that happen to share a short host name are not confused. GCCL_HOSTID
 // (or NCCL_HOSTID) replaces that identity, for launchers that know better.
 //
-// GPU topology (NVLink, PCIe switches, NUMA nodes, NIC paths) is not detected
-// here yet; on the host backend only "same host or not" matters.
+// GPU links (Link, LinkKind): whether one GPU reaches another over NVLink,
+// PCIe or not at all, classified from the CUDA driver's P2P attributes
+// (peer access, native atomics; the NVLink/PCIe split is an inference, see
+// Link), and Agree, the link both ranks of a pair take from their two
+// views of it. The GPU backend records each peer's link at setup.
+//
+// The PCI topology of GPUs and NICs (paths through switches, NUMA nodes,
+// nearest NIC) is not detected here yet.
 package topo

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/transport/topo"
 )
 
 // Kernel is how the GPU backend runs one operation: a kernel family of
@@ -166,10 +167,13 @@ type Input struct {
 	// per block for ReduceScatter, the whole buffer otherwise.
 	Count, ElemSize int
 	NRanks, Rank    int
-	Root            int  // Broadcast and Reduce
-	Peer            int  // P2PSend and P2PRecv
-	InPlace         bool // the send buffer is the receive buffer
-	PreMulSum       bool // the operator is a PreMulSum (scales each input)
+	Root            int // Broadcast and Reduce
+	Peer            int // P2PSend and P2PRecv
+	// Link is the link to Peer as both ranks of the pair agreed on it
+	// at setup (P2PSend and P2PRecv; P2PChannels reads it).
+	Link      topo.LinkKind
+	InPlace   bool // the send buffer is the receive buffer
+	PreMulSum bool // the operator is a PreMulSum (scales each input)
 	// PeersMapped: the ranks map each other's memory (func PeersMapped);
 	// otherwise the operation goes via the host.
 	PeersMapped bool

@@ -52,7 +52,7 @@ func Choose(in Input) (Choice, error) {
 	case in.Kind.IsP2P() && in.Peer == in.Rank: // a copy engine transfer
 		return Choice{Kernel: KernelCopy}, nil
 	case in.Kind.IsP2P(): // this op as its pair's only piece
-		return Choice{Kernel: KernelP2P, Grid: s.P2PChannels(in.NRanks, bytes), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
+		return Choice{Kernel: KernelP2P, Grid: s.P2PChannels(in.NRanks, bytes, in.Link), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
 	}
 	if k, done := in.single(); done {
 		return Choice{Kernel: k}, nil

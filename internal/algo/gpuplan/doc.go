@@ -7,7 +7,7 @@
 //
 // Choose is the choice for one operation, from what the engine knows at
 // launch (Input: kind, size, ranks, in place, PreMulSum, peers mapped,
-// capturing, registrations, Settings) to a Choice: the path (Kernel: none,
+// capturing, registrations, a point-to-point peer's link, Settings) to a Choice: the path (Kernel: none,
 // copy, oneshot, push, pipelined, zerocopy, p2p, viahost; Family names its
 // kernel in package kernels), the grid and the area the kernel uses as
 // scratch. Its doc lists the order of the rules. Input.RegLookup and
@@ -17,4 +17,10 @@
 // rules (Settings, Channels, LLGrid, P2PChannels) live here too, so the
 // engine reads them rather than restating them; a test pins what they
 // restate of package kernels.
+//
+// Link: the only rule that reads a peer's link (transport/topo.LinkKind)
+// is P2PChannels, which gives a pair over PCIe at most P2PChannelsPCIe
+// channels. The collectives' grids, LL and push limits still assume the
+// NVLink machine they were tuned on (H100/H200 with NVSwitch); they are
+// the same for every link until a PCIe machine measures otherwise.
 package gpuplan

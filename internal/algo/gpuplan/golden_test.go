@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/transport/topo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,6 +46,7 @@ var gpuScenarios = []gpuScenario{
 	{"GCCL_MAX_NCHANNELS=8 GCCL_GPU_LL_MAX=16K GCCL_GPU_PUSH_MAX=4M GCCL_GPU_BUFFSIZE=3M+5", func(in *Input) {
 		in.Set = NewSettings(8, 3<<20+5, 16<<10, 4<<20, algo.AllAlgorithms, algo.AllProtocols)
 	}},
+	{"peer over PCIe", func(in *Input) { in.Link = topo.LinkPCIe }},
 	{"via the host (peers not mapped)", func(in *Input) { in.PeersMapped = false }},
 	{"via the host, captured", func(in *Input) { in.PeersMapped, in.Capturing = false, true }},
 }
@@ -111,7 +113,7 @@ func gpuBase(k algo.Kind, bytes, nranks int) Input {
 		es = 4
 	}
 	return Input{Kind: k, Count: bytes / es, ElemSize: es, NRanks: nranks, Peer: 1 % nranks,
-		PeersMapped: true, Set: DefaultSettings()}
+		Link: topo.LinkNVLink, PeersMapped: true, Set: DefaultSettings()}
 }
 
 // TestGolden checks Choose against testdata/n{1,2,4,8}.txt. Run

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/transport/topo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +17,7 @@ func randInput(rng *rand.Rand) Input {
 	es := []int{1, 2, 4, 8}[rng.IntN(4)]
 	bytes := rng.IntN(1 << uint(rng.IntN(31)))
 	in := Input{Kind: k, Count: bytes / es, ElemSize: es, NRanks: n, Rank: rng.IntN(n), Root: rng.IntN(n),
-		Peer: rng.IntN(n), InPlace: rng.IntN(2) == 0, PreMulSum: k.Reduces() && rng.IntN(4) == 0,
+		Peer: rng.IntN(n), Link: topo.LinkKind(rng.IntN(5)), InPlace: rng.IntN(2) == 0, PreMulSum: k.Reduces() && rng.IntN(4) == 0,
 		PeersMapped: rng.IntN(8) != 0, Capturing: rng.IntN(3) == 0, CommRegistered: rng.IntN(2) == 0,
 		Registered: rng.IntN(2) == 0}
 	in.Set = NewSettings(rng.IntN(80), rng.IntN(2<<30), rng.IntN(4<<20), rng.IntN(8<<20),
@@ -68,6 +69,9 @@ func TestChoiceValid(t *testing.T) {
 		case KernelP2P:
 			require.NotEqual(t, in.Rank, in.Peer)
 			require.LessOrEqual(t, c.Grid*max(1, in.NRanks-1), max(2*in.Set.MaxChannels, in.NRanks-1), "%+v: %v", in, c)
+			if in.Link == topo.LinkPCIe {
+				require.LessOrEqual(t, c.Grid, P2PChannelsPCIe, "%+v: %v", in, c)
+			}
 		default:
 			require.True(t, c.Grid >= 1 && c.Grid <= in.Set.MaxChannels && c.Grid <= GridMax, "%+v: %v", in, c)
 		}

@@ -1,6 +1,9 @@
 package gpuplan
 
-import "github.com/gccl/gccl/internal/algo"
+import (
+	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/transport/topo"
+)
 
 // The GPU backend's communication buffer, one per rank, mapped by every
 // peer: the flag array, the direct area of the one-shot (LL) kernels and
@@ -113,16 +116,31 @@ func (s Settings) LLGrid(bytes int) int {
 }
 
 // P2PChannels is one peer pair's channel count in the point-to-point
-// kernel for nbytes (the larger direction): one per ChannelBytes, at
-// most 2*MaxChannels/(nranks-1) (and GridCap in all), so a rank talking
-// to every peer stays within twice the collectives' grid cap. A
-// point-to-point channel is bound by its SM (on 4xH200, 10 channels a pair
-// moved 185 GB/s at 1 GiB, ~18.5 GB/s each), so pairs get more than a
-// collective's share. Both ranks of the pair compute the same.
-func (s Settings) P2PChannels(nranks, nbytes int) int {
+// kernel for nbytes (the larger direction) over link: one per
+// ChannelBytes, at most 2*MaxChannels/(nranks-1) (and GridCap in all), so
+// a rank talking to every peer stays within twice the collectives' grid
+// cap. A point-to-point channel is bound by its SM (on 4xH200 over
+// NVLink, 10 channels a pair moved 185 GB/s at 1 GiB, ~18.5 GB/s each),
+// so pairs get more than a collective's share. Over PCIe (link
+// topo.LinkPCIe) the bus, not the SMs, is the bound: a pair takes at
+// most P2PChannelsPCIe. Every other link (NVLink, one GPU, none or
+// unknown) takes the rule above unchanged. Both ranks of the pair compute
+// the same (the engine gives both the link they agreed on).
+func (s Settings) P2PChannels(nranks, nbytes int, link topo.LinkKind) int {
 	limit := max(1, min(2*s.MaxChannels, s.GridCap)/max(1, nranks-1))
+	if link == topo.LinkPCIe {
+		limit = min(limit, P2PChannelsPCIe)
+	}
 	return min(max(1, (nbytes+ChannelBytes-1)/ChannelBytes), limit)
 }
+
+// P2PChannelsPCIe is the most channels a point-to-point pair over PCIe
+// takes: a PCIe 5.0 x16 link carries about 64 GB/s a direction (PCIe 4.0
+// half that), which 4 channels at the ~18.5 GB/s one moves over NVLink
+// already exceed; more would only hold SMs that the application's
+// kernels could use while they wait on the bus. A figure derived from
+// those bandwidths, not measured on a PCIe machine.
+const P2PChannelsPCIe = 4
 
 // P2PRegionBytes is the part of each rank's bulk area that carries what it
 // sends to one peer.

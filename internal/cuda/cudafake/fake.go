@@ -21,9 +21,13 @@ func Live() int { return memory.Live() }
 
 // Config shapes a fake machine; the zero value is one GPU of 1 GiB.
 type Config struct {
-	Devices     int           // number of GPUs (default 1)
-	MemBytes    int           // memory per GPU (default 1 GiB)
-	NoPeer      bool          // DeviceCanAccessPeer reports false
+	Devices  int  // number of GPUs (default 1)
+	MemBytes int  // memory per GPU (default 1 GiB)
+	NoPeer   bool // DeviceCanAccessPeer reports false
+	// P2P is what DeviceP2PAttribute answers for the link from device
+	// [0] to device [1] (not implied the other way); a pair not listed
+	// has no link (every attribute 0).
+	P2P         map[[2]int]P2PAttrs
 	WaitTimeout time.Duration // bound on StreamWaitValue and event waits (default 10s)
 	Version     int           // driver version reported (default 13000)
 	// VABase is where the fake's device addresses start (default 1<<60).
@@ -175,6 +179,45 @@ func (f *Fake) DeviceCanAccessPeer(dev, peer cuda.Device) (bool, error) {
 		return false, err
 	}
 	return !f.cfg.NoPeer && dev != peer, nil
+}
+
+// P2PAttrs are the cuDeviceGetP2PAttribute answers for one ordered pair
+// of the fake's devices.
+type P2PAttrs struct {
+	PerformanceRank, Access, NativeAtomic, ArrayAccess int
+}
+
+// The answers of the links of common machines: NVLink (NVSwitch
+// systems: peer access with native atomics and CUDA arrays) and PCIe
+// (peer access, no native atomics over the bus).
+var (
+	NVLinkAttrs = P2PAttrs{PerformanceRank: 0, Access: 1, NativeAtomic: 1, ArrayAccess: 1}
+	PCIeAttrs   = P2PAttrs{PerformanceRank: 0, Access: 1, NativeAtomic: 0, ArrayAccess: 0}
+)
+
+// DeviceP2PAttribute answers from Config.P2P; like the driver it refuses
+// a device paired with itself.
+func (f *Fake) DeviceP2PAttribute(attr cuda.P2PAttr, src, dst cuda.Device) (int, error) {
+	for _, d := range []cuda.Device{src, dst} {
+		if err := f.checkDev("cuDeviceGetP2PAttribute", d); err != nil {
+			return 0, err
+		}
+	}
+	if src == dst {
+		return 0, fail("cuDeviceGetP2PAttribute", cuda.ErrorInvalidDevice)
+	}
+	a := f.cfg.P2P[[2]int{int(src), int(dst)}]
+	switch attr {
+	case cuda.P2PPerformanceRank:
+		return a.PerformanceRank, nil
+	case cuda.P2PAccessSupported:
+		return a.Access, nil
+	case cuda.P2PNativeAtomicSupported:
+		return a.NativeAtomic, nil
+	case cuda.P2PCUDAArrayAccessSupported:
+		return a.ArrayAccess, nil
+	}
+	return 0, fail("cuDeviceGetP2PAttribute", cuda.ErrorInvalidValue)
 }
 
 // Contexts are the device ordinal + 1 (0 is "no context").

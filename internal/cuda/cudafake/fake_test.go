@@ -379,3 +379,26 @@ func TestLive(t *testing.T) {
 	require.NoError(t, f.MemRelease(mh))
 	require.Equal(t, before, Live())
 }
+
+// TestP2PAttribute: the fake answers per ordered pair from Config.P2P,
+// zero (no link) for pairs not listed, and refuses a device with itself.
+func TestP2PAttribute(t *testing.T) {
+	f := New(Config{Devices: 3, P2P: map[[2]int]P2PAttrs{{0, 1}: NVLinkAttrs, {1, 2}: PCIeAttrs}})
+	get := func(attr cuda.P2PAttr, a, b int) int {
+		v, err := f.DeviceP2PAttribute(attr, cuda.Device(a), cuda.Device(b))
+		require.NoError(t, err)
+		return v
+	}
+	assert.Equal(t, 1, get(cuda.P2PNativeAtomicSupported, 0, 1))
+	assert.Equal(t, 1, get(cuda.P2PCUDAArrayAccessSupported, 0, 1))
+	assert.Equal(t, 1, get(cuda.P2PAccessSupported, 1, 2))
+	assert.Equal(t, 0, get(cuda.P2PNativeAtomicSupported, 1, 2))
+	assert.Equal(t, 0, get(cuda.P2PAccessSupported, 1, 0), "not implied the other way")
+	assert.Equal(t, 0, get(cuda.P2PPerformanceRank, 0, 2))
+	_, err := f.DeviceP2PAttribute(cuda.P2PAccessSupported, 1, 1)
+	assert.True(t, errors.Is(err, cuda.ErrorInvalidDevice), "%v", err)
+	_, err = f.DeviceP2PAttribute(cuda.P2PAccessSupported, 0, 3)
+	assert.Error(t, err)
+	_, err = f.DeviceP2PAttribute(99, 0, 1)
+	assert.True(t, errors.Is(err, cuda.ErrorInvalidValue), "%v", err)
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/gccl/gccl/internal/engine/internal/streamjoin"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport/peermem"
+	"github.com/gccl/gccl/transport/topo"
 )
 
 // Backend runs operations as kernels on the caller's CUstream. Nothing on
@@ -44,7 +45,10 @@ type Backend struct {
 	ctlHost uintptr
 	ctlDev  uintptr
 	peers   *peermem.Mapping
-	base    kernels.DevComm // the fields every launch shares
+	// peerLink is the link to each rank, as both ranks of the pair agreed
+	// at setup (links.go); the point-to-point grids read it. nil before.
+	peerLink []topo.LinkKind
+	base     kernels.DevComm // the fields every launch shares
 
 	fnMu sync.Mutex
 	fns  map[string]*loadedFn // loaded kernels, under fnMu

@@ -10,7 +10,11 @@
 // the staged kernels) and counters, and exchanges the buffers with the
 // peers, checking that every rank runs with the same settings
 // (GCCL_MAX_NCHANNELS, GCCL_PROTO, GCCL_GPU_BUFFSIZE, GCCL_GPU_LL_MAX,
-// GCCL_GPU_PUSH_MAX). Submit waits for the launch's turn, joins its stream
+// GCCL_GPU_PUSH_MAX) and recording the link to every peer (links.go:
+// each rank sends its view of its GPU's links, by GPU UUID, and both ranks
+// of a pair take topo.Agree of their two views; ranks on one GPU are "same
+// device"); the point-to-point grids read it (fewer channels over PCIe,
+// gpuplan.P2PChannels). Submit waits for the launch's turn, joins its stream
 // to the communicator's previous one and to the launch's other streams
 // (chain.go: the launch waits for what they ran before, they wait for
 // the launch; all eager or all in one capture, else gccl.ErrInvalidUsage

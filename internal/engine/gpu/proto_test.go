@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/transport/peermem"
+	"github.com/gccl/gccl/transport/topo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -81,7 +83,8 @@ func TestSharedGPUGridCap(t *testing.T) {
 		assert.Equal(t, 22, g.set.GridCap, "rank %d", r)
 		assert.Equal(t, 22, g.set.MaxChannels, "rank %d", r)
 		assert.Equal(t, 22, g.set.Channels(1<<30), "rank %d", r)
-		assert.Equal(t, 22, g.set.P2PChannels(2, 1<<30), "rank %d: within the kernel cap, not 2x", r)
+		assert.Equal(t, 22, g.set.P2PChannels(2, 1<<30, g.peerLink[(r+1)%3]), "rank %d: within the kernel cap, not 2x", r)
+		assert.Equal(t, slices.Repeat([]topo.LinkKind{topo.LinkSameDevice}, 3), g.peerLink, "rank %d: ranks on one GPU", r)
 	}
 	second := launchWorld(t, 2, false)
 	for r, x := range second {

@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/kernels"
+	"github.com/gccl/gccl/transport/topo"
 )
 
 // p2pPiece is one Send or Recv of a launch: where its bytes are and how many.
@@ -73,7 +74,7 @@ func (g *Backend) sendRecv(ops []engine.Op, s cuda.Stream) error {
 	}
 	q := p2pPiecesPerPair(n)
 	for k := 0; ; k++ {
-		pairs := p2pPairs(n, me, sends, recvs, k*q, q, g.set)
+		pairs := p2pPairs(n, me, sends, recvs, k*q, q, g.set, g.peerLink)
 		if len(pairs) == 0 {
 			return nil
 		}
@@ -91,9 +92,10 @@ func p2pPiecesPerPair(n int) int {
 
 // p2pPairs are the pairs of one kernel: for every peer but me, its pieces
 // [lo, lo+q) of each direction; peers with none are left out. A pair's
-// channel count is set.P2PChannels of its larger direction, which both
-// ranks of the pair compute alike.
-func p2pPairs(n, me int, sends, recvs [][]p2pPiece, lo, q int, set gpuplan.Settings) []p2pPair {
+// channel count is set.P2PChannels of its larger direction over its link
+// (links[peer]; nil or short: unknown), which both ranks of the pair
+// compute alike.
+func p2pPairs(n, me int, sends, recvs [][]p2pPiece, lo, q int, set gpuplan.Settings, links []topo.LinkKind) []p2pPair {
 	var pairs []p2pPair
 	for peer := range n {
 		if peer == me {
@@ -103,7 +105,11 @@ func p2pPairs(n, me int, sends, recvs [][]p2pPiece, lo, q int, set gpuplan.Setti
 		if len(sw) == 0 && len(rw) == 0 {
 			continue
 		}
-		pairs = append(pairs, p2pPair{peer: peer, nch: set.P2PChannels(n, max(total(sw), total(rw))), send: sw, recv: rw})
+		link := topo.LinkUnknown
+		if peer < len(links) {
+			link = links[peer]
+		}
+		pairs = append(pairs, p2pPair{peer: peer, nch: set.P2PChannels(n, max(total(sw), total(rw)), link), send: sw, recv: rw})
 	}
 	return pairs
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/kernels"
+	"github.com/gccl/gccl/transport/topo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -38,7 +39,7 @@ func TestP2PDescLayout(t *testing.T) {
 		assert.Positive(t, q)
 		// A rank talking to every peer with the most channels stays in the grid.
 		set := gpuplan.DefaultSettings()
-		maxCh := set.P2PChannels(n, 1<<30)
+		maxCh := set.P2PChannels(n, 1<<30, topo.LinkNVLink)
 		assert.LessOrEqual(t, (n-1)*maxCh, kernels.MaxChannels, "n=%d", n)
 		// Every channel's halves hold at least 4 KiB with the smallest bulk
 		// area, 16 KiB with the default one.
@@ -321,10 +322,13 @@ func TestP2PChannelsAgree(t *testing.T) {
 		if other != a && other != b {
 			sends[other] = []p2pPiece{{3, rng.IntN(1 << 26)}}
 		}
-		pa := p2pPairs(n, a, sends, recvs, 0, 8, gpuplan.DefaultSettings())
+		links := []topo.LinkKind{topo.LinkNVLink, topo.LinkPCIe, topo.LinkUnknown}[rng.IntN(3)]
+		la, lb := make([]topo.LinkKind, n), make([]topo.LinkKind, n)
+		la[b], lb[a] = links, links // as peerLinks gives them
+		pa := p2pPairs(n, a, sends, recvs, 0, 8, gpuplan.DefaultSettings(), la)
 		sendsB, recvsB := make([][]p2pPiece, n), make([][]p2pPiece, n)
 		sendsB[a], recvsB[a] = []p2pPiece{{4, ba}}, []p2pPiece{{5, ab}}
-		pb := p2pPairs(n, b, sendsB, recvsB, 0, 8, gpuplan.DefaultSettings())
+		pb := p2pPairs(n, b, sendsB, recvsB, 0, 8, gpuplan.DefaultSettings(), lb)
 		require.Len(t, pb, 1)
 		for _, p := range pa {
 			if p.peer == b {

@@ -161,16 +161,18 @@ func (g *Backend) allocate(img []byte) error {
 	return g.drv.StreamSynchronize(0)
 }
 
-// exchange all-gathers the offers and maps the peers' buffers. The
-// all-gather also makes sure every rank zeroed its flags before any kernel
-// can write to them.
+// exchange all-gathers the offers, with the settings and each rank's view
+// of its GPU links (links.go), records the link to every peer and maps the
+// peers' buffers. The all-gather also makes sure every rank zeroed its
+// flags before any kernel can write to them.
 func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer peermem.Offer) error {
 	b, err := offer.MarshalBinary()
 	if err != nil {
 		return err
 	}
 	set := g.settings()
-	all, err := boot.AllGather(ctx, append(set.encode(), b...))
+	view := localLinks(g.drv, g.dev.Ordinal())
+	all, err := boot.AllGather(ctx, append(view.encode(set.encode()), b...))
 	if err != nil {
 		return gccl.Errorf(gccl.Code(err), "bootstrap", "exchanging GPU buffer handles: %w", err)
 	}
@@ -178,13 +180,23 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, offer pee
 		return gccl.Errorf(gccl.InternalError, "bootstrap", "all-gather returned %d entries, want %d", len(all), g.nranks)
 	}
 	offers := make([]peermem.Offer, g.nranks)
+	views := make([]linkView, g.nranks)
 	for r, b := range all {
 		if _, err := sameSettings(set, b, r); err != nil {
 			return err
 		}
-		if err := offers[r].UnmarshalBinary(b[gpuSettingsLen:]); err != nil {
+		v, rest, ok := decodeLinkView(b[gpuSettingsLen:])
+		if !ok {
+			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d sent a %d-byte GPU setup entry, too short for its links", r, len(b))
+		}
+		views[r] = v
+		if err := offers[r].UnmarshalBinary(rest); err != nil {
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d: %w", r, err)
 		}
+	}
+	g.peerLink = peerLinks(views, g.rank)
+	if g.log != nil {
+		g.log.Debug("GPU links to the peers", "links", g.peerLink)
 	}
 	if sharesGPUInProcess(offers) {
 		if err := g.shareSMs(ctx, boot, offers); err != nil {
