@@ -16,16 +16,20 @@ import (
 // (the old socket transport's read-ahead): a message that arrived before
 // Recv was called is already in a slot.
 type netRecv struct {
-	mu      sync.Mutex
-	rc      network.RecvComm
-	ring    *staging
-	slot    int // bytes of a slot
-	reqs    [netDepth]network.Request
-	next    int    // the slot of the next transfer
-	tag     uint32 // the tag of the next receive to post
-	timeout time.Duration
-	err     error // sticky
-	closed  bool
+	mu   sync.Mutex
+	rc   network.RecvComm
+	ring *staging
+	slot int // bytes of a slot
+	reqs [netDepth]network.Request
+	next int // the slot of the next transfer
+	// unposted counts the slots just before next, in ring order, released
+	// but not posted again because posting failed: they are posted, in
+	// order so that the tags stay in order, before a take reaches them.
+	unposted int
+	tag      uint32 // the tag of the next receive to post
+	timeout  time.Duration
+	err      error // sticky
+	closed   bool
 }
 
 func newNetRecv(rc network.RecvComm, chunk int, timeout time.Duration) (*netRecv, error) {
@@ -60,6 +64,11 @@ func (r *netRecv) repost(ctx context.Context, deadline time.Time, i int) error {
 // take waits for the next slot's transfer and returns its bytes, valid
 // until release.
 func (r *netRecv) take(ctx context.Context, deadline time.Time) ([]byte, error) {
+	if r.reqs[r.next] == nil {
+		if err := r.flush(ctx, deadline); err != nil {
+			return nil, err
+		}
+	}
 	n, err := finish(ctx, deadline, "net recv", r.reqs[r.next])
 	if err != nil {
 		return nil, err
@@ -68,11 +77,27 @@ func (r *netRecv) take(ctx context.Context, deadline time.Time) ([]byte, error) 
 	return r.ring.b[r.next*r.slot:][:n], nil
 }
 
-// release posts the slot take returned again and moves to the next.
-func (r *netRecv) release(ctx context.Context, deadline time.Time) error {
-	i := r.next
+// release moves to the next slot and posts the one take returned again.
+// A failure to post is not this message's: the transfers already posted
+// may still hold messages the peer sent before it closed or failed, so the
+// error waits for the take that reaches the unposted slot.
+func (r *netRecv) release(ctx context.Context, deadline time.Time) {
 	r.next = (r.next + 1) % netDepth
-	return r.repost(ctx, deadline, i)
+	r.unposted++
+	_ = r.flush(ctx, deadline)
+}
+
+// flush posts the unposted slots, oldest first, and stops at the first
+// failure (a take that needs the slot tries again and reports it).
+func (r *netRecv) flush(ctx context.Context, deadline time.Time) error {
+	for r.unposted > 0 {
+		i := (r.next - r.unposted + netDepth) % netDepth
+		if err := r.repost(ctx, deadline, i); err != nil {
+			return err
+		}
+		r.unposted--
+	}
+	return nil
 }
 
 // Recv receives the next message (see Conn). A deadline that expires
@@ -127,9 +152,7 @@ func (r *netRecv) message(ctx context.Context, deadline time.Time, b []byte, acc
 			}
 			rest -= len(piece)
 		}
-		if err := r.release(ctx, deadline); err != nil {
-			return err
-		}
+		r.release(ctx, deadline)
 		if rest == 0 {
 			return nil
 		}

@@ -33,7 +33,12 @@
 // never reported as received: a bad header or a truncated frame is
 // gccl.ErrRemote, a payload checksum mismatch gccl.ErrSystem, a socket the
 // peer closed gccl.ErrRemote; any of them ends the connection and fails its
-// posted requests. A receiver's Fail writes a failure record back on the
+// posted requests. A sender that closes cleanly (its control socket ends at
+// a frame boundary) is no failure: TCP delivers all it wrote before the
+// FIN, so the transfers it announced are still received, pieces included,
+// and only receives that no transfer will fill fail (gccl.ErrRemote).
+// Likewise a receiver that closes cleanly fails the sender's later Isends,
+// not those posted, whose bytes it may have taken whole before it closed. A receiver's Fail writes a failure record back on the
 // control socket (the only bytes that travel back), which the sender's
 // Isends and Refusal report.
 //

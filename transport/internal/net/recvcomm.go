@@ -1,6 +1,7 @@
 package net
 
 import (
+	"errors"
 	"io"
 	gonet "net"
 	"sync"
@@ -62,6 +63,10 @@ func (r *RecvComm) readCtrl() {
 	var hdr [HeaderSize]byte
 	for seq := uint64(0); ; seq++ {
 		if _, err := io.ReadFull(r.ctrl, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) && r.broken() == nil { // at a frame boundary: a clean close
+				r.drain(seq)
+				return
+			}
 			r.fail(r.classify(err, "net recv"))
 			return
 		}
@@ -83,6 +88,26 @@ func (r *RecvComm) readCtrl() {
 		}
 		if err := r.start(q, h); err != nil {
 			r.fail(err)
+			return
+		}
+	}
+}
+
+// drain runs once the sender closed the connection cleanly (its control
+// socket ended at a frame boundary, after n transfers): TCP delivered all
+// it wrote before, so the transfers already announced are still received,
+// their pieces read by the helpers from the data sockets (which end after
+// them), and only receives that no transfer will fill fail, those posted
+// now and those posted later, until Close. The connection is not failed:
+// that would fail the transfers still being received and cut the data
+// sockets short.
+func (r *RecvComm) drain(n uint64) {
+	err := gccl.Errorf(gccl.RemoteError, "net recv", "the peer closed the connection after %d transfers", n)
+	for {
+		select {
+		case q := <-r.posted:
+			q.finish(0, err)
+		case <-r.quit:
 			return
 		}
 	}

@@ -1,6 +1,7 @@
 package net
 
 import (
+	"errors"
 	"io"
 	gonet "net"
 	"sync"
@@ -25,6 +26,7 @@ type SendComm struct {
 	ctrlQ   chan *request
 	busy    atomic.Int32 // control frames queued or being written by the control writer
 	refused atomic.Pointer[error]
+	gone    atomic.Pointer[error] // the receiver closed its end cleanly: Isends fail with it
 
 	// the fast path's writev, under mu
 	iov    [2]syscall.Iovec
@@ -59,6 +61,9 @@ func NewSendComm(socks []gonet.Conn, o Options) (*SendComm, error) {
 
 // Isend posts the send of r with tag (see network.SendComm).
 func (s *SendComm) Isend(r network.Region, m network.MemHandle, tag uint32) (network.Request, error) {
+	if p := s.gone.Load(); p != nil && s.broken() == nil {
+		return nil, *p
+	}
 	q, err := s.begin(r, m, tag)
 	if q == nil || err != nil {
 		return nil, err
@@ -190,11 +195,19 @@ func (s *SendComm) helper(q *pieceQueue) {
 }
 
 // readBack waits for the receiver's failure record on the control socket
-// (the only bytes that travel back); the receiver closing its end breaks
-// the connection too.
+// (the only bytes that travel back). The receiver closing its end cleanly
+// fails later Isends but not those posted: the receiver may have taken
+// all their bytes before it closed, while the writer or a helper had not
+// yet counted its last write done; a transfer it did not take fails in its
+// own writes (the peer resets the socket).
 func (s *SendComm) readBack() {
 	var hdr [HeaderSize]byte
 	if _, err := io.ReadFull(s.ctrl, hdr[:]); err != nil {
+		if errors.Is(err, io.EOF) && s.broken() == nil {
+			gone := gccl.Errorf(gccl.RemoteError, "net send", "the peer closed the connection")
+			s.gone.Store(&gone)
+			return
+		}
 		s.fail(s.classify(err, "net send"))
 		return
 	}

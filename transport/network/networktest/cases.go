@@ -235,6 +235,62 @@ func testPeerClose(t *testing.T, p network.Provider) {
 	require.ErrorIs(t, err, gccl.ErrRemote, "a receive after the sender closed")
 }
 
+// testSendThenClose: what a sender's Isend completed reaches the receiver
+// even when the sender closes right after, as TCP delivers what was
+// written before the FIN: large transfers whose receives were posted,
+// still arriving when the sender closes, and small ones whose receives are
+// posted only after it closed. Only a receive past them fails.
+func testSendThenClose(t *testing.T, p network.Provider) {
+	large := sizes[len(sizes)-1]
+	for ch, c := range []struct {
+		sizes []int
+		early bool // receives posted before the sends (as a rendezvous needs)
+	}{
+		{[]int{large, large + 1, large - 1}, true},
+		{[]int{1, 0, 7, 1000, 33}, false},
+	} {
+		s, r := pair(t, p, ch)
+		var datas [][]byte
+		var sends, recvs []network.Request
+		var bufs []buffer
+		for i, n := range c.sizes {
+			rb := newBuffer(t, r, n)
+			datas, bufs = append(datas, randBytes(uint64(200+i), n)), append(bufs, rb)
+			if c.early {
+				recvs = append(recvs, post(t, func() (network.Request, error) { return r.Irecv(rb.region(n), rb.m, uint32(i)) }))
+			}
+		}
+		for i, n := range c.sizes {
+			sb := newBuffer(t, s, n)
+			copy(sb.b, datas[i])
+			sends = append(sends, post(t, func() (network.Request, error) { return s.Isend(sb.region(n), sb.m, uint32(i)) }))
+		}
+		for i, q := range sends {
+			_, err := finish(ctx(t), q)
+			require.NoError(t, err, "send %d", i)
+		}
+		require.NoError(t, s.Close())
+		if !c.early {
+			time.Sleep(20 * time.Millisecond) // the receiving end sees the close first
+			for i, rb := range bufs {
+				recvs = append(recvs, post(t, func() (network.Request, error) { return r.Irecv(rb.region(len(rb.b)), rb.m, uint32(i)) }))
+			}
+		}
+		for i, q := range recvs {
+			n, err := finish(ctx(t), q)
+			require.NoError(t, err, "receive %d of a send completed before the sender closed", i)
+			require.Equal(t, len(datas[i]), n, "receive %d", i)
+			requireBytes(t, datas[i], bufs[i].b[:n], "a transfer sent before the sender closed")
+		}
+		rb := newBuffer(t, r, 10)
+		q, err := r.Irecv(rb.region(10), rb.m, uint32(len(datas)))
+		if err == nil && q != nil {
+			_, err = finish(ctx(t), q)
+		}
+		require.ErrorIs(t, err, gccl.ErrRemote, "a receive past what the sender sent before it closed")
+	}
+}
+
 func testDeadlines(t *testing.T, p network.Provider) {
 	lcfg, _ := configs()
 	ln := listen(t, p, lcfg)

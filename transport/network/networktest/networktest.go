@@ -35,6 +35,7 @@ func Run(t *testing.T, newProvider func() network.Provider) {
 		{"WrongIdentity", testWrongIdentity},
 		{"Reject", testReject},
 		{"PeerClose", testPeerClose},
+		{"SendThenClose", testSendThenClose},
 		{"Deadlines", testDeadlines},
 		{"BadRegions", testBadRegions},
 		{"CloseReleases", testCloseReleases},
