@@ -73,6 +73,19 @@ type Setting struct{ Name, Value string }
 // complete in both directions and no wire-up message is in flight later.
 var wireUpAtCreate = Setting{"?RESOLVE_REMOTE_EP_ID", "y"}
 
+// noKeepalive is applied to every context before the caller's settings:
+// UCX_KEEPALIVE_INTERVAL=inf. UCP's keepalive sends an active message
+// (EP_CHECK) from every endpoint that has its peer's id, which with
+// wireUpAtCreate is every endpoint, the first one at once; one arriving
+// after the peer closed its endpoint makes the peer's worker open a new
+// TCP connection back to send EP_REMOVED, and if this worker is destroyed
+// before it is established, UCX 1.13's TCP transport retries, fails and
+// aborts an assertion build ("tcp_ep.c:478 Assertion
+// `!(ep->flags & UCT_TCP_EP_FLAG_CTX_TYPE_TX)'"). gccl does not need it:
+// the transports' own errors and the users' side channels (the network
+// provider's side socket) tell a dead peer.
+var noKeepalive = Setting{"?KEEPALIVE_INTERVAL", "inf"}
+
 // NewContext reads UCX's configuration from the environment, applies
 // settings, and creates a context with the tag, RMA and wakeup features.
 // The endpoints of its workers do their wire-up when created (see
@@ -81,8 +94,8 @@ func NewContext(settings ...Setting) (*Context, error) {
 	if err := Load(); err != nil {
 		return nil, err
 	}
-	mods := make([]string, 0, 2*len(settings)+2)
-	for _, s := range append([]Setting{wireUpAtCreate}, settings...) {
+	mods := make([]string, 0, 2*len(settings)+4)
+	for _, s := range append([]Setting{wireUpAtCreate, noKeepalive}, settings...) {
 		mods = append(mods, s.Name, s.Value)
 	}
 	h, s, msg := cInit(mods)

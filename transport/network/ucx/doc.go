@@ -28,7 +28,8 @@
 // wire-up is complete in both directions when Connect returns and no
 // close, orderly or not, finds a wire-up message in flight (UCX 1.12 and
 // 1.13 builds with assertions, Debian's among them, abort the process
-// when one is purged: openucx/ucx#7648). The socket stays open for
+// when one is purged: openucx/ucx#7648; UCP's keepalive is off too, see
+// internal/ucx). The socket stays open for
 // the connection's life and carries its few control messages: its end
 // tells each side that the other closed or died (ErrRemote); the sender's
 // Close sends the number of messages it sent, so that the receiver fails
