@@ -231,7 +231,14 @@ int gccl_ucx_init(const char *mods, uintptr_t *ctx, char *err, int errlen)
 	}
 	for (const char *m = mods; *m != '\0';) {
 		const char *v = m + strlen(m) + 1;
-		s = p_ucp_config_modify(config, m, v);
+		// A name starting with '?' is a setting this UCX may not know:
+		// where ucp_config_modify refuses it, it is left out.
+		int optional = *m == '?';
+		s = p_ucp_config_modify(config, m + optional, v);
+		if (s != GCCL_UCS_OK && optional) {
+			m = v + strlen(v) + 1;
+			continue;
+		}
 		if (s != GCCL_UCS_OK) {
 			snprintf(err, errlen, "ucp_config_modify(%s=%s): %s", m, v, p_ucs_status_string(s));
 			p_ucp_config_release(config);

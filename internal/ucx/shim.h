@@ -45,7 +45,8 @@ const char *gccl_ucx_status_string(int status);
 
 // Contexts: config is read from the environment (UCX_*), then each
 // name=value pair of mods (NUL-separated, ending with an empty name) is
-// applied with ucp_config_modify.
+// applied with ucp_config_modify; a name starting with '?' is optional
+// (left out where this UCX does not know it).
 int gccl_ucx_init(const char *mods, uintptr_t *ctx, char *err, int errlen);
 void gccl_ucx_cleanup(uintptr_t ctx);
 int gccl_ucx_memory_types(uintptr_t ctx, uint64_t *types);

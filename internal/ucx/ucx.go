@@ -51,14 +51,51 @@ type Context struct {
 // configuration: Name without the UCX_ prefix ("TLS", "NET_DEVICES").
 type Setting struct{ Name, Value string }
 
+// wireUpAtCreate is applied to every context before the caller's
+// settings: UCX_RESOLVE_REMOTE_EP_ID=y (UCX 1.13 on; older ones do not
+// know it, and it is left out there).
+//
+// Without it, an endpoint over transports that connect to the peer's
+// interface (TCP, shared memory) exchanges its wire-up request and reply
+// only when a protocol first needs the peer's endpoint id (the first
+// rendezvous send, or a synchronous one), in the middle of the
+// connection's life. The reply is sent by an endpoint UCX makes on the
+// peer's worker, queued on a TCP connection back to this worker that is
+// still being established; if this worker is destroyed before that
+// connection completes, the peer's connect fails, its queue is purged,
+// and UCX 1.12 and 1.13 builds with assertions (Debian's among them)
+// abort the process on the purged reply (openucx/ucx#7648, "got REP
+// message"): a worker flush does not wait for it (it only looks at the
+// interfaces' outstanding sends), nor does an endpoint flush before the
+// request was sent. With it, ucp_ep_create sends the request at once and
+// the endpoint's lanes wait for the reply, so a flush of the new endpoint
+// (Endpoint.Flush) returns only once the reply has arrived: the wire-up is
+// complete in both directions and no wire-up message is in flight later.
+var wireUpAtCreate = Setting{"?RESOLVE_REMOTE_EP_ID", "y"}
+
+// noKeepalive is applied to every context before the caller's settings:
+// UCX_KEEPALIVE_INTERVAL=inf. UCP's keepalive sends an active message
+// (EP_CHECK) from every endpoint that has its peer's id, which with
+// wireUpAtCreate is every endpoint, the first one at once; one arriving
+// after the peer closed its endpoint makes the peer's worker open a new
+// TCP connection back to send EP_REMOVED, and if this worker is destroyed
+// before it is established, UCX 1.13's TCP transport retries, fails and
+// aborts an assertion build ("tcp_ep.c:478 Assertion
+// `!(ep->flags & UCT_TCP_EP_FLAG_CTX_TYPE_TX)'"). gccl does not need it:
+// the transports' own errors and the users' side channels (the network
+// provider's side socket) tell a dead peer.
+var noKeepalive = Setting{"?KEEPALIVE_INTERVAL", "inf"}
+
 // NewContext reads UCX's configuration from the environment, applies
 // settings, and creates a context with the tag, RMA and wakeup features.
+// The endpoints of its workers do their wire-up when created (see
+// Endpoint.Flush).
 func NewContext(settings ...Setting) (*Context, error) {
 	if err := Load(); err != nil {
 		return nil, err
 	}
-	mods := make([]string, 0, 2*len(settings))
-	for _, s := range settings {
+	mods := make([]string, 0, 2*len(settings)+4)
+	for _, s := range append([]Setting{wireUpAtCreate, noKeepalive}, settings...) {
 		mods = append(mods, s.Name, s.Value)
 	}
 	h, s, msg := cInit(mods)

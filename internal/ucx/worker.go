@@ -37,9 +37,12 @@ func (c *Context) NewWorker() (*Worker, error) {
 // wire-up messages in flight (builds with assertions, Debian's among them,
 // abort the process), so Close first progresses the worker until the
 // requests released before they completed are done (cancelled receives,
-// sends of force-closed endpoints) and flushes the worker's endpoints,
-// those UCX made for peers' wire-up included, for up to DrainTimeout in
-// all (a dead peer's endpoints fail sooner).
+// sends of force-closed endpoints) and flushes the worker, for up to
+// DrainTimeout in all (a dead peer's endpoints fail sooner). A worker
+// flush waits only for the interfaces' outstanding sends, not for a
+// wire-up reply queued on a connection still being established: the
+// wire-up itself is made complete when an endpoint is created (see
+// Endpoint.Flush), not here.
 func (w *Worker) Close() {
 	if w == nil {
 		return
@@ -64,9 +67,9 @@ func (w *Worker) Close() {
 	w.orphans = nil
 }
 
-// Flush waits up to d, progressing the worker, until every endpoint of
-// it, those UCX made for peers' wire-up included, has nothing in flight
-// (ucp_worker_flush_nbx).
+// Flush waits up to d, progressing the worker, until its interfaces have
+// nothing in flight (ucp_worker_flush_nbx; its endpoints too where they
+// still do, those UCX made for peers' wire-up included).
 func (w *Worker) Flush(d time.Duration) error {
 	w.mu.Lock()
 	if w.h == 0 {
@@ -170,7 +173,10 @@ type Endpoint struct {
 }
 
 // Connect creates an endpoint to the worker whose address is addr. It does
-// not wait: UCX wires the endpoint up as both workers progress.
+// not wait: UCX wires the endpoint up as both workers progress, and
+// Flush waits for that. Closing the endpoint or destroying either worker
+// before the wire-up is complete may abort the process with UCX 1.12 and
+// 1.13 builds with assertions (see wireUpAtCreate).
 func (w *Worker) Connect(addr []byte) (*Endpoint, error) {
 	if len(addr) == 0 {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "ucp_ep_create", "empty worker address")
@@ -192,8 +198,12 @@ func (e *Endpoint) Err() error {
 }
 
 // Flush waits up to d, progressing the worker, until everything posted on
-// e and its wire-up with the peer are complete (ucp_ep_flush_nbx). The
-// peer's worker must progress meanwhile.
+// e and its wire-up with the peer are complete (ucp_ep_flush_nbx): for a
+// new endpoint, until the peer's wire-up reply has arrived, so that
+// nothing of the wire-up is in flight in either direction any more
+// (UCX_RESOLVE_REMOTE_EP_ID=y, see wireUpAtCreate; UCX before 1.13 only
+// waits so for transports that connect endpoint to endpoint). The peer's
+// worker must progress meanwhile.
 func (e *Endpoint) Flush(d time.Duration) error {
 	e.w.mu.Lock()
 	req, s := cEpFlush(e.h)

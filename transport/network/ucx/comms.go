@@ -85,8 +85,10 @@ func (p *Provider) Connect(ctx context.Context, dev int, h network.Handle, cfg n
 	}
 	if err == nil {
 		// Wire the endpoint up now, while both ends are sure to live (the
-		// listener's side progresses from its handshake on): a close
-		// interrupting the wire-up trips an assertion in some UCX builds.
+		// listener's side progresses from its handshake on): the flush
+		// returns once the receiver's wire-up reply has arrived (see
+		// ucx.Endpoint.Flush), and a close interrupting the wire-up
+		// trips an assertion in UCX 1.12 and 1.13 builds.
 		dl, _ := ctx.Deadline()
 		if err = ep.Flush(time.Until(dl)); err == nil {
 			err = wiredUp(ctx, oob)

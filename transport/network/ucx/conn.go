@@ -91,8 +91,9 @@ func (c *conn) watch() {
 			continue
 		}
 		if err == nil && b[0] == msgWired {
-			// The sender's endpoint is wired up; finish our side of the
-			// wire-up (replies to it) before it may close.
+			// The sender's endpoint is wired up: our wire-up reply has
+			// arrived there. Let what else of ours is in flight towards
+			// it go before it may close.
 			_ = c.w.Flush(timeout(c.cfg))
 			_ = c.oob.SetWriteDeadline(time.Now().Add(timeout(c.cfg)))
 			_, _ = c.oob.Write([]byte{msgWiredAck})

@@ -21,8 +21,15 @@
 // challenge-response; the secret never crosses the wire). Only then does
 // the listener create the connection's worker and send its address, with
 // its own proof over it, so nothing of an unauthenticated peer reaches UCX.
-// Connect then flushes its endpoint, and the receiver its worker, so the
-// UCX wire-up is complete when Connect returns. The socket stays open for
+// Connect then flushes its endpoint, which returns only once the
+// receiver's wire-up reply has arrived (the contexts ask UCX to wire every
+// endpoint up when it is created, UCX_RESOLVE_REMOTE_EP_ID=y, instead of
+// at the first rendezvous send), and tells the receiver so, so the UCX
+// wire-up is complete in both directions when Connect returns and no
+// close, orderly or not, finds a wire-up message in flight (UCX 1.12 and
+// 1.13 builds with assertions, Debian's among them, abort the process
+// when one is purged: openucx/ucx#7648; UCP's keepalive is off too, see
+// internal/ucx). The socket stays open for
 // the connection's life and carries its few control messages: its end
 // tells each side that the other closed or died (ErrRemote); the sender's
 // Close sends the number of messages it sent, so that the receiver fails
@@ -32,9 +39,12 @@
 // destroyed with a request or a wire-up message in flight towards it: a
 // closing receiver asks the sender to close its endpoint first, and a
 // closing sender closes its endpoint, then waits for the receiver to have
-// flushed its worker, before destroying its own. (UCX builds with
-// assertions, Debian's 1.13 among them, abort the process otherwise; a
-// rare race of this kind remains, see the tests.)
+// flushed its worker, before destroying its own; an arrival closed
+// before it was accepted (Reject, the listener's Close) waits so for the
+// sender's Connect to finish its wire-up or fail. (UCX before 1.13 does
+// not know UCX_RESOLVE_REMOTE_EP_ID: over TCP its wire-up then happens at
+// the first rendezvous send, and a close racing it can still abort an
+// assertion build of UCX 1.12.)
 //
 // Each connection has its own worker (created UCS_THREAD_MODE_SERIALIZED
 // over a device context shared by the provider's connections on that

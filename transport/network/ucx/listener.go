@@ -34,7 +34,10 @@ type listener struct {
 	changed chan struct{} // closed and replaced whenever arrived changes
 	arrived map[network.Peer]*arrival
 	reject  map[network.Peer]bool
-	shaking map[net.Conn]bool // handshakes in progress
+	// shaking: the handshakes in progress; true once one has a worker
+	// (Close then lets it finish and close its arrival in order, instead
+	// of closing its socket under it: see handshake).
+	shaking map[net.Conn]bool
 }
 
 // arrival is an authenticated connection nobody has accepted yet. Its
@@ -83,23 +86,30 @@ func (l *listener) handshake(c net.Conn) {
 		c.Close()
 		return
 	}
-	l.shaking[c] = true
+	l.shaking[c] = false
 	l.mu.Unlock()
 	a, peer := l.authenticate(c)
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	delete(l.shaking, c)
 	if a == nil {
+		l.mu.Unlock()
 		c.Close()
 		return
 	}
 	if l.closed {
+		// The sender has our worker's address and may be wiring its
+		// endpoint up: the arrival's shutdown asks it over the side
+		// socket, which the listener's Close left open, and waits for its
+		// Connect to finish or fail, so that our worker does not go with
+		// a wire-up reply in flight.
+		l.mu.Unlock()
 		_ = a.shutdown()
 		return
 	}
 	l.arrived[peer] = a
 	close(l.changed)
 	l.changed = make(chan struct{})
+	l.mu.Unlock()
 }
 
 func (l *listener) authenticate(c net.Conn) (*arrival, network.Peer) {
@@ -117,7 +127,14 @@ func (l *listener) authenticate(c net.Conn) (*arrival, network.Peer) {
 		return nil, network.Peer{}
 	}
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, network.Peer{}
+	}
 	refused := l.reject[h.peer] || l.arrived[h.peer] != nil
+	if !refused {
+		l.shaking[c] = true // from now on Close leaves the socket to us
+	}
 	l.mu.Unlock()
 	if refused {
 		_, _ = c.Write([]byte{ackRejected})
@@ -192,8 +209,10 @@ func (l *listener) Close() error {
 	}
 	l.closed = true
 	err := l.ln.Close()
-	for c := range l.shaking {
-		c.Close()
+	for c, working := range l.shaking {
+		if !working {
+			c.Close()
+		}
 	}
 	close(l.changed)
 	l.mu.Unlock()
