@@ -138,6 +138,11 @@ func (c *conn) begin(reg network.Region, m network.MemHandle, tag uint32) (*requ
 	q := take(c.free)
 	if q != nil {
 		q.buf, q.tag = buf, tag
+		if err := c.broken(); err != nil {
+			// fail ran between the check above and take: it finished every
+			// posted request, and q was not posted yet.
+			q.finish(0, err)
+		}
 	}
 	return q, nil
 }
