@@ -6,6 +6,11 @@
 // machine that happen to share a short host name are not confused. GCCL_HOSTID
 // (or NCCL_HOSTID) replaces that identity, for launchers that know better.
 //
-// GPU topology (NVLink, PCIe switches, NUMA nodes, NIC paths) is not detected
-// here yet; on the host backend only "same host or not" matters.
+// PCI topology (Detect, over a sysfs root so tests use a fake tree): each
+// GPU's path from its PCI root through the bridges and switches above it,
+// resolved through sysfs's symlinks, its NUMA node, and the NICs that
+// class/net and class/infiniband tie to PCI devices; NearestNIC picks the
+// NIC with the fewest PCI hops from a GPU (one under the same root before
+// one reached through the CPU). Whether two GPUs reach each other over
+// NVLink or PCIe is the CUDA driver's to say and is not detected here yet.
 package topo
