@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"strings"
+	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/wire"
@@ -51,6 +52,9 @@ type gather struct {
 	all  [][]byte
 	have []bool
 	held []int // the ranks whose contributions this rank holds, in arrival order
+
+	sentUp   bool // the parent has this rank's subtree
+	sentDown int  // how many children (largest subtree first) have their streams
 }
 
 func (g *gather) add(r int, b []byte) {
@@ -68,6 +72,14 @@ func subtree(r, n int) int {
 }
 
 func (g *gather) run(ctx context.Context) error {
+	err := g.steps(ctx)
+	if err != nil {
+		g.abandon(err)
+	}
+	return err
+}
+
+func (g *gather) steps(ctx context.Context) error {
 	me, size := g.n.rank, g.n.nranks
 	end := subtree(me, size)
 	var children []int // nearest first
@@ -84,6 +96,7 @@ func (g *gather) run(ctx context.Context) error {
 		if err := g.send(ctx, parent, true, -1, -1); err != nil {
 			return err
 		}
+		g.sentUp = true
 		if err := g.recv(ctx, parent, size-(end-me), "the ranks outside its subtree"); err != nil {
 			return err
 		}
@@ -93,8 +106,44 @@ func (g *gather) run(ctx context.Context) error {
 		if err := g.send(ctx, c, false, c, subtree(c, size)); err != nil {
 			return err
 		}
+		g.sentDown++
 	}
 	return nil
+}
+
+// abandonTimeout bounds the telling of tree neighbours that this rank's
+// part of a collective failed.
+const abandonTimeout = 500 * time.Millisecond
+
+// abandon tells the tree neighbours still waiting for this rank's stream
+// that it will not come: a stream whose header announces 0 bytes, followed
+// by why. A wait ends only when the rank it waits on is gone, so without
+// this a rank whose parent failed on a lost rank elsewhere would wait for
+// the deadline. A timeout is not passed on: the neighbours' own deadlines
+// end their waits, naming the ranks they lack.
+func (g *gather) abandon(cause error) {
+	if gccl.Code(cause) == gccl.TimeoutError || g.n.usable() != nil {
+		return
+	}
+	me, size := g.n.rank, g.n.nranks
+	var to []int
+	if me != 0 && !g.sentUp {
+		to = append(to, me&(me-1))
+	}
+	var children []int
+	for k := 1; me+k < subtree(me, size); k <<= 1 {
+		children = append(children, me+k)
+	}
+	for i := len(children) - 1 - g.sentDown; i >= 0; i-- {
+		to = append(to, children[i])
+	}
+	msg := binary.LittleEndian.AppendUint64(nil, 0)
+	msg = append(msg, cause.Error()...)
+	ctx, cancel := context.WithTimeout(g.n.stop, abandonTimeout)
+	defer cancel()
+	for _, p := range to {
+		_ = g.n.send(ctx, p, true, wire.Data{Internal: true, Tag: g.tag, Payload: msg[:min(len(msg), MaxMessage)]})
+	}
 }
 
 // send streams every contribution held, but those of ranks [lo, hi), to
@@ -137,6 +186,10 @@ func (g *gather) recv(ctx context.Context, peer, want int, step string) error {
 		return g.corrupt(peer, "a %d-byte stream header", len(b))
 	}
 	size := binary.LittleEndian.Uint64(b)
+	if size == 0 { // see abandon
+		return gccl.Errorf(gccl.RemoteError, peerArg(peer), "rank %d: bootstrap collective #%d: rank %d failed its part: %s",
+			g.n.rank, g.tag, peer, b[8:])
+	}
 	if size < 8 || size > uint64(want)*(8+MaxMessage)+8 {
 		return g.corrupt(peer, "a stream of %d bytes for %d contributions", size, want)
 	}

@@ -59,7 +59,7 @@ func (n *Net) send(ctx context.Context, p int, dial bool, m wire.Data) error {
 		n.notify()
 		return nil
 	}
-	o, err := n.connect(ctx, p, dial, m.Internal)
+	o, err := n.connect(ctx, p, dial, false)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,8 @@ func watchWrite(ctx context.Context, c net.Conn) func() {
 	return func() { stop() }
 }
 
-// recv returns the next message of k. With dial set, a wait for a peer this
+// recv returns the next message of k; a message already received is
+// returned even when k.peer is gone since. With dial set, a wait for a peer this
 // rank has no connection with dials it: a peer that is gone then fails the
 // wait at once (its listener refuses) instead of at the deadline.
 func (n *Net) recv(ctx context.Context, k boxKey, dial bool) ([]byte, error) {
@@ -103,7 +104,7 @@ func (n *Net) recv(ctx context.Context, k boxKey, dial bool) ([]byte, error) {
 			n.mu.Unlock()
 			return q[0], nil
 		}
-		err := n.peerErr(k.peer, k.internal)
+		err := n.peerErr(k.peer, false)
 		if err == nil && dial && k.peer != n.rank {
 			if l := n.linkOf(k.peer); !l.connected() {
 				n.startDial(k.peer, l)

@@ -46,12 +46,12 @@ func (n *Net) linkOf(p int) *link {
 
 // connect returns the connection to send to p on. If there is none it
 // dials p when dial is set (once, however many callers wait), and
-// otherwise waits for p to dial this rank. A collective's wait (coll) also
-// fails once any peer is lost.
-func (n *Net) connect(ctx context.Context, p int, dial, coll bool) (*outConn, error) {
+// otherwise waits for p to dial this rank. With all set (Init's ring,
+// which needs every rank) the wait also fails once any peer is lost.
+func (n *Net) connect(ctx context.Context, p int, dial, all bool) (*outConn, error) {
 	for {
 		n.mu.Lock()
-		if err := n.peerErr(p, coll); err != nil {
+		if err := n.peerErr(p, all); err != nil {
 			n.mu.Unlock()
 			return nil, err
 		}
@@ -89,15 +89,20 @@ func (n *Net) startDial(p int, l *link) {
 	})
 }
 
-// peerErr is why a wait on p must end: the network is closed, p is gone,
-// or (for a collective, which needs every rank) a peer was lost; n.mu held.
-func (n *Net) peerErr(p int, coll bool) error {
+// peerErr is why a wait on p must end: the network is closed, p is gone
+// (its connection ended, or news of its loss came around the ring), or,
+// with all set, any peer was lost; n.mu held. Another rank's loss does not
+// end a wait on a live p: p may still deliver (what the lost rank sent
+// before it went may already be on its way through p), and a p that
+// cannot fails its own wait on the lost rank and tells this one (see
+// gather.abandon) or aborts, which ends this wait at once.
+func (n *Net) peerErr(p int, all bool) error {
 	switch {
 	case n.closed != nil:
 		return n.closed
 	case n.dead[p] != nil:
 		return n.dead[p]
-	case coll && n.lostErr != nil:
+	case all && n.lostErr != nil:
 		return n.lostErr
 	}
 	return nil

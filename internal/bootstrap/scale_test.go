@@ -197,3 +197,71 @@ func TestShortDeadlineDialIsNotALoss(t *testing.T) {
 		assert.Equal(t, "late", string(got))
 	}
 }
+
+// TestLeaverAfterCollectiveFailsNoOne: a rank that aborts (no goodbye) as
+// soon as its all-gather returned must not fail the others' all-gathers,
+// which can still complete from what it already sent (the MPI tier's
+// TestAbortIsPromptAndFinal: one process aborted while the others were
+// still in init's last collective). Every survivor hears of the loss.
+func TestLeaverAfterCollectiveFailsNoOne(t *testing.T) {
+	const nranks = 8
+	for round := range 10 {
+		nets := initN(t, nranks)
+		leaver := 1 + round%(nranks-1) // rank 0, the tree's root, finishes first
+		errs := eachRank(nets, func(n *Net) error {
+			_, err := n.AllGather(t.Context(), []byte{byte(n.Rank())})
+			if n.Rank() == leaver {
+				_ = n.Abort()
+			}
+			return err
+		})
+		for r, err := range errs {
+			require.NoError(t, err, "round %d (rank %d left): rank %d", round, leaver, r)
+		}
+		for r, n := range nets {
+			if r == leaver {
+				continue
+			}
+			select {
+			case <-n.Lost():
+			case <-time.After(3 * time.Second):
+				t.Fatalf("rank %d did not hear of the loss of %d", r, leaver)
+			}
+		}
+	}
+}
+
+// TestAbandonedCollectiveFailsPromptly: a rank whose part of a collective
+// fails on a lost child tells the ranks waiting for it, whom no loss of
+// theirs would wake: every survivor fails with ErrRemote at once.
+func TestAbandonedCollectiveFailsPromptly(t *testing.T) {
+	const nranks = 8
+	nets := initN(t, nranks)
+	require.NoError(t, nets[5].Abort()) // 4's child; 4's subtree is 4-7
+	for r, n := range nets {
+		if r == 5 {
+			continue
+		}
+		select {
+		case <-n.Lost():
+		case <-time.After(3 * time.Second):
+			t.Fatalf("rank %d did not hear of the loss", r)
+		}
+	}
+	start := time.Now()
+	errs := eachRank(nets, func(n *Net) error {
+		if n.Rank() == 5 {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		_, err := n.AllGather(ctx, []byte{1})
+		return err
+	})
+	assert.Less(t, time.Since(start), 3*time.Second)
+	for r, err := range errs {
+		if r != 5 {
+			assert.ErrorIs(t, err, gccl.ErrRemote, "rank %d", r)
+		}
+	}
+}
