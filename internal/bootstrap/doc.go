@@ -48,9 +48,12 @@
 //
 // Liveness. A rank that dies is seen by its ring neighbours as the end of
 // a connection without a goodbye, and the news travels around the ring, so
-// every survivor's Lost fires naming it, and every wait involving it (and
-// every collective, which involves every rank) fails with RemoteError
-// instead of hanging (see liveness.go).
+// every survivor's Lost fires naming it, and every wait on it fails with
+// RemoteError instead of hanging (see liveness.go). A wait on a live peer
+// goes on (what the lost rank sent may still be on its way through it);
+// a rank whose part of a collective fails tells the ranks waiting for it
+// (see gather.abandon), so a collective that needed the lost rank fails
+// at once everywhere.
 //
 // Every wait has a deadline: the context's, else Config.Timeout.
 package bootstrap
