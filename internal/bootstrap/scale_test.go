@@ -265,3 +265,44 @@ func TestAbandonedCollectiveFailsPromptly(t *testing.T) {
 		}
 	}
 }
+
+// TestInitMissingRingPeerTimesOut: a rank that joins the rendezvous but
+// never makes or takes its ring connections (stuck, or its listener never
+// answers) fails its neighbours' Init within their timeout with a
+// TimeoutError naming it, instead of hanging.
+func TestInitMissingRingPeerTimesOut(t *testing.T) {
+	const nranks, stuck = 3, 2
+	id, err := NewRootID()
+	require.NoError(t, err)
+	ln, err := listen() // accepts into the backlog; no one answers
+	require.NoError(t, err)
+	defer ln.Close()
+	cfg := Config{Timeout: time.Second}
+	errs := make([]error, nranks)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for r := range nranks {
+		wg.Go(func() {
+			if r == stuck {
+				ctx, cancel := context.WithTimeout(t.Context(), cfg.Timeout)
+				defer cancel()
+				_, errs[r] = rendezvousScalable(ctx, []wire.RootID{id}, nranks, r, ln.Addr().String())
+				return
+			}
+			n, err := Init(t.Context(), id, nranks, r, cfg)
+			if err == nil {
+				_ = n.Close()
+			}
+			errs[r] = err
+		})
+	}
+	wg.Wait()
+	assert.Less(t, time.Since(start), 3*time.Second)
+	require.NoError(t, errs[stuck])
+	for r, err := range errs {
+		if r != stuck {
+			require.ErrorIs(t, err, gccl.ErrTimeout, "rank %d", r)
+			assert.Contains(t, err.Error(), fmt.Sprintf("rank %d", stuck), "rank %d", r)
+		}
+	}
+}
