@@ -31,6 +31,7 @@ import (
 const (
 	byeTag  = math.MaxUint64     // the sender is closing normally
 	lostTag = math.MaxUint64 - 1 // payload: the lost rank and the rank that saw it end, 4 bytes each
+	quitTag = math.MaxUint64 - 2 // the sender's Init failed and it is aborting; payload: why (a wire.Status)
 )
 
 // byeTimeout bounds the goodbye's write to each connection, and the
@@ -76,6 +77,30 @@ func (n *Net) sayGoodbye() {
 	}
 }
 
+// sayWhy tells every connected peer why this rank's Init failed, just
+// before it aborts: the neighbours that see its connections end then fail
+// their own Init with that cause (a timeout naming the rank that never
+// came, say), not with this rank's loss.
+func (n *Net) sayWhy(err error) {
+	n.mu.Lock()
+	var conns []*outConn
+	if n.closed == nil {
+		for _, l := range n.links {
+			if l.send != nil {
+				conns = append(conns, l.send)
+			}
+		}
+	}
+	n.mu.Unlock()
+	st := wire.StatusOf(err)
+	m := wire.Data{Internal: true, Tag: quitTag, Payload: st.Encode()}
+	ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+	defer cancel()
+	for _, o := range conns {
+		_ = o.write(ctx, m)
+	}
+}
+
 // control handles the bootstrap's own messages from p; it reports whether
 // m was one.
 func (n *Net) control(p int, m wire.Data) bool {
@@ -87,6 +112,12 @@ func (n *Net) control(p int, m wire.Data) bool {
 		n.mu.Lock()
 		n.left[p] = true
 		n.mu.Unlock()
+	case quitTag:
+		if st, err := wire.DecodeStatus(m.Payload); err == nil && st.Code != 0 {
+			n.mu.Lock()
+			n.quit[p] = st.Err()
+			n.mu.Unlock()
+		}
 	case lostTag:
 		if len(m.Payload) == 8 {
 			x, w := binary.LittleEndian.Uint32(m.Payload), binary.LittleEndian.Uint32(m.Payload[4:])

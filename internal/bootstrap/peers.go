@@ -278,7 +278,9 @@ func (n *Net) markDead(p int, err error) {
 		return
 	}
 	var ge *gccl.Error
-	if !errors.As(err, &ge) {
+	if why := n.quit[p]; why != nil {
+		err = gccl.Errorf(gccl.Code(why), peerArg(p), "rank %d gave up its init: %w", p, why)
+	} else if !errors.As(err, &ge) {
 		err = gccl.Errorf(gccl.RemoteError, peerArg(p),
 			"rank %d closed its bootstrap connection (it exited, aborted or crashed): %w", p, err)
 	}
