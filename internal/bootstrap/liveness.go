@@ -136,12 +136,17 @@ func (n *Net) control(p int, m wire.Data) bool {
 func (n *Net) hearLoss(x, witness, from int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.closed != nil || n.dead[x] != nil {
+	if n.closed != nil || n.dead[x] != nil || n.heard[x] {
 		return
 	}
 	err := gccl.Errorf(gccl.RemoteError, peerArg(x),
 		"rank %d was lost: rank %d saw its bootstrap connection end without a goodbye (it exited, aborted or crashed)", x, witness)
-	n.dead[x] = err
+	// With a connection of its own to x, this rank learns of the loss
+	// from it, after whatever x sent before it went (the news can overtake
+	// that data: it comes on another connection); waits on x end then.
+	if !n.links[x].connected() {
+		n.dead[x] = err
+	}
 	n.noteLoss(x, witness, from, err)
 	n.notify()
 }
@@ -153,6 +158,7 @@ func (n *Net) hearLoss(x, witness, from int) {
 // through the transports; the news should not come after it. A rank that
 // hears the news fires Lost at once.
 func (n *Net) noteLoss(x, witness, from int, err error) {
+	n.heard[x] = true
 	first := n.lostErr == nil
 	if first {
 		n.lostErr = err

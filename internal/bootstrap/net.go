@@ -45,6 +45,7 @@ type Net struct {
 	dead    map[int]error         // why a peer is unreachable
 	left    map[int]bool          // the peer said goodbye (closed normally)
 	quit    map[int]error         // why the peer's Init failed, as it said before aborting
+	heard   map[int]bool          // the peer's loss is known here and was passed on
 	lost    chan struct{}         // closed on the first peer lost without a goodbye
 	lostErr error                 // that loss
 	changed chan struct{}         // closed and replaced whenever mailbox state changes
@@ -106,7 +107,7 @@ func initNet(ctx context.Context, ids []wire.RootID, nranks, rank int, cfg Confi
 
 func newNet(id wire.RootID, nranks, rank int, cfg Config) *Net {
 	n := &Net{rank: rank, nranks: nranks, key: id.Key, secret: id.Secret, timeout: cfg.Timeout, log: cfg.Log,
-		links: map[int]*link{}, dead: map[int]error{}, left: map[int]bool{}, quit: map[int]error{}, lost: make(chan struct{}),
+		links: map[int]*link{}, dead: map[int]error{}, left: map[int]bool{}, quit: map[int]error{}, heard: map[int]bool{}, lost: make(chan struct{}),
 		box: map[boxKey][][]byte{}, changed: make(chan struct{}), pending: map[net.Conn]struct{}{}}
 	if n.timeout <= 0 {
 		n.timeout = env.Get().Timeout

@@ -286,7 +286,7 @@ func (n *Net) markDead(p int, err error) {
 	}
 	n.dead[p] = err
 	n.log.Info("bootstrap peer gone", "rank", n.rank, "peer", p, "err", err, "goodbye", n.left[p])
-	if !n.left[p] {
+	if !n.left[p] && !n.heard[p] {
 		n.noteLoss(p, n.rank, p, err)
 	}
 	n.notify()
