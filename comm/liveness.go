@@ -2,9 +2,10 @@ package comm
 
 import "github.com/gccl/gccl"
 
-// A communicator is broken once one of its ranks dies: the bootstrap's
-// full mesh notices (the dead process's sockets close without the goodbye
-// a normal Close sends), and the watcher aborts this rank's engine, so every
+// A communicator is broken once one of its ranks dies: the bootstrap
+// notices (the dead process's ring connections close without the goodbye a
+// normal Close sends, and its ring neighbours pass the news around the
+// ring), and the watcher aborts this rank's engine, so every
 // operation in flight ends at once instead of at its deadline, and
 // AsyncError reports gccl.ErrRemote naming the lost rank, on every survivor
 // (even one that was not exchanging data with the dead rank).

@@ -29,14 +29,31 @@
 // it hands the full list back to its slice root, which relays it to the rest
 // of the slice. No root ever holds more than n/k + k connections.
 //
-// Mesh. Every rank listens (on the interface GCCL_SOCKET_IFNAME selects, else
-// the first non-loopback interface that is up, else loopback) and, after the
-// rendezvous, dials every other rank, proving the same secret, so
-// that each ordered pair of ranks has one connection. A goroutine reads each
-// incoming connection into per-(peer, tag) mailboxes; messages of one tag
-// from one peer arrive in order. Because every rank is connected to every
-// other, a rank that closes or aborts is seen by each survivor as an EOF,
-// and every wait involving it fails with RemoteError instead of hanging.
+// Connections. Every rank listens (on the interface GCCL_SOCKET_IFNAME
+// selects, else the first non-loopback interface that is up, else
+// loopback). After the rendezvous each rank dials the next rank of the ring
+// and waits for the previous one's connection; every other connection is
+// made on first use (a Send or Recv, or a collective's tree edge), proving
+// the same secret, as NCCL's bootstrap does. A connection carries messages
+// both ways; if two ranks dial each other at once both connections stay,
+// each rank sending on the first it had, so messages of one tag from one
+// peer still arrive in order. A goroutine reads each connection into
+// per-(peer, tag) mailboxes. A rank holds its listener, its two ring
+// connections and the few its collectives and point-to-point use: about
+// five file descriptors at any scale, where a full mesh needed 2(n-1).
+//
+// Collectives. AllGather and Barrier run over a binomial tree rooted at
+// rank 0 (see AllGather): 2·log2(n) hops, and only the tree's n-1 edges as
+// connections, half of them ring edges already.
+//
+// Liveness. A rank that dies is seen by its ring neighbours as the end of
+// a connection without a goodbye, and the news travels around the ring, so
+// every survivor's Lost fires naming it, and every wait on it fails with
+// RemoteError instead of hanging (see liveness.go). A wait on a live peer
+// goes on (what the lost rank sent may still be on its way through it);
+// a rank whose part of a collective fails tells the ranks waiting for it
+// (see gather.abandon), so a collective that needed the lost rank fails
+// at once everywhere.
 //
 // Every wait has a deadline: the context's, else Config.Timeout.
 package bootstrap

@@ -22,10 +22,11 @@ type Config struct {
 	Log     *slog.Logger
 }
 
-// Net is one rank's view of a communicator's bootstrap network: a
-// connection to and from every other rank. Its methods are safe for
-// concurrent use, but collectives (AllGather, Barrier) must be called in the
-// same order on every rank.
+// Net is one rank's view of a communicator's bootstrap network. At init it
+// holds a connection to each of its ring neighbours; other connections are
+// made on first use (see the package documentation). Its methods are safe
+// for concurrent use, but collectives (AllGather, Barrier) must be called
+// in the same order on every rank.
 type Net struct {
 	rank, nranks int
 	key          wire.Key
@@ -33,14 +34,18 @@ type Net struct {
 	timeout      time.Duration
 	log          *slog.Logger
 	ln           net.Listener
-	out          []*outConn
-	seq          atomic.Uint64 // internal collective counter
+	addrs        [][]byte           // every rank's listen address
+	seq          atomic.Uint64      // internal collective counter
+	stop         context.Context    // done once the network is closed: ends background dials
+	halt         context.CancelFunc // ends stop
 
 	mu      sync.Mutex
-	in      []net.Conn
+	links   map[int]*link // the peers this rank is connected to, or dialling
 	box     map[boxKey][][]byte
-	dead    []error               // why each peer is gone, nil while alive
-	left    []bool                // the peer said goodbye (closed normally)
+	dead    map[int]error         // why a peer is unreachable
+	left    map[int]bool          // the peer said goodbye (closed normally)
+	quit    map[int]error         // why the peer's Init failed, as it said before aborting
+	heard   map[int]bool          // the peer's loss is known here and was passed on
 	lost    chan struct{}         // closed on the first peer lost without a goodbye
 	lostErr error                 // that loss
 	changed chan struct{}         // closed and replaced whenever mailbox state changes
@@ -55,13 +60,8 @@ type boxKey struct {
 	tag      uint64
 }
 
-type outConn struct {
-	mu sync.Mutex
-	c  net.Conn
-}
-
-// Init joins the rendezvous of id as rank of nranks and connects to every
-// other rank.
+// Init joins the rendezvous of id as rank of nranks and connects to its
+// ring neighbours.
 func Init(ctx context.Context, id wire.RootID, nranks, rank int, cfg Config) (*Net, error) {
 	return initNet(ctx, []wire.RootID{id}, nranks, rank, cfg)
 }
@@ -92,11 +92,12 @@ func initNet(ctx context.Context, ids []wire.RootID, nranks, rank int, cfg Confi
 	}
 	n.ln = ln
 	n.wg.Go(func() { serve(ln, "rank "+itoa(rank), n.wg.Go, n.handshake) })
-	addrs, err := rendezvousScalable(ctx, ids, nranks, rank, ln.Addr().String())
+	n.addrs, err = rendezvousScalable(ctx, ids, nranks, rank, ln.Addr().String())
 	if err == nil {
-		err = n.connect(ctx, addrs)
+		err = n.connectRing(ctx)
 	}
 	if err != nil {
+		n.sayWhy(err)
 		_ = n.Abort()
 		return nil, err
 	}
@@ -106,12 +107,12 @@ func initNet(ctx context.Context, ids []wire.RootID, nranks, rank int, cfg Confi
 
 func newNet(id wire.RootID, nranks, rank int, cfg Config) *Net {
 	n := &Net{rank: rank, nranks: nranks, key: id.Key, secret: id.Secret, timeout: cfg.Timeout, log: cfg.Log,
-		out: make([]*outConn, nranks), in: make([]net.Conn, nranks), dead: make([]error, nranks),
-		left: make([]bool, nranks), lost: make(chan struct{}),
+		links: map[int]*link{}, dead: map[int]error{}, left: map[int]bool{}, quit: map[int]error{}, heard: map[int]bool{}, lost: make(chan struct{}),
 		box: map[boxKey][][]byte{}, changed: make(chan struct{}), pending: map[net.Conn]struct{}{}}
 	if n.timeout <= 0 {
 		n.timeout = env.Get().Timeout
 	}
+	n.stop, n.halt = context.WithCancel(context.Background())
 	if n.log == nil {
 		n.log = env.Logger("BOOTSTRAP")
 	}
@@ -122,79 +123,24 @@ func newNet(id wire.RootID, nranks, rank int, cfg Config) *Net {
 func (n *Net) Rank() int  { return n.rank }
 func (n *Net) Count() int { return n.nranks }
 
-// connect dials every peer and waits until every peer has dialled us.
-func (n *Net) connect(ctx context.Context, addrs [][]byte) error {
-	var wg sync.WaitGroup
-	errs := make([]error, n.nranks)
-	for p := range n.nranks {
-		if p != n.rank {
-			wg.Go(func() { errs[p] = n.dial(ctx, p, string(addrs[p])) })
-		}
+// connectRing connects this rank to its ring neighbours: it dials the next
+// rank and waits for the previous one's connection (with two ranks, rank 0
+// dials). The ring is what carries a lost peer's news (see liveness.go).
+func (n *Net) connectRing(ctx context.Context) error {
+	if n.nranks == 1 {
+		return nil
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
+	next, prev := n.ring()
+	if n.nranks > 2 || n.rank == 0 {
+		if _, err := n.connect(ctx, next, true, true); err != nil {
 			return err
 		}
 	}
-	return n.waitInbound(ctx)
+	_, err := n.connect(ctx, prev, false, true)
+	return err
 }
 
-func (n *Net) dial(ctx context.Context, p int, addr string) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return ioErr(ctx, err, peerArg(p), "connecting to rank "+itoa(p)+" at "+addr)
-	}
-	stop := watch(ctx, c)
-	h := wire.PeerHello{NRanks: uint32(n.nranks), From: uint32(n.rank), To: uint32(p)}
-	err = dialAuth(c, n.key, n.secret)
-	if err == nil {
-		err = wire.WriteFrame(c, wire.TypePeerHello, h.Encode())
-	}
-	if err == nil {
-		err = readStatus(c)
-	}
-	stop()
-	if err != nil {
-		_ = c.Close()
-		return ioErr(ctx, err, peerArg(p), "handshake with rank "+itoa(p))
-	}
-	_ = c.SetDeadline(time.Time{})
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed != nil {
-		_ = c.Close()
-		return n.closed
-	}
-	n.out[p] = &outConn{c: c}
-	return nil
+// ring returns this rank's neighbours on the ring.
+func (n *Net) ring() (next, prev int) {
+	return (n.rank + 1) % n.nranks, (n.rank + n.nranks - 1) % n.nranks
 }
-
-// waitInbound waits until every peer's connection to us is authenticated.
-func (n *Net) waitInbound(ctx context.Context) error {
-	for {
-		n.mu.Lock()
-		var missing []int
-		for p, c := range n.in {
-			if c == nil && p != n.rank {
-				missing = append(missing, p)
-			}
-		}
-		ch, closed := n.changed, n.closed
-		n.mu.Unlock()
-		if closed != nil {
-			return closed
-		}
-		if len(missing) == 0 {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return gccl.Errorf(gccl.TimeoutError, "ranks", "ranks %v never connected to rank %d before the deadline", missing, n.rank)
-		}
-	}
-}
-
-func peerArg(p int) string { return "peer " + itoa(p) }

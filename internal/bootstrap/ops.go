@@ -11,12 +11,15 @@ import (
 )
 
 // Send queues data for peer's Recv with the same tag. Messages of one tag
-// arrive in order. It returns once data is handed to the socket.
+// arrive in order. It returns once data is handed to the socket; the first
+// Send or Recv between two ranks connects them.
 func (n *Net) Send(ctx context.Context, peer, tag int, data []byte) error {
 	if err := n.checkPeer(peer); err != nil {
 		return err
 	}
-	return n.send(ctx, peer, wire.Data{Tag: uint64(tag), Payload: data})
+	ctx, cancel := withDeadline(ctx, n.timeout)
+	defer cancel()
+	return n.send(ctx, peer, true, wire.Data{Tag: uint64(tag), Payload: data})
 }
 
 // Recv returns the next message that peer sent with tag.
@@ -26,63 +29,7 @@ func (n *Net) Recv(ctx context.Context, peer, tag int) ([]byte, error) {
 	}
 	ctx, cancel := withDeadline(ctx, n.timeout)
 	defer cancel()
-	return n.recv(ctx, boxKey{peer: peer, tag: uint64(tag)})
-}
-
-// AllGather sends mine to every rank and returns every rank's contribution,
-// indexed by rank. Contributions may differ in length.
-func (n *Net) AllGather(ctx context.Context, mine []byte) ([][]byte, error) {
-	if err := n.usable(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := withDeadline(ctx, n.timeout)
-	defer cancel()
-	tag := n.seq.Add(1)
-	for p := range n.nranks {
-		if p != n.rank {
-			if err := n.send(ctx, p, wire.Data{Internal: true, Tag: tag, Payload: mine}); err != nil {
-				return nil, err
-			}
-		}
-	}
-	all := make([][]byte, n.nranks)
-	all[n.rank] = append([]byte{}, mine...)
-	for p := range n.nranks {
-		if p == n.rank {
-			continue
-		}
-		b, err := n.recv(ctx, boxKey{peer: p, internal: true, tag: tag})
-		if err != nil {
-			return nil, n.nameMissing(err, tag, all)
-		}
-		all[p] = b
-	}
-	return all, nil
-}
-
-// Barrier returns once every rank has entered it.
-func (n *Net) Barrier(ctx context.Context) error {
-	_, err := n.AllGather(ctx, nil)
-	return err
-}
-
-// nameMissing rewrites a timeout to list every rank whose contribution to
-// collective tag has not arrived.
-func (n *Net) nameMissing(err error, tag uint64, got [][]byte) error {
-	if gccl.Code(err) != gccl.TimeoutError {
-		return err
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var missing []int
-	for p := range n.nranks {
-		if p != n.rank && got[p] == nil && len(n.box[boxKey{peer: p, internal: true, tag: tag}]) == 0 {
-			missing = append(missing, p)
-		}
-	}
-	return gccl.Errorf(gccl.TimeoutError, "ranks",
-		"rank %d: bootstrap collective #%d got nothing from ranks %v before the deadline (are they stuck, or calling collectives in another order?)",
-		n.rank, tag, missing)
+	return n.recv(ctx, boxKey{peer: peer, tag: uint64(tag)}, true)
 }
 
 func (n *Net) checkPeer(peer int) error {
@@ -98,7 +45,9 @@ func (n *Net) usable() error {
 	return n.closed
 }
 
-func (n *Net) send(ctx context.Context, p int, m wire.Data) error {
+// send writes m to p, connecting first (see connect for dial); ctx has a
+// deadline.
+func (n *Net) send(ctx context.Context, p int, dial bool, m wire.Data) error {
 	if len(m.Payload) > MaxMessage {
 		return gccl.Errorf(gccl.InvalidArgument, "data", "%d bytes exceed the bootstrap message limit of %d", len(m.Payload), MaxMessage)
 	}
@@ -110,29 +59,26 @@ func (n *Net) send(ctx context.Context, p int, m wire.Data) error {
 		n.notify()
 		return nil
 	}
-	n.mu.Lock()
-	o, dead := n.out[p], n.dead[p]
-	n.mu.Unlock()
-	if dead != nil {
-		return dead
-	}
-	if o == nil {
-		return n.usable()
-	}
-	ctx, cancel := withDeadline(ctx, n.timeout)
-	defer cancel()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	stop := watchWrite(ctx, o.c)
-	err := wire.WriteFrame(o.c, wire.TypeData, m.Encode())
-	stop()
+	o, err := n.connect(ctx, p, dial, false)
 	if err != nil {
+		return err
+	}
+	if err := o.write(ctx, m); err != nil {
 		if cerr := n.usable(); cerr != nil {
 			return cerr
 		}
 		return ioErr(ctx, err, peerArg(p), fmt.Sprintf("rank %d sending to rank %d", n.rank, p))
 	}
 	return nil
+}
+
+// write sends one message on o within ctx's deadline.
+func (o *outConn) write(ctx context.Context, m wire.Data) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	stop := watchWrite(ctx, o.c)
+	defer stop()
+	return wire.WriteData(o.c, &m)
 }
 
 // watchWrite is watch for the write side only, leaving reads untouched.
@@ -143,7 +89,11 @@ func watchWrite(ctx context.Context, c net.Conn) func() {
 	return func() { stop() }
 }
 
-func (n *Net) recv(ctx context.Context, k boxKey) ([]byte, error) {
+// recv returns the next message of k; a message already received is
+// returned even when k.peer is gone since. With dial set, a wait for a peer this
+// rank has no connection with dials it: a peer that is gone then fails the
+// wait at once (its listener refuses) instead of at the deadline.
+func (n *Net) recv(ctx context.Context, k boxKey, dial bool) ([]byte, error) {
 	for {
 		n.mu.Lock()
 		if q := n.box[k]; len(q) > 0 {
@@ -154,13 +104,16 @@ func (n *Net) recv(ctx context.Context, k boxKey) ([]byte, error) {
 			n.mu.Unlock()
 			return q[0], nil
 		}
-		closed, dead, ch := n.closed, n.dead[k.peer], n.changed
+		err := n.peerErr(k.peer, false)
+		if err == nil && dial && k.peer != n.rank {
+			if l := n.linkOf(k.peer); !l.connected() {
+				n.startDial(k.peer, l)
+			}
+		}
+		ch := n.changed
 		n.mu.Unlock()
-		switch {
-		case closed != nil:
-			return nil, closed
-		case dead != nil:
-			return nil, dead
+		if err != nil {
+			return nil, err
 		}
 		select {
 		case <-ch:
@@ -198,15 +151,14 @@ func (n *Net) shut(why error) error {
 		return nil
 	}
 	n.closed = why
+	n.halt() // background dials
 	n.notify()
-	conns := append([]net.Conn{}, n.in...)
+	var conns []net.Conn
 	for c := range n.pending {
 		conns = append(conns, c)
 	}
-	for _, o := range n.out {
-		if o != nil {
-			conns = append(conns, o.c)
-		}
+	for _, l := range n.links {
+		conns = append(conns, l.in, l.out)
 	}
 	n.mu.Unlock()
 	if n.ln != nil {

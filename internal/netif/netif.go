@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/gccl/gccl"
 )
@@ -79,7 +81,37 @@ type Interface struct {
 // the operating system lists them, except that with an empty (or blank)
 // spec loopback interfaces come last. None is an InvalidArgument error
 // (SystemError with an empty spec) that names the interfaces that are up.
+//
+// A successful list is kept for cacheTTL: listing the interfaces is a
+// netlink dump, and hundreds of ranks initialising in one process would
+// each make it (twice: bootstrap and transport); a later init still sees
+// interfaces that changed.
 func Interfaces(spec string) ([]Interface, error) {
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if c, ok := cache[spec]; ok && time.Since(c.at) < cacheTTL {
+		return c.ifs, nil
+	}
+	ifs, err := listInterfaces(spec)
+	if err == nil {
+		cache[spec] = cached{ifs: ifs, at: time.Now()}
+	}
+	return ifs, err
+}
+
+const cacheTTL = time.Second
+
+type cached struct {
+	ifs []Interface
+	at  time.Time
+}
+
+var (
+	cacheMu sync.Mutex
+	cache   = map[string]cached{}
+)
+
+func listInterfaces(spec string) ([]Interface, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return nil, gccl.Errorf(gccl.SystemError, "GCCL_SOCKET_IFNAME", "listing network interfaces: %w", err)

@@ -84,15 +84,21 @@ func (d *dec) boolean() bool {
 // bytes reads a length-prefixed byte string of at most max bytes; it copies,
 // so the result does not alias the frame.
 func (d *dec) bytes(max int) []byte {
+	if p := d.view(max); p != nil {
+		return append([]byte{}, p...)
+	}
+	return nil
+}
+
+// view is bytes without the copy: the result aliases the frame (its
+// capacity ends with it, so an append cannot overwrite what follows).
+func (d *dec) view(max int) []byte {
 	n := d.u32()
 	if d.err == nil && int64(n) > int64(max) {
 		d.fail("field of %d bytes exceeds its limit of %d", n, max)
 	}
 	p := d.take(int(n))
-	if p == nil {
-		return nil
-	}
-	return append([]byte{}, p...)
+	return p[:len(p):len(p)]
 }
 
 func (d *dec) str(max int) string { return string(d.bytes(max)) }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"io"
+	"net"
 	"strconv"
 
 	"github.com/gccl/gccl"
@@ -98,12 +99,26 @@ func AppendFrame(b []byte, t Type, payload []byte) []byte {
 	return append(append(b, h[:]...), payload...)
 }
 
-// WriteFrame writes one frame in a single Write call.
+// WriteFrame writes one frame: in one writev on a net.Conn (so frames of
+// concurrent writers never interleave), without copying the payload.
 func WriteFrame(w io.Writer, t Type, payload []byte) error {
-	if len(payload) > MaxPayload {
-		return gccl.Errorf(gccl.InvalidArgument, "message", "%d bytes exceed the bootstrap limit of %d; send less", len(payload), MaxPayload)
+	return writeFrame(w, t, payload)
+}
+
+// writeFrame writes a frame whose payload is the concatenation of parts.
+func writeFrame(w io.Writer, t Type, parts ...[]byte) error {
+	size, crc := 0, uint32(0)
+	for _, p := range parts {
+		size += len(p)
+		crc = crc32.Update(crc, castagnoli, p)
 	}
-	_, err := w.Write(AppendFrame(make([]byte, 0, HeaderSize+len(payload)), t, payload))
+	if size > MaxPayload {
+		return gccl.Errorf(gccl.InvalidArgument, "message", "%d bytes exceed the bootstrap limit of %d; send less", size, MaxPayload)
+	}
+	var h [HeaderSize]byte
+	EncodeHeader(h[:], Header{Type: t, Length: uint32(size), CRC: crc})
+	bufs := append(net.Buffers{h[:]}, parts...)
+	_, err := bufs.WriteTo(w)
 	return err
 }
 

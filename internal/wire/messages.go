@@ -1,6 +1,11 @@
 package wire
 
-import "github.com/gccl/gccl"
+import (
+	"encoding/binary"
+	"io"
+
+	"github.com/gccl/gccl"
+)
 
 // Field limits inside messages.
 const (
@@ -112,13 +117,13 @@ func (p *Peers) Encode() []byte {
 	return e.b
 }
 
-// DecodePeers parses a Peers payload.
+// DecodePeers parses a Peers payload; the addresses alias b.
 func DecodePeers(b []byte) (Peers, error) {
 	d := newDec("peers", b)
 	n := d.count(MaxRanks, 4)
 	p := Peers{Addrs: make([][]byte, n)}
 	for i := range p.Addrs {
-		p.Addrs[i] = d.bytes(MaxPayload)
+		p.Addrs[i] = d.view(MaxPayload)
 	}
 	return p, d.done()
 }
@@ -167,9 +172,22 @@ func (m *Data) Encode() []byte {
 	return e.b
 }
 
-// DecodeData parses a Data payload.
+// WriteData writes m as one TypeData frame, in one writev on a net.Conn,
+// without copying its payload.
+func WriteData(w io.Writer, m *Data) error {
+	var pre [13]byte
+	pre[0] = 0
+	if m.Internal {
+		pre[0] = 1
+	}
+	binary.LittleEndian.PutUint64(pre[1:], m.Tag)
+	binary.LittleEndian.PutUint32(pre[9:], uint32(len(m.Payload)))
+	return writeFrame(w, TypeData, pre[:], m.Payload)
+}
+
+// DecodeData parses a Data payload; the message's Payload aliases b.
 func DecodeData(b []byte) (Data, error) {
 	d := newDec("data", b)
-	m := Data{Internal: d.boolean(), Tag: d.u64(), Payload: d.bytes(MaxPayload)}
+	m := Data{Internal: d.boolean(), Tag: d.u64(), Payload: d.view(MaxPayload)}
 	return m, d.done()
 }

@@ -46,6 +46,29 @@ func TestFrameRoundTrip(t *testing.T) {
 	assert.ErrorIs(t, err, io.EOF)
 }
 
+// TestWriteDataMatchesEncode: WriteData's frame (header, prefix and payload
+// gathered in one write) is byte for byte the frame of Data.Encode, and the
+// decoded payload cannot be appended over the bytes after it.
+func TestWriteDataMatchesEncode(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 4096} {
+		m := Data{Internal: n%2 == 0, Tag: r.Uint64(), Payload: randBytes(r, n)}
+		var got, want bytes.Buffer
+		require.NoError(t, WriteData(&got, &m))
+		require.NoError(t, WriteFrame(&want, TypeData, m.Encode()))
+		require.Equal(t, want.Bytes(), got.Bytes(), "%d bytes", n)
+		typ, p, err := ReadFrame(&got, MaxPayload)
+		require.NoError(t, err)
+		require.Equal(t, TypeData, typ)
+		_, err = DecodeData(append(p[:len(p):len(p)], 0xAA)) // a byte after the payload
+		require.Error(t, err, "trailing bytes must be refused")
+		d, err := DecodeData(p)
+		require.NoError(t, err)
+		assert.Equal(t, m.Payload, d.Payload)
+		assert.Equal(t, len(d.Payload), cap(d.Payload), "the payload's capacity ends with it")
+	}
+}
+
 func TestFrameRejects(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	good := AppendFrame(nil, TypeData, randBytes(r, 100))

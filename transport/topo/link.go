@@ -49,8 +49,8 @@ type P2PAttrs struct {
 // peer-to-peer carries reads and writes but not GPU atomics, so the driver
 // reports them unsupported there. A future interconnect that carries
 // atomics would read as NVLink. How far apart two PCIe peers are (one
-// switch, or through the CPU) is for the PCI topology to tell; Link does
-// not look.
+// switch, or through the CPU) is for the PCI paths of Detect to tell
+// (Hops); Link does not look.
 func Link(a P2PAttrs) LinkKind {
 	switch {
 	case !a.Access:

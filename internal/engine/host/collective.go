@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"time"
 	"unsafe"
 
@@ -21,11 +22,18 @@ import (
 // rank's messages reports the refusal (the disagreement), not its effects.
 //
 // A run that timed out waiting for peers names the rank(s) that made no
-// progress (stall.go), which takes up to stallGrace more.
+// progress (stall.go), which takes up to stallGrace more. A run cut short
+// by the engine's abort (ctx cancelled: Abort, or a lost peer) did not
+// stall: its peers are told of a remote failure, not of a timeout that
+// would hide the abort's cause from them.
 func (b *Backend) Run(ctx context.Context, ops []engine.Op) error {
 	start := time.Now()
 	err := b.run(ctx, ops)
-	err = b.namesStalled(err, time.Since(start))
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		err = gccl.Errorf(gccl.RemoteError, "comm", "rank %d: operation cut short by an abort: %v", b.rank, err)
+	} else {
+		err = b.namesStalled(err, time.Since(start))
+	}
 	if err != nil && gccl.Code(err) != gccl.InvalidUsage {
 		if rerr := b.refusal(); rerr != nil {
 			err = gccl.Errorf(gccl.InvalidUsage, "comm", "%v (then: %v)", rerr, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,11 +60,27 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 		errList = append(errList, l.err)
 	}
 	pr.errs = errList
-	if w := opdesc.Merge(errList...); w != nil {
-		w.Op = p2pName(ops) // every peer a lane was waiting for
+	if !slices.ContainsFunc(errList, func(err error) bool { return err != nil }) {
+		return nil // no name formatted on the success path
+	}
+	return laneErr(p2pName(ops), errList)
+}
+
+// laneErr is a group's error from its lanes' errors: the waits that
+// timed out, merged (stall.go names the ranks), else the first failure.
+// A lane cancelled because a sibling failed did not stall.
+func laneErr(name string, list []error) error {
+	var live []error
+	for _, err := range list {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			live = append(live, err)
+		}
+	}
+	if w := opdesc.Merge(live...); w != nil {
+		w.Op = name // every peer a lane was waiting for
 		return w
 	}
-	return causeErr(errList...)
+	return causeErr(list...)
 }
 
 // p2pLane is a launch's ops with one peer in one direction, in issue order.

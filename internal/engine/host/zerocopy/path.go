@@ -13,6 +13,13 @@ import (
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 )
 
+// MaxRanks is the most ranks a communicator may have for the zero-copy
+// path. Each rank maps every peer's control block and its barriers read
+// every peer's counter: a process holding all n ranks maps n² blocks (at
+// 256 ranks, the whole default vm.max_map_count of 65530), and a barrier
+// costs n reads per rank. Larger communicators use the transports.
+const MaxRanks = 64
+
 // Path is one rank's zero-copy path to the other ranks of its host: its
 // own control block, its peers' (mapped), and caches of mapped peer
 // buffers. It runs one operation at a time, under the engine's issue order.
@@ -37,8 +44,12 @@ type Path struct {
 // collective: two all-gathers over s.Boot, so that every rank reaches the
 // same answer. local says whether this rank reaches every peer through
 // shared memory. It returns nil (and no error) where zero-copy is not
-// possible: ranks on several hosts, SHM disabled, or mapping failed.
+// possible: ranks on several hosts, SHM disabled, more than MaxRanks ranks,
+// or mapping failed.
 func Open(ctx context.Context, s engine.Setup, local bool) (*Path, error) {
+	if s.NRanks > MaxRanks {
+		return nil, nil // every rank knows NRanks: no agreement needed
+	}
 	z := &Path{rank: s.Rank, ctl: make([]ctlBlock, s.NRanks), unmaps: make([]func() error, s.NRanks), maps: make([]peerMaps, s.NRanks)}
 	mine := []byte{0} // never empty: not every bootstrap carries empty contributions; 1+name when usable
 	if local {
