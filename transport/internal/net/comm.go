@@ -210,8 +210,9 @@ type memHandle struct{ r network.Region }
 
 func (m *memHandle) Region() network.Region { return m.r }
 
-// Register accepts host memory.
-func register(r network.Region) (network.MemHandle, error) {
+// Register accepts host memory (nothing to do for sockets); SendComm and
+// RecvComm share it.
+func (c *conn) Register(r network.Region) (network.MemHandle, error) {
 	if r.Kind != network.MemHost {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "Region", "the socket provider registers host memory only, not kind %d", r.Kind)
 	}
@@ -221,7 +222,8 @@ func register(r network.Region) (network.MemHandle, error) {
 	return &memHandle{r}, nil
 }
 
-func deregister(m network.MemHandle) error {
+// Deregister releases a registration.
+func (c *conn) Deregister(m network.MemHandle) error {
 	if _, ok := m.(*memHandle); !ok || m == nil {
 		return gccl.Errorf(gccl.InvalidArgument, "MemHandle", "not a registration of the socket provider")
 	}

@@ -207,12 +207,6 @@ func (r *RecvComm) Fail(err error) {
 	r.fail(err)
 }
 
-// Register accepts host memory (nothing to do for sockets).
-func (r *RecvComm) Register(reg network.Region) (network.MemHandle, error) { return register(reg) }
-
-// Deregister releases a registration.
-func (r *RecvComm) Deregister(m network.MemHandle) error { return deregister(m) }
-
 // Close closes the sockets and stops the goroutines; posted requests fail.
 // Safe on nil and twice.
 func (r *RecvComm) Close() error {

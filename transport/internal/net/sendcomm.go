@@ -241,12 +241,6 @@ func (s *SendComm) Refusal() error {
 	return nil
 }
 
-// Register accepts host memory (nothing to do for sockets).
-func (s *SendComm) Register(r network.Region) (network.MemHandle, error) { return register(r) }
-
-// Deregister releases a registration.
-func (s *SendComm) Deregister(m network.MemHandle) error { return deregister(m) }
-
 // Close closes the sockets and stops the goroutines; posted requests fail.
 // Safe on nil and twice.
 func (s *SendComm) Close() error {
