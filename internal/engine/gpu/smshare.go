@@ -9,6 +9,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo/gpuplan"
+	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/transport/peermem"
 )
 
@@ -129,9 +130,7 @@ func smRelease(key smKey) {
 // in one process (every rank sees the same offers, so all of them come
 // here): each rank on a shared GPU reserves its communicator's share, all
 // ranks agree on the smallest, and every kernel's grid stays within it.
-func (g *Backend) shareSMs(ctx context.Context, boot interface {
-	AllGather(context.Context, []byte) ([][]byte, error)
-}, offers []peermem.Offer) error {
+func (g *Backend) shareSMs(ctx context.Context, boot engine.Bootstrap, offers []peermem.Offer) error {
 	share := gpuplan.GridMax
 	key, ranks := localKey(offers, g.rank)
 	if ranks > 1 {
