@@ -48,11 +48,42 @@ func TestFatbinHasEveryEntryPoint(t *testing.T) {
 	report, err := os.ReadFile("fatbin/ptxas.txt")
 	require.NoError(t, err)
 	names := EntryPoints()
-	require.Len(t, names, len(reductionKernels)*len(gccl.DataTypes())*(int(gccl.NumBuiltinOps)+1)+10)
+	require.Equal(t, len(mainReductionKernels)*len(gccl.DataTypes())*(int(gccl.NumBuiltinOps)+1)+10, len(names))
 	for _, name := range names {
 		require.NotEmpty(t, name)
 		for _, arch := range []string{"sm_80", "sm_90"} {
 			assert.Contains(t, string(report), "Compiling entry function '"+name+"' for '"+arch+"'")
+		}
+	}
+}
+
+// TestRingFatbin: the ring module's fatbin is fresh (built from the
+// sources in ring/ and the shared headers) and its ptxas report names every
+// entry point the ring backend launches, for sm_80 and sm_90.
+func TestRingFatbin(t *testing.T) {
+	if !Ring.Built() {
+		if os.Getenv("GCCL_REQUIRE_FATBIN") == "1" {
+			t.Fatal("kernels/fatbin/ring.fatbin is missing; run MODULES=ring kernels/build.sh")
+		}
+		_, err := RingFatbin()
+		assert.True(t, errors.Is(err, gccl.ErrSystem), "%v", err)
+		t.Skip("ring fatbin not built yet (MODULES=ring kernels/build.sh on a machine with nvcc); set GCCL_REQUIRE_FATBIN=1 to fail")
+	}
+	rec, err := Ring.Recorded()
+	require.NoError(t, err)
+	require.Equal(t, rec.Sources, Ring.SourcesHash(), "ring kernel sources changed since ring.fatbin was built: rerun MODULES=ring kernels/build.sh")
+	img, err := RingFatbin()
+	require.NoError(t, err)
+	assert.Equal(t, rec.Fatbin, hexSum(img))
+	report, err := os.ReadFile("fatbin/ring-ptxas.txt")
+	require.NoError(t, err)
+	names := RingEntryPoints()
+	require.Equal(t, len(ringReductionKernels)*len(gccl.DataTypes())*(int(gccl.NumBuiltinOps)+1)+3, len(names))
+	for _, name := range names {
+		for _, arch := range []string{"sm_80", "sm_90"} {
+			if !strings.Contains(string(report), "Compiling entry function '"+name+"' for '"+arch+"'") {
+				t.Fatalf("ring-ptxas.txt lacks %s for %s", name, arch)
+			}
 		}
 	}
 }
@@ -65,6 +96,9 @@ func TestSourcesHashMatchesShell(t *testing.T) {
 	out, err := cmd.Output()
 	require.NoError(t, err)
 	assert.Equal(t, strings.TrimSpace(string(out)), SourcesHash())
+	out, err = exec.Command("bash", "-c", "LC_ALL=C ls *.cuh ring/*.cu | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1").Output()
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimSpace(string(out)), Ring.SourcesHash())
 	script, err := os.ReadFile("build.sh")
 	require.NoError(t, err)
 	assert.Contains(t, string(script), "xargs sha256sum | sha256sum | cut -d' ' -f1", "build.sh's hash recipe changed")

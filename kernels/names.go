@@ -99,7 +99,7 @@ func ReductionName(kernel string, t gccl.DataType, op gccl.RedOp) (string, error
 // sums as the premulsum entry), then the data-type independent kernels.
 func EntryPoints() []string {
 	var names []string
-	for k := range reductionKernels {
+	for k := range mainReductionKernels {
 		for _, t := range gccl.DataTypes() {
 			for op := range gccl.NumBuiltinOps + 1 {
 				names = append(names, reductionNames[k][t][op])
@@ -110,9 +110,32 @@ func EntryPoints() []string {
 		P2PCopy, Barrier, FillU32, P2P)
 }
 
-// reductionKernels are the kernels with one entry point per type and operator.
-var reductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce, ReduceScatterStaged, ReduceStaged, AllReducePush,
+// RingEntryPoints lists every entry point of Ring's fatbin, as EntryPoints
+// does for Main's.
+func RingEntryPoints() []string {
+	var names []string
+	for k := range ringReductionKernels {
+		for _, t := range gccl.DataTypes() {
+			for op := range gccl.NumBuiltinOps + 1 {
+				names = append(names, reductionNames[len(mainReductionKernels)+k][t][op])
+			}
+		}
+	}
+	return append(names, RingAllGather, RingBroadcast, NetP2P)
+}
+
+// mainReductionKernels are Main's kernels with one entry point per type
+// and operator, ringReductionKernels Ring's; reductionKernels both.
+var mainReductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce, ReduceScatterStaged, ReduceStaged, AllReducePush,
 	ReduceScatterOneShot, ReduceOneShot}
+
+var ringReductionKernels = [...]string{RingAllReduce, RingReduceScatter, RingReduce}
+
+var reductionKernels = func() (all [len(mainReductionKernels) + len(ringReductionKernels)]string) {
+	copy(all[:], mainReductionKernels[:])
+	copy(all[len(mainReductionKernels):], ringReductionKernels[:])
+	return all
+}()
 
 // reductionNames[kernel][type][opSlot(op)] is reductionName's result, or ""
 // where that is an error.

@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -10,41 +12,57 @@ import (
 
 var override struct {
 	mu  sync.Mutex
-	img []byte
+	img map[string][]byte // by module name
 }
 
-// UseBuilt makes Fatbin return the fatbin that build.sh just wrote into dir
-// (gccl.fatbin and sources.sha256) instead of the embedded one. It is for
-// GPU test binaries built before the fatbin was committed: build.sh runs on
-// the GPU machine, the tests load its output. The fatbin must have been
-// built from exactly the sources compiled into this binary.
+// UseBuilt makes the modules' Image return the fatbins that build.sh just
+// wrote into dir (<name>.fatbin and its hash record, for each module whose
+// fatbin is there) instead of the embedded ones. It is for GPU test
+// binaries built before the fatbin was committed: build.sh runs on the GPU
+// machine, the tests load its output. A fatbin must have been built from
+// exactly the sources compiled into this binary.
 func UseBuilt(dir string) error {
-	img, err := os.ReadFile(filepath.Join(dir, "gccl.fatbin"))
-	if err != nil {
-		return gccl.Errorf(gccl.InvalidArgument, "dir", "reading the built fatbin: %w", err)
+	found := map[string][]byte{}
+	for _, m := range []Module{Main, Ring} {
+		img, err := os.ReadFile(filepath.Join(dir, m.fatbinFile()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return gccl.Errorf(gccl.InvalidArgument, "dir", "reading the built fatbin: %w", err)
+		}
+		rec, err := os.ReadFile(filepath.Join(dir, m.hash))
+		if err != nil {
+			return gccl.Errorf(gccl.InvalidArgument, "dir", "reading the hash record of %s: %w", m.fatbinFile(), err)
+		}
+		h, err := parseHashes(rec)
+		if err != nil {
+			return err
+		}
+		if got := hexSum(img); got != h.Fatbin {
+			return gccl.Errorf(gccl.InvalidArgument, "dir", "%s/%s hash %s differs from the recorded %s", dir, m.fatbinFile(), got, h.Fatbin)
+		}
+		if src := m.SourcesHash(); src != h.Sources {
+			return gccl.Errorf(gccl.InvalidArgument, "dir", "%s in %s was built from other sources (recorded %s, this binary has %s)", m.fatbinFile(), dir, h.Sources, src)
+		}
+		found[m.name] = img
 	}
-	rec, err := os.ReadFile(filepath.Join(dir, "sources.sha256"))
-	if err != nil {
-		return gccl.Errorf(gccl.InvalidArgument, "dir", "reading the fatbin's hash record: %w", err)
-	}
-	h, err := parseHashes(rec)
-	if err != nil {
-		return err
-	}
-	if got := hexSum(img); got != h.Fatbin {
-		return gccl.Errorf(gccl.InvalidArgument, "dir", "%s/gccl.fatbin hash %s differs from the recorded %s", dir, got, h.Fatbin)
-	}
-	if src := SourcesHash(); src != h.Sources {
-		return gccl.Errorf(gccl.InvalidArgument, "dir", "the fatbin in %s was built from other sources (recorded %s, this binary has %s)", dir, h.Sources, src)
+	if len(found) == 0 {
+		return gccl.Errorf(gccl.InvalidArgument, "dir", "%s holds no fatbin (%s or %s)", dir, Main.fatbinFile(), Ring.fatbinFile())
 	}
 	override.mu.Lock()
-	override.img = img
-	override.mu.Unlock()
+	defer override.mu.Unlock()
+	if override.img == nil {
+		override.img = map[string][]byte{}
+	}
+	for name, img := range found {
+		override.img[name] = img
+	}
 	return nil
 }
 
-func overridden() []byte {
+func overridden(m Module) []byte {
 	override.mu.Lock()
 	defer override.mu.Unlock()
-	return override.img
+	return override.img[m.name]
 }

@@ -1,0 +1,536 @@
+// Ring kernels for GPU communicators whose ranks cannot all map each
+// other's memory (a peer on another host): every collective is one kernel
+// that talks to its ring neighbours through FIFOs in pinned host memory,
+// which the communicator's proxy goroutine moves over the network
+// (docs/gpunet.md is the contract: FIFO layout, counters, ring steps).
+//
+// This is its own module (kernels.RingFatbin): it shares common.cuh and
+// sync.cuh with the peer-memory kernels but not their instantiations.
+#include "../instantiate.cuh"
+#include "../reduce.cuh"
+#include "../sync.cuh"
+
+#define GCCL_RING_MAX_CHANNELS 16
+#define GCCL_NET_P2P_MAX_PEERS 8
+#define GCCL_NET_P2P_MAX_PIECES 64
+
+// gcclFifo is one direction of one connection, as the GPU sees it
+// (device-mapped pointers into the FIFO's pinned host memory).
+struct gcclFifo {
+	char *slots;               // NSlots slots of slotBytes
+	unsigned long long *tail;  // slots posted (send: GPU writes; recv: proxy writes)
+	unsigned long long *head;  // slots freed (send: proxy writes; recv: GPU writes)
+	unsigned int *sizes;       // bytes per slot
+};
+
+// gcclRingConn is a channel's connections: to the next rank, from the previous.
+struct gcclRingConn {
+	gcclFifo send;
+	gcclFifo recv;
+};
+
+// gcclRingDesc is a ring collective, passed by value after the gcclComm
+// (whose in/out/scratch/flags are unused: the ring may have more ranks
+// than they address).
+struct gcclRingDesc {
+	char *in;
+	char *out;
+	unsigned long long count; // elements (all-reduce, reduce), per-rank elements (reduce-scatter), bytes (broadcast), per-rank bytes (all-gather)
+	unsigned long long slotBytes;
+	int nslots;
+	int nranks;
+	int rank;
+	int root;
+	gcclRingConn ch[GCCL_RING_MAX_CHANNELS];
+};
+
+// gcclNetPiece is one Send or Recv buffer of a point-to-point launch.
+struct gcclNetPiece {
+	char *ptr;
+	unsigned long long bytes;
+};
+
+// gcclNetPeer is one peer of a point-to-point launch: its connections, and
+// its pieces (pieces[send, send+nsend) are one byte stream of sendBytes,
+// likewise the receives).
+struct gcclNetPeer {
+	gcclFifo send;
+	gcclFifo recv;
+	unsigned long long sendBytes;
+	unsigned long long recvBytes;
+	int sendFirst;
+	int nsend;
+	int recvFirst;
+	int nrecv;
+};
+
+struct gcclNetP2PDesc {
+	unsigned long long slotBytes;
+	int nslots;
+	int npeers;
+	gcclNetPeer peers[GCCL_NET_P2P_MAX_PEERS];
+	gcclNetPiece pieces[GCCL_NET_P2P_MAX_PIECES];
+};
+
+// ---- counters and slots in host memory -----------------------------------
+
+__device__ __forceinline__ unsigned long long ldAcquireSys64(const unsigned long long *p) {
+	unsigned long long v;
+	asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+__device__ __forceinline__ void stReleaseSys64(unsigned long long *p, unsigned long long v) {
+	asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Slots are read with volatile loads: the CPU (or the NIC) wrote them, and
+// a cached copy of an earlier use of the slot must never be seen.
+__device__ __forceinline__ uint4 ldSlot16(const char *p) {
+	uint4 v;
+	asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+		     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+		     : "l"(p)
+		     : "memory");
+	return v;
+}
+
+// Fifo is one block's position in one FIFO; thread 0 owns the waits, the
+// block shares the slot it got.
+struct Fifo {
+	gcclFifo f;
+	unsigned long long pos;   // next sequence number this block posts (send) or consumes (recv)
+	unsigned long long other; // the last value seen of the other side's counter
+};
+
+// The block's shared state: the slots it is working on and whether a wait
+// gave up.
+struct RingShared {
+	char *sendSlot;
+	char *recvSlot;
+	unsigned int recvSize;
+	int ok;
+};
+
+__device__ __forceinline__ void fifoOpenSend(Fifo &s, const gcclFifo &f) {
+	s.f = f;
+	s.pos = *(volatile unsigned long long *)f.tail;
+	s.other = ldAcquireSys64(f.head);
+}
+
+__device__ __forceinline__ void fifoOpenRecv(Fifo &r, const gcclFifo &f) {
+	r.f = f;
+	r.pos = *(volatile unsigned long long *)f.head;
+	r.other = ldAcquireSys64(f.tail);
+}
+
+// waitSlots waits (thread 0) for a free send slot (s non-null) and a full
+// receive slot (r non-null) and shares them; false when a wait gave up or
+// the received size is not the expected one (the ranks disagree on the
+// operation). Uniform over the block.
+__device__ __forceinline__ bool waitSlots(const gcclComm &c, RingShared &sh, Fifo *s, Fifo *r, int nslots,
+					  size_t slotBytes, size_t expect) {
+	if (threadIdx.x == 0) {
+		sh.ok = 1;
+		Waiter w(c);
+		if (s != nullptr) {
+			while (s->pos - s->other >= (unsigned long long)nslots) {
+				s->other = ldAcquireSys64(s->f.head);
+				if (s->pos - s->other >= (unsigned long long)nslots && !w.keepGoing()) {
+					sh.ok = 0;
+					break;
+				}
+			}
+			sh.sendSlot = s->f.slots + (size_t)(s->pos % (unsigned long long)nslots) * slotBytes;
+		}
+		if (sh.ok && r != nullptr) {
+			while (r->other <= r->pos) {
+				r->other = ldAcquireSys64(r->f.tail);
+				if (r->other <= r->pos && !w.keepGoing()) {
+					sh.ok = 0;
+					break;
+				}
+			}
+			if (sh.ok) {
+				const size_t i = (size_t)(r->pos % (unsigned long long)nslots);
+				sh.recvSlot = r->f.slots + i * slotBytes;
+				sh.recvSize = *(volatile unsigned int *)(r->f.sizes + i);
+				if (sh.recvSize != expect) {
+					fail(c, GCCL_STATUS_BADUSAGE);
+					sh.ok = 0;
+				}
+			}
+		}
+	}
+	__syncthreads();
+	return sh.ok != 0;
+}
+
+// postSlots publishes the send slot with bytes (s non-null) and frees the
+// receive slot (r non-null), after every thread's stores and loads.
+__device__ __forceinline__ void postSlots(Fifo *s, Fifo *r, int nslots, size_t bytes) {
+	if (s != nullptr) __threadfence_system(); // this thread's slot stores before the tail
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		if (s != nullptr) {
+			*(volatile unsigned int *)(s->f.sizes + (size_t)(s->pos % (unsigned long long)nslots)) = (unsigned int)bytes;
+			__threadfence_system();
+			stReleaseSys64(s->f.tail, ++s->pos);
+		}
+		if (r != nullptr) stReleaseSys64(r->f.head, ++r->pos);
+	}
+	__syncthreads();
+}
+
+// ---- data movement --------------------------------------------------------
+
+// RingMove computes d = f(a, b) for n elements and stores it to d0 and d1
+// (either may be null): a is this rank's input (may be null), b a received
+// slot (may be null). With both, a (scaled: premulsum) is reduced with b;
+// with one, it is copied (a scaled). fin applies the operator's post
+// (avg's division).
+template <typename T, int OP> struct RingMove {
+	Red<T, OP> red;
+	typedef typename Num<T>::Acc Acc;
+	__device__ __forceinline__ T one(const T *a, const T *b, bool fin) const {
+		Acc acc;
+		if (a != nullptr && b != nullptr) {
+			const T bv = load1<T>(reinterpret_cast<const char *>(b));
+			acc = red.comb(red.pre(red.scaled(*a)), red.pre(bv));
+		} else if (a != nullptr) {
+			acc = red.pre(red.scaled(*a));
+		} else {
+			acc = red.pre(load1<T>(reinterpret_cast<const char *>(b)));
+		}
+		return fin ? red.post(acc) : Num<T>::from(acc);
+	}
+	__device__ void run(const char *a, const char *b, char *d0, char *d1, size_t n, bool fin) const {
+		const bool vec = (a == nullptr || aligned16(a)) && (b == nullptr || aligned16(b)) &&
+				 (d0 == nullptr || aligned16(d0)) && (d1 == nullptr || aligned16(d1));
+		constexpr int E = 16 / sizeof(T);
+		size_t done = 0;
+		if (vec) {
+			const size_t nv = n / E;
+			for (size_t v = threadIdx.x; v < nv; v += blockDim.x) {
+				union {
+					uint4 u;
+					T e[E];
+				} x, y, z;
+				if (a != nullptr) x.u = __ldcg(reinterpret_cast<const uint4 *>(a) + v);
+				if (b != nullptr) y.u = ldSlot16(b + v * 16);
+#pragma unroll
+				for (int k = 0; k < E; k++) {
+					Acc acc;
+					if (a != nullptr && b != nullptr) acc = red.comb(red.pre(red.scaled(x.e[k])), red.pre(y.e[k]));
+					else if (a != nullptr) acc = red.pre(red.scaled(x.e[k]));
+					else acc = red.pre(y.e[k]);
+					z.e[k] = fin ? red.post(acc) : Num<T>::from(acc);
+				}
+				if (d0 != nullptr) *(reinterpret_cast<uint4 *>(d0) + v) = z.u;
+				if (d1 != nullptr) *(reinterpret_cast<uint4 *>(d1) + v) = z.u;
+			}
+			done = nv * E;
+		}
+		for (size_t i = done + threadIdx.x; i < n; i += blockDim.x) {
+			const T v = one(a != nullptr ? reinterpret_cast<const T *>(a) + i : nullptr,
+					b != nullptr ? reinterpret_cast<const T *>(b) + i : nullptr, fin);
+			if (d0 != nullptr) store1(d0 + i * sizeof(T), v);
+			if (d1 != nullptr) store1(d1 + i * sizeof(T), v);
+		}
+	}
+	template <typename V> static __device__ __forceinline__ void store1(char *p, V v) {
+		const unsigned char *s = reinterpret_cast<const unsigned char *>(&v);
+#pragma unroll
+		for (int i = 0; i < (int)sizeof(V); i++) p[i] = s[i];
+	}
+};
+
+// moveBytes copies n bytes from src (a slot when fromSlot, else device
+// memory) to d0 and d1 (either may be null).
+__device__ __forceinline__ void moveBytes(const char *src, bool fromSlot, char *d0, char *d1, size_t n) {
+	size_t done = 0;
+	if (aligned16(src) && (d0 == nullptr || aligned16(d0)) && (d1 == nullptr || aligned16(d1))) {
+		const size_t nv = n / 16;
+		for (size_t v = threadIdx.x; v < nv; v += blockDim.x) {
+			const uint4 x = fromSlot ? ldSlot16(src + v * 16) : __ldcg(reinterpret_cast<const uint4 *>(src) + v);
+			if (d0 != nullptr) *(reinterpret_cast<uint4 *>(d0) + v) = x;
+			if (d1 != nullptr) *(reinterpret_cast<uint4 *>(d1) + v) = x;
+		}
+		done = nv * 16;
+	}
+	for (size_t i = done + threadIdx.x; i < n; i += blockDim.x) {
+		const char x = *(const volatile char *)(src + i);
+		if (d0 != nullptr) d0[i] = x;
+		if (d1 != nullptr) d1[i] = x;
+	}
+}
+
+// ---- ring steps -----------------------------------------------------------
+
+// Ring is one block's channel of a ring collective.
+struct Ring {
+	const gcclComm &c;
+	const gcclRingDesc &d;
+	RingShared &sh;
+	Fifo s, r;
+	__device__ Ring(const gcclComm &cc, const gcclRingDesc &dd, RingShared &shh) : c(cc), d(dd), sh(shh) {
+		if (threadIdx.x == 0) {
+			fifoOpenSend(s, d.ch[blockIdx.x].send);
+			fifoOpenRecv(r, d.ch[blockIdx.x].recv);
+		}
+	}
+	// step runs one ring step of bytes: send (a slot from f), receive (a
+	// slot into f), or both. f(sendSlot, recvSlot) moves the data.
+	template <typename F> __device__ __forceinline__ bool step(bool send, bool recv, size_t bytes, const F &f) {
+		if (!waitSlots(c, sh, send ? &s : nullptr, recv ? &r : nullptr, d.nslots, d.slotBytes, bytes)) return false;
+		f(send ? sh.sendSlot : nullptr, recv ? sh.recvSlot : nullptr);
+		postSlots(send ? &s : nullptr, recv ? &r : nullptr, d.nslots, bytes);
+		return true;
+	}
+};
+
+__device__ __forceinline__ int ringMod(long long x, int n) { return (int)(((x % n) + n) % n); }
+
+// chunkOf is chunk k of the round [rb, re) cut into n chunks of ce
+// elements (16-byte multiples), as [cb, cend).
+template <typename T>
+__device__ __forceinline__ void chunkOf(size_t rb, size_t re, size_t ce, int k, size_t &cb, size_t &cend) {
+	cb = smin(re, rb + ce * (size_t)k);
+	cend = smin(re, cb + ce);
+}
+
+// roundChunk is the chunk length of a round of len elements over n ranks:
+// len/n rounded up to 16 bytes, at most the slot.
+template <typename T> __device__ __forceinline__ size_t roundChunk(size_t len, int n, size_t slotElems) {
+	const size_t align = 16 / sizeof(T);
+	size_t ce = (len + n - 1) / n;
+	ce = (ce + align - 1) / align * align;
+	return ce < slotElems ? ce : slotElems;
+}
+
+template <typename T, int OP>
+__device__ __forceinline__ void ring_allreduce(const gcclComm &c, const gcclRingDesc &d, const Red<T, OP> &red) {
+	__shared__ RingShared sh;
+	Ring ring(c, d, sh);
+	const RingMove<T, OP> mv{red};
+	const int n = d.nranks, p = d.rank;
+	const size_t slotElems = d.slotBytes / sizeof(T);
+	size_t b, e;
+	channelSlice<T>(d.count, b, e);
+	const T *in = reinterpret_cast<const T *>(d.in);
+	T *out = reinterpret_cast<T *>(d.out);
+	for (size_t rb = b; rb < e;) {
+		const size_t ce = roundChunk<T>(e - rb, n, slotElems);
+		const size_t re = smin(e, rb + ce * (size_t)n);
+		size_t cb, cend;
+		chunkOf<T>(rb, re, ce, p, cb, cend);
+		if (!ring.step(true, false, (cend - cb) * sizeof(T), [&](char *snd, char *) {
+			    mv.run(reinterpret_cast<const char *>(in + cb), nullptr, snd, nullptr, cend - cb, false);
+		    }))
+			return;
+		for (int j = 1; j < n; j++) {
+			chunkOf<T>(rb, re, ce, ringMod((long long)p - j, n), cb, cend);
+			const bool last = j == n - 1;
+			if (!ring.step(true, true, (cend - cb) * sizeof(T), [&](char *snd, char *rcv) {
+				    mv.run(reinterpret_cast<const char *>(in + cb), rcv, snd,
+					   last ? reinterpret_cast<char *>(out + cb) : nullptr, cend - cb, last);
+			    }))
+				return;
+		}
+		for (int j = 1; j < n; j++) {
+			chunkOf<T>(rb, re, ce, ringMod((long long)p + 1 - j, n), cb, cend);
+			const bool fwd = j < n - 1;
+			if (!ring.step(fwd, true, (cend - cb) * sizeof(T), [&](char *snd, char *rcv) {
+				    moveBytes(rcv, true, reinterpret_cast<char *>(out + cb), snd, (cend - cb) * sizeof(T));
+			    }))
+				return;
+		}
+		rb = re;
+	}
+}
+
+template <typename T, int OP>
+__device__ __forceinline__ void ring_reducescatter(const gcclComm &c, const gcclRingDesc &d, const Red<T, OP> &red) {
+	__shared__ RingShared sh;
+	Ring ring(c, d, sh);
+	const RingMove<T, OP> mv{red};
+	const int n = d.nranks, p = d.rank;
+	const size_t slotElems = d.slotBytes / sizeof(T);
+	const size_t count = d.count;
+	size_t b, e;
+	channelSlice<T>(count, b, e);
+	const T *in = reinterpret_cast<const T *>(d.in);
+	T *out = reinterpret_cast<T *>(d.out);
+	for (size_t rb = b; rb < e;) {
+		const size_t re = smin(e, rb + slotElems);
+		const size_t len = re - rb;
+		const int first = ringMod((long long)p - 1, n);
+		if (!ring.step(true, false, len * sizeof(T), [&](char *snd, char *) {
+			    mv.run(reinterpret_cast<const char *>(in + (size_t)first * count + rb), nullptr, snd, nullptr, len, false);
+		    }))
+			return;
+		for (int j = 1; j < n; j++) {
+			const int blk = ringMod((long long)p - 1 - j, n);
+			const bool last = j == n - 1;
+			if (!ring.step(!last, true, len * sizeof(T), [&](char *snd, char *rcv) {
+				    mv.run(reinterpret_cast<const char *>(in + (size_t)blk * count + rb), rcv,
+					   last ? reinterpret_cast<char *>(out + rb) : snd, nullptr, len, last);
+			    }))
+				return;
+		}
+		rb = re;
+	}
+}
+
+template <typename T, int OP>
+__device__ __forceinline__ void ring_reduce(const gcclComm &c, const gcclRingDesc &d, const Red<T, OP> &red) {
+	__shared__ RingShared sh;
+	Ring ring(c, d, sh);
+	const RingMove<T, OP> mv{red};
+	const int n = d.nranks;
+	const int q = ringMod((long long)d.rank - d.root - 1, n); // the root is q = n-1
+	const size_t slotElems = d.slotBytes / sizeof(T);
+	size_t b, e;
+	channelSlice<T>(d.count, b, e);
+	const T *in = reinterpret_cast<const T *>(d.in);
+	T *out = reinterpret_cast<T *>(d.out);
+	for (size_t pb = b; pb < e;) {
+		const size_t pe = smin(e, pb + slotElems);
+		const size_t len = pe - pb;
+		const char *a = reinterpret_cast<const char *>(in + pb);
+		bool ok;
+		if (q == 0) {
+			ok = ring.step(true, false, len * sizeof(T), [&](char *snd, char *) { mv.run(a, nullptr, snd, nullptr, len, false); });
+		} else if (q < n - 1) {
+			ok = ring.step(true, true, len * sizeof(T), [&](char *snd, char *rcv) { mv.run(a, rcv, snd, nullptr, len, false); });
+		} else {
+			ok = ring.step(false, true, len * sizeof(T), [&](char *, char *rcv) {
+				mv.run(a, rcv, reinterpret_cast<char *>(out + pb), nullptr, len, true);
+			});
+		}
+		if (!ok) return;
+		pb = pe;
+	}
+}
+
+// ringAllGather: d.count bytes per rank.
+__device__ __forceinline__ void ringAllGather(const gcclComm &c, const gcclRingDesc &d) {
+	__shared__ RingShared sh;
+	Ring ring(c, d, sh);
+	const int n = d.nranks, p = d.rank;
+	const size_t nbytes = d.count;
+	size_t b, e;
+	byteSlice(nbytes, b, e);
+	for (size_t rb = b; rb < e;) {
+		const size_t re = smin(e, rb + d.slotBytes);
+		const size_t len = re - rb;
+		char *mine = d.out + (size_t)p * nbytes + rb;
+		const char *src = d.in + rb;
+		if (!ring.step(true, false, len, [&](char *snd, char *) {
+			    moveBytes(src, false, snd, mine == src ? nullptr : mine, len);
+		    }))
+			return;
+		for (int j = 1; j < n; j++) {
+			const int blk = ringMod((long long)p - j, n);
+			const bool fwd = j < n - 1;
+			if (!ring.step(fwd, true, len, [&](char *snd, char *rcv) {
+				    moveBytes(rcv, true, d.out + (size_t)blk * nbytes + rb, snd, len);
+			    }))
+				return;
+		}
+		rb = re;
+	}
+}
+
+// ringBroadcast: d.count bytes from the root's in to every out.
+__device__ __forceinline__ void ringBroadcast(const gcclComm &c, const gcclRingDesc &d) {
+	__shared__ RingShared sh;
+	Ring ring(c, d, sh);
+	const int n = d.nranks;
+	const int q = ringMod((long long)d.rank - d.root, n);
+	size_t b, e;
+	byteSlice(d.count, b, e);
+	for (size_t pb = b; pb < e;) {
+		const size_t pe = smin(e, pb + d.slotBytes);
+		const size_t len = pe - pb;
+		char *dst = d.out + pb;
+		bool ok;
+		if (q == 0) {
+			const char *src = d.in + pb;
+			ok = ring.step(true, false, len, [&](char *snd, char *) { moveBytes(src, false, snd, dst == src ? nullptr : dst, len); });
+		} else {
+			ok = ring.step(q < n - 1, true, len, [&](char *snd, char *rcv) { moveBytes(rcv, true, dst, snd, len); });
+		}
+		if (!ok) return;
+		pb = pe;
+	}
+}
+
+#define GCCL_RING_RED_ENTRY(K, T, tn, OP, on) \
+	extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_##K##_##tn##_##on( \
+		const gcclComm c, const gcclRingDesc d, unsigned long long scalarBits, const void *scalarPtr) { \
+		K<T, OP>(c, d, Red<T, OP>(scalarBits, scalarPtr, d.nranks)); \
+	}
+#define GCCL_RING_RED_TYPE(K, T, tn) GCCL_OPS(GCCL_RING_RED_ENTRY, K, T, tn)
+#define GCCL_RING_INSTANTIATE_RED(K) GCCL_TYPES(GCCL_RING_RED_TYPE, K)
+
+GCCL_RING_INSTANTIATE_RED(ring_allreduce)
+GCCL_RING_INSTANTIATE_RED(ring_reducescatter)
+GCCL_RING_INSTANTIATE_RED(ring_reduce)
+
+extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_ring_allgather(const gcclComm c, const gcclRingDesc d) {
+	ringAllGather(c, d);
+}
+
+extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_ring_broadcast(const gcclComm c, const gcclRingDesc d) {
+	ringBroadcast(c, d);
+}
+
+// netStream moves bytes [b, e) of the byte stream that pieces [first,
+// first+n) make, to (gather: from the pieces into buf) or from buf, which
+// holds stream byte b at buf[0].
+__device__ __forceinline__ void netStream(const gcclNetP2PDesc &d, int first, int n, size_t b, size_t e, char *buf, bool gather) {
+	size_t pos = 0;
+	for (int i = first; i < first + n && pos < e; i++) {
+		char *ptr = d.pieces[i].ptr;
+		const size_t len = d.pieces[i].bytes;
+		const size_t lo = pos > b ? pos : b;
+		const size_t hi = smin(pos + len, e);
+		if (lo < hi) {
+			if (gather) {
+				moveBytes(ptr + (lo - pos), false, buf + (lo - b), nullptr, hi - lo);
+			} else {
+				moveBytes(buf + (lo - b), true, ptr + (lo - pos), nullptr, hi - lo);
+			}
+		}
+		pos += len;
+	}
+}
+
+// gccl_net_p2p: block 2j sends peer j's byte stream, block 2j+1 receives
+// it, one slot at a time (an empty stream moves nothing).
+extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_net_p2p(const gcclComm c, const gcclNetP2PDesc d) {
+	__shared__ RingShared sh;
+	const int j = blockIdx.x / 2;
+	if (j >= d.npeers || j >= GCCL_NET_P2P_MAX_PEERS) return;
+	const gcclNetPeer &pr = d.peers[j];
+	const bool sending = (blockIdx.x & 1) == 0;
+	Fifo f;
+	if (threadIdx.x == 0) {
+		if (sending) fifoOpenSend(f, pr.send);
+		else fifoOpenRecv(f, pr.recv);
+	}
+	const size_t total = sending ? pr.sendBytes : pr.recvBytes;
+	for (size_t b = 0; b < total; b += d.slotBytes) {
+		const size_t e = smin(total, b + d.slotBytes);
+		if (sending) {
+			if (!waitSlots(c, sh, &f, nullptr, d.nslots, d.slotBytes, 0)) return;
+			netStream(d, pr.sendFirst, pr.nsend, b, e, sh.sendSlot, true);
+			postSlots(&f, nullptr, d.nslots, e - b);
+		} else {
+			if (!waitSlots(c, sh, nullptr, &f, d.nslots, d.slotBytes, e - b)) return;
+			netStream(d, pr.recvFirst, pr.nrecv, b, e, sh.recvSlot, false);
+			postSlots(nullptr, &f, d.nslots, 0);
+		}
+	}
+}
