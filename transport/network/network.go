@@ -69,8 +69,8 @@ type Config struct {
 	Timeout time.Duration
 	// CPUs are the CPUs near the rank's GPU (or device) that its
 	// connections' long-lived progress goroutines should run on: each
-	// calls topo.Pin(CPUs) first. nil leaves them where the runtime puts
-	// them.
+	// starts with topo.Pin(CPUs) and defers its unpin. nil leaves them
+	// where the runtime puts them.
 	CPUs topo.CPUSet
 }
 

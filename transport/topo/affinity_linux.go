@@ -30,29 +30,46 @@ func ThreadAffinity() (CPUSet, error) {
 }
 
 // Pin locks the calling goroutine to its OS thread (runtime.LockOSThread)
-// and restricts that thread to cpus (sched_setaffinity). It is for the
-// start of a long-lived goroutine: the goroutine must never unlock the
-// thread, so that when it returns the runtime ends the thread instead of
-// handing its narrowed mask to other goroutines. An empty cpus does
-// nothing (the goroutine stays unlocked). CPUs beyond 1023 are left out.
-// On an error the goroutine stays locked, with the thread's mask
-// unchanged.
-func Pin(cpus CPUSet) error {
+// and restricts that thread to cpus (sched_setaffinity), for a long-lived
+// goroutine: call it first and defer unpin, and run nothing of the
+// goroutine's after unpin:
+//
+//	unpin, err := topo.Pin(cpus)
+//	defer unpin()
+//
+// unpin gives the thread its mask back and unlocks it, so other
+// goroutines never run with the narrowed mask; where the mask cannot be
+// restored it leaves the thread locked, and the runtime ends the thread
+// with the goroutine. An empty cpus does nothing; CPUs beyond 1023 are
+// left out. On an error the goroutine runs unlocked, its thread's mask
+// unchanged, and unpin does nothing.
+func Pin(cpus CPUSet) (unpin func(), err error) {
+	nothing := func() {}
 	if len(cpus) == 0 {
-		return nil
+		return nothing, nil
 	}
-	runtime.LockOSThread()
-	var m unix.CPUSet
+	var want unix.CPUSet
 	for _, c := range cpus {
 		if c >= 0 && c < maxAffinityCPU {
-			m.Set(c)
+			want.Set(c)
 		}
 	}
-	if m.Count() == 0 {
-		return gccl.Errorf(gccl.InvalidArgument, "cpus", "no CPU of %s is below %d", cpus, maxAffinityCPU)
+	if want.Count() == 0 {
+		return nothing, gccl.Errorf(gccl.InvalidArgument, "cpus", "no CPU of %s is below %d", cpus, maxAffinityCPU)
 	}
-	if err := unix.SchedSetaffinity(0, &m); err != nil {
-		return gccl.Errorf(gccl.SystemError, "affinity", "sched_setaffinity(%s): %v", cpus, err)
+	runtime.LockOSThread()
+	var had unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &had); err != nil {
+		runtime.UnlockOSThread()
+		return nothing, gccl.Errorf(gccl.SystemError, "affinity", "sched_getaffinity: %v", err)
 	}
-	return nil
+	if err := unix.SchedSetaffinity(0, &want); err != nil {
+		runtime.UnlockOSThread()
+		return nothing, gccl.Errorf(gccl.SystemError, "affinity", "sched_setaffinity(%s): %v", cpus, err)
+	}
+	return func() {
+		if unix.SchedSetaffinity(0, &had) == nil {
+			runtime.UnlockOSThread()
+		}
+	}, nil
 }

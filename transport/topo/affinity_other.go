@@ -10,4 +10,4 @@ func ThreadAffinity() (CPUSet, error) {
 }
 
 // Pin does nothing outside Linux (see the Linux version).
-func Pin(cpus CPUSet) error { return nil }
+func Pin(cpus CPUSet) (unpin func(), err error) { return func() {}, nil }

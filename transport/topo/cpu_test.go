@@ -3,7 +3,6 @@ package topo
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/gccl/gccl"
@@ -121,34 +120,50 @@ func TestNearestAndDeviceAt(t *testing.T) {
 	}
 }
 
-// TestPin sets a locked thread's affinity to the CPUs it already has (so
-// it changes nothing on a shared machine) and reads the mask back.
+// TestPin narrows a locked thread's affinity to CPUs it already has (so
+// it changes nothing else on a shared machine), reads the mask back, and
+// checks that unpin restores it.
 func TestPin(t *testing.T) {
 	all, err := ThreadAffinity()
 	require.NoError(t, err)
 	require.NotEmpty(t, all)
-	require.NoError(t, Pin(nil), "empty: nothing to do")
+	unpin, err := Pin(nil)
+	require.NoError(t, err, "empty: nothing to do")
+	unpin()
 
-	done := make(chan error)
-	var got CPUSet
-	go func() {
-		// This goroutine's thread ends with it: Pin locked it.
-		if err := Pin(all[:1]); err != nil {
-			done <- err
-			return
-		}
-		var err error
-		got, err = ThreadAffinity()
-		done <- err
-	}()
-	require.NoError(t, <-done)
-	assert.Equal(t, all[:1], got, "the pinned thread runs on the one CPU it was given")
+	type masks struct{ pinned, after CPUSet }
+	done := make(chan masks)
+	errs := make(chan error, 2)
+	for _, want := range []CPUSet{all[:1], all} {
+		go func() {
+			var m masks
+			defer func() { done <- m }()
+			unpin, err := Pin(want)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if m.pinned, err = ThreadAffinity(); err != nil {
+				errs <- err
+			}
+			unpin()
+			if m.after, err = ThreadAffinity(); err != nil {
+				errs <- err
+			}
+		}()
+		m := <-done
+		require.Empty(t, errs)
+		assert.Equal(t, want, m.pinned, "the pinned thread runs on the CPUs it was given")
+		assert.Equal(t, all, m.after, "unpin restores the mask")
+	}
 
 	after, err := ThreadAffinity()
 	require.NoError(t, err)
 	assert.Equal(t, all, after, "this goroutine's thread keeps its mask")
-	runtime.Gosched()
 
-	go func() { done <- Pin(CPUSet{MaxCPU - 1}) }()
-	assert.ErrorIs(t, <-done, gccl.ErrInvalidArgument, "no CPU the mask can name")
+	go func() {
+		_, err := Pin(CPUSet{MaxCPU - 1})
+		errs <- err
+	}()
+	assert.ErrorIs(t, <-errs, gccl.ErrInvalidArgument, "no CPU the mask can name")
 }
