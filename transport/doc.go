@@ -14,8 +14,8 @@
 // Recv then fails with that error instead of waiting.
 //
 // Each rank opens an Endpoint per communicator with Listen: it selects the
-// network provider, opens the provider's listener on its best device and
-// names its shared-memory rings. The rank publishes Endpoint.Info (a
+// network provider, opens the provider's listener on the device the
+// topology chooses and names its shared-memory rings. The rank publishes Endpoint.Info (a
 // PeerInfo: rank, host hash, ring prefix, provider name and listener handle,
 // sent in its versioned, checksummed MarshalBinary form through the
 // bootstrap all-gather) and then calls Connect for each peer and channel.
@@ -37,7 +37,22 @@
 // get an error naming both from Connect. Connections present the
 // communicator id and prove the unique ID's secret, and are rejected
 // without them. Logs at INFO (subsystem NET) say which provider and device
-// the endpoint and each connection use. A new provider is a package under
+// the endpoint and each connection use, and why.
+//
+// Placement follows the sysfs topology (transport/topo), as NCCL's does.
+// The device: for a rank bound to a GPU (Config.GPUBusID, which the
+// GPU-via-host backend fills) the provider's device nearest the GPU on the
+// PCI tree (fewest hops, one under the GPU's own root first); for a host
+// rank the first on a NUMA node the process's CPUs belong to; ties and
+// devices without a PCI path keep the provider's order, and
+// GCCL_SOCKET_IFNAME, where set, wins. The CPUs: the connections'
+// long-lived progress goroutines (the socket provider's helpers, ucx's
+// progress goroutine) each run on a locked OS thread restricted to the
+// CPUs near the GPU (a host rank: near its device), intersected with the
+// process's affinity, and left alone where that is empty;
+// GCCL_IGNORE_CPU_AFFINITY (NCCL_IGNORE_CPU_AFFINITY) takes the CPUs near
+// the GPU whatever the process's affinity. Config.Sysfs points all of it
+// at a fake tree in tests. A new provider is a package under
 // transport/network that passes networktest, and one row of the table.
 //
 // The net transport turns a provider's tagged transfers into Conns: a

@@ -13,6 +13,7 @@ import (
 	"github.com/gccl/gccl/internal/env"
 	tnet "github.com/gccl/gccl/transport/internal/net"
 	"github.com/gccl/gccl/transport/network"
+	"github.com/gccl/gccl/transport/topo"
 )
 
 // Endpoint is a rank's transport state in one communicator: its network
@@ -24,6 +25,7 @@ type Endpoint struct {
 	net  network.Provider
 	dev  int                // the provider's device in use
 	prop network.Properties // its properties
+	cpus topo.CPUSet        // where connections' progress goroutines run; nil: anywhere
 	ln   network.Listener
 
 	mu     sync.Mutex
@@ -42,18 +44,23 @@ func Listen(cfg Config) (*Endpoint, error) {
 	if cfg.NetChunkSize < 1 || cfg.NetChunkSize > MaxNetChunkSize {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "NetChunkSize", "chunk of %d bytes out of range (1..%d)", cfg.NetChunkSize, MaxNetChunkSize)
 	}
-	prov, dev, prop, err := selectProvider(cfg)
+	c, err := selectProvider(cfg)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := prov.Listen(dev, cfg.netConfig())
+	allowed, err := topo.ThreadAffinity()
 	if err != nil {
+		env.Logger("NET").Debug("process affinity unknown", "err", err)
+	}
+	pl := cfg.place(c.devs, c.cands, c.explicit, allowed)
+	prov, prop := c.prov, c.devs[pl.dev]
+	e := &Endpoint{cfg: cfg, net: prov, dev: pl.dev, prop: prop, cpus: pl.cpus, used: map[[2]int]bool{}}
+	if e.ln, err = prov.Listen(e.dev, e.netConfig()); err != nil {
 		return nil, fmt.Errorf("network provider %s, device %s: %w", prov.Name(), prop.Name, err)
 	}
-	e := &Endpoint{cfg: cfg, net: prov, dev: dev, prop: prop, ln: ln, used: map[[2]int]bool{}}
-	e.info = PeerInfo{Rank: cfg.Rank, HostHash: cfg.HostHash, NetName: prov.Name(), NetHandle: ln.Handle()}
-	env.Logger("NET").Info("network provider", "rank", cfg.Rank, "provider", prov.Name(), "device", prop.Name,
-		"transport", prop.Transport, "speed_mbps", prop.Speed)
+	e.info = PeerInfo{Rank: cfg.Rank, HostHash: cfg.HostHash, NetName: prov.Name(), NetHandle: e.ln.Handle()}
+	env.Logger("NET").Info("network provider", "rank", cfg.Rank, "provider", prov.Name(), "device", prop.Name, "why", pl.why,
+		"transport", prop.Transport, "speed_mbps", prop.Speed, "cpus", pl.cpus.String(), "cpus_why", pl.cpusWhy)
 	if !cfg.ShmDisable {
 		var nonce [8]byte
 		_, _ = rand.Read(nonce[:])
@@ -62,9 +69,9 @@ func Listen(cfg Config) (*Endpoint, error) {
 	return e, nil
 }
 
-// netConfig is the provider's view of cfg.
-func (cfg Config) netConfig() network.Config {
-	return network.Config{CommID: cfg.CommID, Secret: cfg.Secret, Rank: cfg.Rank, Timeout: cfg.Timeout}
+// netConfig is the provider's view of the endpoint.
+func (e *Endpoint) netConfig() network.Config {
+	return network.Config{CommID: e.cfg.CommID, Secret: e.cfg.Secret, Rank: e.cfg.Rank, Timeout: e.cfg.Timeout, CPUs: e.cpus}
 }
 
 // Provider names the network provider and device the endpoint uses.

@@ -24,7 +24,7 @@ func (netTransport) Connect(ctx context.Context, e *Endpoint, peer PeerInfo, cha
 		return nil, nil, gccl.Errorf(gccl.InvalidUsage, "GCCL_NET", "rank %d uses network provider %q and rank %d uses %q: set GCCL_NET (or Config.NetName) to the same provider on every rank",
 			e.cfg.Rank, e.info.NetName, peer.Rank, peer.NetName)
 	}
-	sc, err := e.net.Connect(ctx, e.dev, peer.NetHandle, e.cfg.netConfig(), channel)
+	sc, err := e.net.Connect(ctx, e.dev, peer.NetHandle, e.netConfig(), channel)
 	if err != nil {
 		return nil, nil, err
 	}

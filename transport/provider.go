@@ -41,31 +41,49 @@ func providerNames() string {
 	return strings.Join(names, ", ")
 }
 
+// choice is a provider and the devices an endpoint may use: cands index
+// devs, in the provider's order (never empty); explicit names the setting
+// that chose them, when the user did (the first is then taken).
+type choice struct {
+	prov     network.Provider
+	devs     []network.Properties
+	cands    []int
+	explicit string
+}
+
 // selectProvider returns the provider cfg.NetName names (auto: see
-// providers) and the device to use, its best.
-func selectProvider(cfg Config) (network.Provider, int, network.Properties, error) {
+// providers) and the devices it offers; place picks one.
+func selectProvider(cfg Config) (choice, error) {
 	name := strings.ToLower(strings.TrimSpace(cfg.NetName))
 	if name == netAuto || name == "" {
 		return autoProvider(cfg)
 	}
 	i := slices.IndexFunc(providers, func(p providerRow) bool { return p.name == name })
 	if i < 0 {
-		return nil, 0, network.Properties{}, gccl.Errorf(gccl.InvalidArgument, "GCCL_NET", "unknown network provider %q: use one of %s", cfg.NetName, providerNames())
+		return choice{}, gccl.Errorf(gccl.InvalidArgument, "GCCL_NET", "unknown network provider %q: use one of %s", cfg.NetName, providerNames())
 	}
 	p := providers[i].make(cfg)
 	devs, err := p.Devices()
 	if err != nil {
-		return nil, 0, network.Properties{}, gccl.Errorf(gccl.Code(err), "GCCL_NET", "network provider %q cannot run here: %w; fix that, or choose another provider with GCCL_NET (%s)", name, err, providerNames())
+		return choice{}, gccl.Errorf(gccl.Code(err), "GCCL_NET", "network provider %q cannot run here: %w; fix that, or choose another provider with GCCL_NET (%s)", name, err, providerNames())
 	}
 	if len(devs) == 0 {
-		return nil, 0, network.Properties{}, gccl.Errorf(gccl.SystemError, "GCCL_NET", "network provider %q has no device here; choose another with GCCL_NET (%s)", name, providerNames())
+		return choice{}, gccl.Errorf(gccl.SystemError, "GCCL_NET", "network provider %q has no device here; choose another with GCCL_NET (%s)", name, providerNames())
 	}
-	return p, 0, devs[0], nil
+	c := choice{prov: p, devs: devs}
+	for i := range devs {
+		c.cands = append(c.cands, i)
+	}
+	if name == socket.Name && cfg.IfName != "" {
+		c.explicit = "GCCL_SOCKET_IFNAME"
+	}
+	return c, nil
 }
 
 // autoProvider takes the first provider with an RDMA device, unless
-// GCCL_IB_DISABLE, else the socket provider.
-func autoProvider(cfg Config) (network.Provider, int, network.Properties, error) {
+// GCCL_IB_DISABLE, its RDMA devices the candidates; else the socket
+// provider.
+func autoProvider(cfg Config) (choice, error) {
 	if !cfg.IBDisable {
 		for _, row := range providers {
 			if row.name == socket.Name {
@@ -77,8 +95,14 @@ func autoProvider(cfg Config) (network.Provider, int, network.Properties, error)
 				env.Logger("NET").Debug("network provider not usable", "provider", row.name, "err", err)
 				continue
 			}
-			if i := slices.IndexFunc(devs, func(d network.Properties) bool { return d.RDMA }); i >= 0 {
-				return p, i, devs[i], nil
+			c := choice{prov: p, devs: devs}
+			for i, d := range devs {
+				if d.RDMA {
+					c.cands = append(c.cands, i)
+				}
+			}
+			if len(c.cands) > 0 {
+				return c, nil
 			}
 		}
 	}

@@ -84,10 +84,26 @@ type Config struct {
 	NetThreads        int
 	NetSocksPerThread int
 	NetChunkSize      int // bytes per transfer of a long message, the same on every rank; 0 = DefaultNetChunkSize
+
+	// GPUBusID is the PCI bus id of the rank's GPU ("0000:3b:00.0", or
+	// the CUDA driver's "00000000:3B:00.0"), "" for a host rank. Listen
+	// then takes the provider's device nearest the GPU on the PCI tree and
+	// runs the connections' progress goroutines on the GPU's CPUs.
+	GPUBusID string
+	// Sysfs is the sysfs root the topology is read from; "" = "/sys"
+	// (tests use a fake tree).
+	Sysfs string
+	// IgnoreCPUAffinity, or GCCL_IGNORE_CPU_AFFINITY=1, places the
+	// progress goroutines on the CPUs near the GPU (or device) even where
+	// the process's affinity excludes them, instead of on those in both.
+	IgnoreCPUAffinity bool
 }
 
 // DefaultShmDir is where rings live when Config.ShmDir is "".
 const DefaultShmDir = "/dev/shm"
+
+// DefaultSysfs is where the topology is read when Config.Sysfs is "".
+const DefaultSysfs = "/sys"
 
 // resolve fills the defaults of cfg from the environment.
 func (cfg Config) resolve() Config {
@@ -109,6 +125,10 @@ func (cfg Config) resolve() Config {
 		cfg.NetName = e.Net
 	}
 	cfg.IBDisable = cfg.IBDisable || e.IBDisable
+	cfg.IgnoreCPUAffinity = cfg.IgnoreCPUAffinity || e.IgnoreCPUAffinity
+	if cfg.Sysfs == "" {
+		cfg.Sysfs = DefaultSysfs
+	}
 	if cfg.NetChunkSize == 0 {
 		cfg.NetChunkSize = DefaultNetChunkSize
 	}

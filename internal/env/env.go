@@ -53,6 +53,10 @@ type Settings struct {
 	// buffers are checked against the device's live allocations; nil when
 	// unset, each backend then using its default (package engine).
 	CheckPointers *bool
+	// IgnoreCPUAffinity is GCCL_IGNORE_CPU_AFFINITY: network progress runs
+	// on the CPUs near the rank's GPU (or NIC) even outside the process's
+	// affinity, as NCCL_IGNORE_CPU_AFFINITY does.
+	IgnoreCPUAffinity bool
 
 	// Warnings lists the variables whose values could not be parsed and
 	// what was used instead; the first Get and every Reload log each one as
@@ -118,6 +122,7 @@ func load(lookup func(string) (string, bool)) *Settings {
 		NSocksPerThread:     l.integer("GCCL_NSOCKS_PERTHREAD", 0),
 		Net:                 strings.ToLower(strings.TrimSpace(l.str("GCCL_NET", "auto"))),
 		IBDisable:           l.boolean("GCCL_IB_DISABLE", false),
+		IgnoreCPUAffinity:   l.boolean("GCCL_IGNORE_CPU_AFFINITY", false),
 		ChunkSize:           l.integer("GCCL_CHUNKSIZE", 0),
 		MaxNChannels:        l.integer("GCCL_MAX_NCHANNELS", 0),
 		GPUBuffSize:         l.size("GCCL_GPU_BUFFSIZE", 0),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 	"unsafe"
+
+	"github.com/gccl/gccl/transport/topo"
 )
 
 // MaxHandleSize bounds a listener's handle, as NCCL_NET_HANDLE_MAXSIZE.
@@ -58,12 +60,18 @@ type Provider interface {
 
 // Config says whose a listener or connection is: the communicator, its
 // unique ID's secret (both ends must know it), this rank, and the deadline
-// of waits whose context has none (handshakes).
+// of waits whose context has none (handshakes); and where its progress
+// goroutines should run.
 type Config struct {
 	CommID  [16]byte
 	Secret  [16]byte
 	Rank    int
 	Timeout time.Duration
+	// CPUs are the CPUs near the rank's GPU (or device) that its
+	// connections' long-lived progress goroutines should run on: each
+	// starts with topo.Pin(CPUs) and defers its unpin. nil leaves them
+	// where the runtime puts them.
+	CPUs topo.CPUSet
 }
 
 // Listener accepts connections on one device (a listenComm).

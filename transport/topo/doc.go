@@ -11,7 +11,19 @@
 // resolved through sysfs's symlinks, its NUMA node, and the NICs that
 // class/net and class/infiniband tie to PCI devices; NearestNIC picks the
 // NIC with the fewest PCI hops from a GPU (one under the same root before
-// one reached through the CPU).
+// one reached through the CPU), Nearest the same among any candidates, and
+// DeviceAt finds the device at a path a network provider reports
+// (network.Properties.PCIPath) under the same root.
+//
+// CPUs (CPUSet, ParseCPUList for the kernel's "0-3,8-11" lists): NodeCPUs
+// and Nodes read the NUMA nodes' CPUs (devices/system/node/node<N>/cpulist),
+// LocalCPUs the CPUs near a PCI device (its local_cpulist, else its node's),
+// all under the sysfs root. ThreadAffinity is the calling thread's
+// affinity mask, and Pin locks a long-lived goroutine to its OS thread and
+// narrows that thread's mask (sched_setaffinity, through
+// golang.org/x/sys/unix); the thread ends with the goroutine, so no other
+// goroutine runs with the narrowed mask. package transport uses them to
+// place a rank's network progress near its GPU or NIC.
 //
 // GPU links (Link, LinkKind): whether one GPU reaches another over NVLink,
 // PCIe or not at all, classified from the CUDA driver's P2P attributes

@@ -158,33 +158,62 @@ func Hops(a, b Device) (hops int, crossRoot bool) {
 	return len(a.Path) - c + len(b.Path) - c, c == 0
 }
 
-// NearestNIC returns the index in s.NICs of the NIC closest to GPU gpu:
-// fewest PCI hops, a NIC under the GPU's own PCI root before one reached
-// through the CPU, one on the GPU's NUMA node before one across nodes,
-// then by name. ok is false when s has no NIC or gpu is out of range.
+// NearestNIC returns the index in s.NICs of the NIC closest to GPU gpu
+// (see Nearest). ok is false when s has no NIC or gpu is out of range.
 func (s *System) NearestNIC(gpu int) (nic int, ok bool) {
-	if gpu < 0 || gpu >= len(s.GPUs) || len(s.NICs) == 0 {
+	if gpu < 0 || gpu >= len(s.GPUs) {
 		return -1, false
 	}
-	g := s.GPUs[gpu]
+	nic = Nearest(s.GPUs[gpu], s.NICs)
+	return nic, nic >= 0
+}
+
+// Nearest returns the index in cands of the device closest to d: fewest
+// PCI hops, a device under d's own PCI root before one reached through
+// the CPU, one on d's NUMA node before one across nodes, then the first
+// in cands. Candidates with no Path (no PCI device) are passed over; -1
+// when no candidate has one.
+func Nearest(d Device, cands []Device) int {
 	rank := func(n Device) (int, int, int) {
-		hops, cross := Hops(g, n)
+		hops, cross := Hops(d, n)
 		c, numa := 0, 0
 		if cross {
 			c = 1
 		}
-		if n.NUMA != g.NUMA {
+		if n.NUMA != d.NUMA {
 			numa = 1
 		}
 		return c, numa, hops
 	}
-	best := 0
-	for i := 1; i < len(s.NICs); i++ {
-		c1, n1, h1 := rank(s.NICs[i])
-		c0, n0, h0 := rank(s.NICs[best])
+	best := -1
+	for i, n := range cands {
+		if len(n.Path) == 0 {
+			continue
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		c1, n1, h1 := rank(n)
+		c0, n0, h0 := rank(cands[best])
 		if c1 < c0 || c1 == c0 && (n1 < n0 || n1 == n0 && h1 < h0) {
 			best = i
 		}
 	}
-	return best, true
+	return best
+}
+
+// DeviceAt is the PCI device at path, a sysfs device path as network
+// providers report it (network.Properties.PCIPath:
+// "/sys/devices/pci0000:00/0000:00:03.0/0000:05:00.0", or below the PCI
+// function, ".../virtio3"), looked up under the sysfs root, so a test's
+// fake tree answers for /sys. Name is left empty.
+func DeviceAt(sysfs, path string) (Device, error) {
+	parts := strings.Split(filepath.ToSlash(filepath.Clean(path)), "/")
+	for i := 0; i+1 < len(parts); i++ {
+		if parts[i] == "devices" && strings.HasPrefix(parts[i+1], "pci") {
+			return pciDevice(sysfs, filepath.Join(append([]string{sysfs, "devices"}, parts[i+1:]...)...))
+		}
+	}
+	return Device{}, fmt.Errorf("%s is not a sysfs PCI device path (want .../devices/pci.../<bus id>)", path)
 }

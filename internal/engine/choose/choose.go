@@ -3,11 +3,14 @@ package choose
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/algo/gpuplan"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu"
 	"github.com/gccl/gccl/internal/engine/host"
@@ -41,7 +44,9 @@ type Config struct {
 //   - a host device: the host backend;
 //   - a GPU whose peers can all map its memory: the GPU backend;
 //   - a GPU with GCCL_P2P_DISABLE, a peer on another host, or more ranks
-//     than the kernels address: the GPU-via-host backend.
+//     than the kernels address: the GPU-via-host backend, whose endpoint
+//     learns the GPU's PCI bus id (transport.Config.GPUBusID) so that its
+//     network device and progress CPUs follow the GPU.
 //
 // On a GPU the ranks first all-gather their host hashes (every rank of a
 // GPU communicator, so that they decide alike).
@@ -56,10 +61,37 @@ func Backend(cfg Config) engine.NewBackend {
 			return nil, err
 		}
 		if !gpuplan.PeersMapped(s.NRanks, env.Get().P2PDisable, oneHost(s.Rank, hashes)) {
+			if hc.Transport.GPUBusID == "" {
+				hc.Transport.GPUBusID = gpuBusID(s)
+			}
 			return orNil(viahost.Open(ctx, s, hc))
 		}
 		return orNil(gpu.Open(ctx, s, gpu.Config{Regs: cfg.Regs}))
 	}
+}
+
+// gpuBusID is the PCI bus id of s's GPU, "dddd:bb:dd.0" from the driver's
+// domain, bus and device attributes (the function is 0, as in
+// cuDeviceGetPCIBusId), for the transport's placement; "" where the driver
+// cannot tell, which leaves the transport to the provider's order.
+func gpuBusID(s engine.Setup) string {
+	gpu, ok := s.Device.(*device.CUDADevice)
+	drv, ok2 := devlink.Driver(s.Device)
+	if !ok || !ok2 {
+		return ""
+	}
+	d, err := drv.DeviceGet(gpu.Ordinal())
+	var v [3]int
+	for i, attr := range []cuda.DeviceAttr{cuda.AttrPCIDomainID, cuda.AttrPCIBusID, cuda.AttrPCIDeviceID} {
+		if err == nil {
+			v[i], err = drv.DeviceAttribute(attr, d)
+		}
+	}
+	if err != nil {
+		s.Log.Debug("GPU PCI bus id unknown: the network device is not chosen by topology", "err", err)
+		return ""
+	}
+	return fmt.Sprintf("%04x:%02x:%02x.0", v[0], v[1], v[2])
 }
 
 // orNil is b as an engine.Backend, nil (not a typed nil) on an error.

@@ -2,12 +2,15 @@ package choose
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/algo/gpuplan"
+	"github.com/gccl/gccl/internal/cuda/cudafake"
+	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
 	"github.com/gccl/gccl/internal/engine/host"
@@ -47,4 +50,18 @@ func TestHostDevice(t *testing.T) {
 	_, isHost := b.(*host.Backend)
 	assert.True(t, isHost, "%T", b)
 	require.NoError(t, b.Close(false))
+}
+
+// TestGPUBusID: the GPU-via-host endpoint learns its GPU's PCI bus id
+// from the driver's attributes; a host device has none.
+func TestGPUBusID(t *testing.T) {
+	dv, err := devlink.OpenGPU(cudafake.New(cudafake.Config{Devices: 2}), 1, 10*time.Second)
+	require.NoError(t, err)
+	gpu := dv.(device.Device)
+	t.Cleanup(func() { dv.(*device.CUDADevice).Close() })
+	assert.Equal(t, "0000:11:00.0", gpuBusID(engine.Setup{Device: gpu, Log: slog.Default()}), "cudafake puts GPU n on bus 0x10+n")
+
+	h, err := device.Open(device.Host, 0)
+	require.NoError(t, err)
+	assert.Empty(t, gpuBusID(engine.Setup{Device: h, Log: slog.Default()}))
 }

@@ -12,7 +12,9 @@ import (
 	"unsafe"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/transport/network"
+	"github.com/gccl/gccl/transport/topo"
 )
 
 // Options tunes a connection. The zero value selects the defaults.
@@ -23,6 +25,10 @@ type Options struct {
 	Threads int
 	// Timeout bounds a Wait whose ctx has no deadline; 0 = wait.DefaultTimeout.
 	Timeout time.Duration
+	// CPUs are where the helper goroutines run (topo.Pin: each keeps an
+	// OS thread of its own, on these CPUs); nil = wherever the runtime
+	// puts them.
+	CPUs topo.CPUSet
 }
 
 var errClosed = gccl.Errorf(gccl.InvalidUsage, "conn", "use of a closed socket connection")
@@ -43,13 +49,14 @@ type conn struct {
 	quit    chan struct{} // closed when the connection ends (failure or Close)
 	quitOne sync.Once
 	wg      sync.WaitGroup
+	cpus    topo.CPUSet // the helpers' CPUs (Options.CPUs)
 }
 
 func newConn(socks []gonet.Conn, o Options, what string) (*conn, error) {
 	if len(socks) < 2 || len(socks) > MaxSockets {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "socks", "a connection needs a control socket and 1..%d data sockets, got %d sockets", MaxSockets-1, len(socks))
 	}
-	c := &conn{ctrl: socks[0], data: socks[1:], quit: make(chan struct{}), seq: make([]uint64, len(socks)-1)}
+	c := &conn{ctrl: socks[0], data: socks[1:], quit: make(chan struct{}), seq: make([]uint64, len(socks)-1), cpus: o.CPUs}
 	c.free, c.all = newRequests(InFlight, o.Timeout, what)
 	threads := o.Threads
 	if threads <= 0 || threads > len(c.data) {
@@ -59,6 +66,17 @@ func newConn(socks []gonet.Conn, o Options, what string) (*conn, error) {
 		c.queues = append(c.queues, &pieceQueue{wake: make(chan struct{}, 1)})
 	}
 	return c, nil
+}
+
+// pin puts the calling helper goroutine on the connection's CPUs until
+// it calls unpin, at its end (defer c.pin()()); where that fails it runs
+// where it is.
+func (c *conn) pin() (unpin func()) {
+	unpin, err := topo.Pin(c.cpus)
+	if err != nil {
+		env.Logger("NET").Debug("socket helper not placed", "cpus", c.cpus.String(), "err", err)
+	}
+	return unpin
 }
 
 // broken is the connection's sticky error, nil while it works.

@@ -42,6 +42,12 @@
 // control socket (the only bytes that travel back), which the sender's
 // Isends and Refusal report.
 //
+// Helpers run on Options.CPUs where given (the CPUs near the rank's GPU
+// or NIC): each locks its OS thread and narrows its mask (topo.Pin) for
+// its lifetime. The control reader and writer stay unplaced: they carry
+// small transfers, where a locked goroutine's wake-up would cost a thread
+// hand-off.
+//
 // Each connection owns InFlight requests and reuses them (NCCL's request
 // array), so a transfer allocates nothing; a request is spent once Test or
 // Wait reported it done.

@@ -32,7 +32,7 @@ func NewRecvComm(socks []gonet.Conn, o Options) (*RecvComm, error) {
 	}
 	r := &RecvComm{conn: c, posted: make(chan *request, InFlight)}
 	for _, q := range c.queues {
-		r.wg.Go(func() { r.helper(q) })
+		r.wg.Go(func() { defer r.pin()(); r.helper(q) })
 	}
 	r.wg.Go(r.readCtrl)
 	return r, nil

@@ -52,7 +52,7 @@ func NewSendComm(socks []gonet.Conn, o Options) (*SendComm, error) {
 	}
 	s.writeF = s.writev
 	for _, q := range c.queues {
-		s.wg.Go(func() { s.helper(q) })
+		s.wg.Go(func() { defer s.pin()(); s.helper(q) })
 	}
 	s.wg.Go(s.ctrlWriter)
 	s.wg.Go(s.readBack)

@@ -24,7 +24,8 @@
 // over the data sockets, 64 KiB to 4 MiB each), piece k on data socket k
 // mod n; GCCL_SOCKET_NTHREADS helper goroutines per connection write them
 // (on the receiving side, read them straight into the posted receive), each
-// driving GCCL_NSOCKS_PERTHREAD sockets. Every frame carries a CRC32C of its
+// driving GCCL_NSOCKS_PERTHREAD sockets, on network.Config.CPUs where
+// the endpoint placed the connection (near its GPU or NIC). Every frame carries a CRC32C of its
 // bytes and a sequence number; a corrupted or lost frame is an error, never
 // data. Nagle's algorithm is off on every socket.
 //

@@ -156,7 +156,7 @@ func (p *Provider) Listen(dev int, cfg network.Config) (network.Listener, error)
 	if err != nil {
 		return nil, err
 	}
-	return &listener{ln: ln, h: encodeHandle(ln.TCPAddr()), opts: tnet.Options{Threads: p.o.Threads, Timeout: cfg.Timeout}}, nil
+	return &listener{ln: ln, h: encodeHandle(ln.TCPAddr()), opts: tnet.Options{Threads: p.o.Threads, Timeout: cfg.Timeout, CPUs: cfg.CPUs}}, nil
 }
 
 // Connect dials the listener of handle h with a control socket and
@@ -177,7 +177,7 @@ func (p *Provider) Connect(ctx context.Context, dev int, h network.Handle, cfg n
 	if err != nil {
 		return nil, err
 	}
-	s, err := tnet.NewSendComm(socks, tnet.Options{Threads: p.o.Threads, Timeout: cfg.Timeout})
+	s, err := tnet.NewSendComm(socks, tnet.Options{Threads: p.o.Threads, Timeout: cfg.Timeout, CPUs: cfg.CPUs})
 	if err != nil {
 		closeAll(socks)
 		return nil, err

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/ucx"
 	"github.com/gccl/gccl/transport/network"
+	"github.com/gccl/gccl/transport/topo"
 )
 
 // closeLinger bounds how long Close waits for UCX to flush what was sent.
@@ -125,9 +127,15 @@ const idleWake = 250 * time.Millisecond
 // calls: it sleeps on the worker's event fd (ucp_worker_arm, poll) and
 // progresses the worker when UCX has events, so that wire-up, the peer's
 // sends and its flush move on while nobody tests a request here. An idle
-// connection costs a wake-up every idleWake, no busy loop.
+// connection costs a wake-up every idleWake, no busy loop. It runs on
+// Config.CPUs (topo.Pin) where the endpoint placed the connection.
 func (c *conn) progress() {
 	defer close(c.progressed)
+	unpin, err := topo.Pin(c.cfg.CPUs)
+	if err != nil {
+		env.Logger("NET").Debug("ucx progress not placed", "cpus", c.cfg.CPUs.String(), "err", err)
+	}
+	defer unpin()
 	for !c.stopping.Load() {
 		if err := c.w.Wait(idleWake); err != nil {
 			return

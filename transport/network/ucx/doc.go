@@ -56,7 +56,9 @@
 // transfers move on while nobody tests here (from the handshake on, so a
 // sender may send, or close, before the listener's Accept). Requests are
 // network.Waiters: Wait sleeps between that goroutine's rounds. An idle
-// connection costs a wake-up every 250 ms, never a busy loop.
+// connection costs a wake-up every 250 ms, never a busy loop. That
+// goroutine runs on network.Config.CPUs (topo.Pin) where the endpoint
+// placed the connection near its GPU or NIC.
 //
 // Registration is ucp_mem_map of the region (host or CUDA memory type).
 // Flush is done at once for host memory; for CUDA memory it is a one-byte
