@@ -71,6 +71,7 @@ func (c *conn) release() error {
 type sendConn struct {
 	*conn
 	sc    network.SendComm
+	ref   network.Refuser // sc's, nil if it is none
 	sent  uint64
 	done  uint64
 	since int64 // when the connection last progressed or got work (ns)
@@ -85,6 +86,11 @@ func (c *sendConn) start(now int64) {
 // step posts the slots the GPU posted and completes sends in order. busy:
 // sends are in flight; moved: anything was posted or completed.
 func (c *sendConn) step(now, timeout int64) (busy, moved bool, err error) {
+	if c.ref != nil {
+		if err := c.ref.Refusal(); err != nil {
+			return false, false, c.errorf(gccl.Code(err), "the receiver failed: %w", err)
+		}
+	}
 	tail := c.f.Tail()
 	if tail < c.sent || tail-c.done > NSlots {
 		return false, false, c.errorf(gccl.InternalError, "the GPU stored tail %d with %d slots posted and %d sent (head): the sending FIFO is corrupted", tail, c.sent, c.done)

@@ -58,7 +58,9 @@
 // the slot; Err returns it, kernels.StatusNetwork is stored in the status
 // word if it still holds 0 (the kernels' waits poll it and stop), and
 // every receiving connection whose provider is a network.Failer passes
-// the error to its sender, whose proxy then stops too.
+// the error to its sender, whose proxy then stops too: a sending
+// connection that is a network.Refuser is checked for such a refusal on
+// every pass, with or without slots to send.
 //
 // A receiving connection has no deadline of its own: its receives are
 // posted ahead of any launch, so an idle peer cannot be told from a stuck

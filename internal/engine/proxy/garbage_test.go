@@ -15,8 +15,8 @@ import (
 // TestGarbage: counters and sizes that break the FIFO rules (a kernel bug,
 // memory overwritten) fail the proxy with gccl.ErrInternal naming the
 // connection, never a panic, a hang or bytes outside the slot; and the
-// sender of a receiving connection that failed is told (network.Failer)
-// and stops too.
+// sender of a receiving connection that failed is told (network.Failer,
+// network.Refuser) and stops too, with nothing to send.
 func TestGarbage(t *testing.T) {
 	const slot = 8192
 	st := stream{seed: 3, slotBytes: slot}
@@ -70,8 +70,7 @@ func TestGarbage(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 			assert.Equal(t, uint32(kernels.StatusNetwork), w.statusOf(c.broken))
 			if c.broken == 1 {
-				// the receiver failed: its sender learns it at its next send
-				assert.NoError(t, w.gpu(0, nil).send(send, st, 1))
+				// the receiver failed: its sender learns it (network.Refuser)
 				err := w.waitErr(t, 0, 5*time.Second)
 				assert.Contains(t, err.Error(), c.want, "the sender reports the receiver's failure")
 				assert.Equal(t, uint32(kernels.StatusNetwork), w.statusOf(0))

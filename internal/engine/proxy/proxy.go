@@ -116,7 +116,8 @@ func (p *Proxy) AddSend(f FIFO, sc network.SendComm, l Label) error {
 	if err != nil {
 		return err
 	}
-	return p.add(&sendConn{conn: k, sc: sc})
+	ref, _ := sc.(network.Refuser)
+	return p.add(&sendConn{conn: k, sc: sc, ref: ref})
 }
 
 // AddRecv adds a receiving FIFO and its connection: the proxy keeps up to
