@@ -46,7 +46,6 @@ func BenchmarkThroughput(b *testing.B) {
 	w := newWorld(b, 2, nil)
 	send, recv := w.connect(b, 0, 1, 0, slot)
 	g0, g1 := w.gpu(0, nil), w.gpu(1, nil)
-	g0.hot, g1.hot = true, true
 	// every slot full; the data is not regenerated or checked here
 	sendFull := func(n int) error {
 		for range n {
@@ -91,7 +90,6 @@ func BenchmarkPingPong(b *testing.B) {
 	s10, r10 := w.connect(b, 1, 0, 0, 4096)
 	st := stream{seed: 2, slotBytes: 8}
 	g0, g1 := w.gpu(0, nil), w.gpu(1, nil)
-	g0.hot, g1.hot = true, true
 	ping := func(n int) error {
 		for range n {
 			if err := g0.send(s01, st, 1); err != nil {

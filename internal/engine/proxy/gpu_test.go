@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl/internal/engine/proxy"
+	"github.com/gccl/gccl/internal/futex"
 )
 
 // stream is what one connection carries in a test: the size and the bytes
@@ -78,7 +79,6 @@ type gpu struct {
 	status   *uint32
 	stop     *atomic.Bool
 	deadline time.Time
-	hot      bool // poll with runtime.Gosched only (benchmarks), never sleep
 }
 
 var (
@@ -99,16 +99,19 @@ func (g *gpu) pause(spins int) error {
 	if g.stop != nil && g.stop.Load() {
 		return errStopped
 	}
-	if g.hot || spins < 100 {
+	if spins < 100 {
 		runtime.Gosched()
 		return nil
 	}
 	if time.Now().After(g.deadline) {
 		return errHung
 	}
-	time.Sleep(20 * time.Microsecond)
+	futex.Sleep(&napWord, 0, 20*time.Microsecond) // time.Sleep would take a millisecond
 	return nil
 }
+
+// napWord is what kernels' waits sleep on: nothing wakes them early.
+var napWord uint32
 
 // send posts count slots of st on f as a kernel does (docs/gpunet.md, GPU
 // send), starting where f's tail says.

@@ -11,11 +11,13 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport/network"
 )
 
-// Sleeps of an idle proxy: the first, doubled up to the last.
+// Sleeps of an idle proxy: the first, doubled up to the last (the
+// kernel's timer slack, about 50 µs on Linux, lengthens the short ones).
 const (
 	MinSleep = time.Microsecond
 	MaxSleep = 100 * time.Microsecond
@@ -67,11 +69,12 @@ type Proxy struct {
 	closed bool
 	more   atomic.Bool // added is not empty
 
-	kicked atomic.Int64 // time of the last Kick, ns since epoch
-	wake   chan struct{}
-	quit   chan struct{}
-	done   chan struct{}
-	err    atomic.Pointer[error]
+	kicked   atomic.Int64 // time of the last Kick, ns since epoch
+	bell     uint32       // bumped (atomically) by Kick, add and Close; the idle goroutine sleeps on it
+	sleeping atomic.Bool  // the goroutine sleeps on bell: ringing it needs a wake-up
+	quit     chan struct{}
+	done     chan struct{}
+	err      atomic.Pointer[error]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -87,7 +90,7 @@ func New(cfg Config) *Proxy {
 	p := &Proxy{
 		rank: cfg.Rank, log: cfg.Logger, status: cfg.Status, timeout: cfg.Timeout, spin: cfg.Spin,
 		epoch: time.Now(),
-		wake:  make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		quit:  make(chan struct{}), done: make(chan struct{}),
 	}
 	if p.log == nil {
 		p.log = env.Logger("NET")
@@ -137,9 +140,15 @@ func (p *Proxy) AddRecv(f FIFO, rc network.RecvComm, l Label) error {
 // Kick says a launch was enqueued: the proxy polls hot for the spin time.
 func (p *Proxy) Kick() {
 	p.kicked.Store(int64(time.Since(p.epoch)))
-	select {
-	case p.wake <- struct{}{}:
-	default:
+	p.ring()
+}
+
+// ring wakes the goroutine if it sleeps, and makes a sleep it is about to
+// begin return at once.
+func (p *Proxy) ring() {
+	atomic.AddUint32(&p.bell, 1)
+	if p.sleeping.Load() {
+		futex.WakeAll(&p.bell)
 	}
 }
 
@@ -168,6 +177,7 @@ func (p *Proxy) Close() error {
 		p.added = nil
 		p.mu.Unlock()
 		close(p.quit)
+		p.ring()
 		<-p.done
 		for _, c := range p.sends {
 			links = append(links, c)
@@ -201,10 +211,7 @@ func (p *Proxy) add(c link) error {
 		_ = c.base().comm.Deregister(c.base().mh)
 		return err
 	}
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.ring()
 	return nil
 }
 
@@ -229,13 +236,13 @@ func (p *Proxy) take(now int64) {
 
 // run is the goroutine: serve every connection while it has work or the
 // spin time since the last Kick or progress has not passed, else sleep in
-// growing steps.
+// growing steps. It sleeps on a futex, not a Go timer: those round sleeps
+// under a millisecond up to one.
 func (p *Proxy) run() {
 	defer close(p.done)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	sleep, progressed := MinSleep, int64(-int64(p.spin)-1)
 	for {
+		bell := atomic.LoadUint32(&p.bell) // a ring from now on cuts the sleep short
 		now := int64(time.Since(p.epoch))
 		if p.more.Load() {
 			p.take(now)
@@ -261,15 +268,18 @@ func (p *Proxy) run() {
 			}
 			continue
 		}
-		timer.Reset(sleep)
+		p.sleeping.Store(true)
+		futex.Sleep(&p.bell, bell, sleep)
+		p.sleeping.Store(false)
+		runtime.Gosched() // the sleep held this P: let what it queued run
 		select {
 		case <-p.quit:
-			timer.Stop()
 			return
-		case <-p.wake:
-			timer.Stop()
+		default:
+		}
+		if atomic.LoadUint32(&p.bell) != bell {
 			sleep = MinSleep
-		case <-timer.C:
+		} else {
 			sleep = min(2*sleep, MaxSleep)
 		}
 	}
