@@ -1,9 +1,13 @@
 package proxy_test
 
 import (
+	"context"
+	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/gccl/gccl/internal/engine/proxy"
+	"github.com/gccl/gccl/transport/network"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -118,4 +122,104 @@ func BenchmarkPingPong(b *testing.B) {
 	require.NoError(b, launch(func() error { return ping(b.N) }, func() error { return pong(b.N) })())
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/roundtrip")
+}
+
+// BenchmarkPingPongProvider is BenchmarkPingPong's baseline: the same
+// 8-byte round trip through the socket provider alone, two goroutines
+// posting requests and waiting for them (network.Waiter), with no FIFO
+// and no proxy.
+func BenchmarkPingPongProvider(b *testing.B) {
+	w := newWorld(b, 2, nil)
+	s01, r01 := w.dial(b, 0, 1, 0)
+	s10, r10 := w.dial(b, 1, 0, 0)
+	for _, c := range []network.Comm{s01, r01, s10, r10} {
+		b.Cleanup(func() { _ = c.Close() })
+	}
+	buf := func(c network.Comm) (network.Region, network.MemHandle) {
+		m, err := c.Register(network.HostRegion(make([]byte, 8)))
+		require.NoError(b, err)
+		return m.Region(), m
+	}
+	// done waits for r (Wait: parked, no polling) or tests it until it
+	// is done, yielding in between.
+	done := func(r network.Request, err error) error {
+		if err != nil {
+			return err
+		}
+		if w, ok := r.(network.Waiter); ok {
+			_, err := w.Wait(context.Background())
+			return err
+		}
+		for {
+			ok, _, err := r.Test()
+			if ok || err != nil {
+				return err
+			}
+			runtime.Gosched()
+		}
+	}
+	side := func(s network.SendComm, r network.RecvComm, first bool, n int) func() error {
+		sr, sm := buf(s)
+		rr, rm := buf(r)
+		return func() error {
+			for i := range n {
+				if !first {
+					if err := done(r.Irecv(rr, rm, uint32(i))); err != nil {
+						return err
+					}
+				}
+				if err := done(s.Isend(sr, sm, uint32(i))); err != nil {
+					return err
+				}
+				if first {
+					if err := done(r.Irecv(rr, rm, uint32(i))); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+	}
+	b.ResetTimer()
+	require.NoError(b, launch(side(s01, r10, true, b.N), side(s10, r01, false, b.N))())
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/roundtrip")
+}
+
+// BenchmarkThroughputProvider is BenchmarkThroughput's baseline: 512 KiB
+// transfers through the socket provider alone, NSlots in flight on each
+// side, waited for in order (network.Waiter), with no FIFO and no proxy.
+func BenchmarkThroughputProvider(b *testing.B) {
+	const slot = proxy.DefaultSlotBytes
+	w := newWorld(b, 2, nil)
+	sc, rc := w.dial(b, 0, 1, 0)
+	b.Cleanup(func() { _ = sc.Close(); _ = rc.Close() })
+	stream := func(c network.Comm, post func(network.Region, network.MemHandle, uint32) (network.Request, error), n int) func() error {
+		m, err := c.Register(network.HostRegion(make([]byte, proxy.NSlots*slot)))
+		require.NoError(b, err)
+		return func() error {
+			var reqs [proxy.NSlots]network.Request
+			for i := range n + proxy.NSlots {
+				k := i % proxy.NSlots
+				if i >= proxy.NSlots {
+					if _, err := reqs[k].(network.Waiter).Wait(context.Background()); err != nil {
+						return err
+					}
+				}
+				if i < n {
+					r, err := post(m.Region().Slice(k*slot, slot), m, uint32(i))
+					if err != nil || r == nil {
+						return fmt.Errorf("post %d: %v %v", i, r, err)
+					}
+					reqs[k] = r
+				}
+			}
+			return nil
+		}
+	}
+	b.SetBytes(slot)
+	b.ResetTimer()
+	require.NoError(b, launch(stream(sc, sc.Isend, b.N), stream(rc, rc.Irecv, b.N))())
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)*slot/b.Elapsed().Seconds()/1e9, "GB/s")
 }

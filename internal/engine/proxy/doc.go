@@ -34,16 +34,31 @@
 // slots the GPU consumed), completes them in order and stores sizes[s%NSlots]
 // then tail = s+1. A provider's nil request with nil error means "retry
 // later" and is retried on the next pass; NSlots bounds the requests a
-// connection has in flight.
+// connection has in flight, so a provider whose Properties.InFlight is
+// smaller is simply asked again.
 //
-// The goroutine polls without pause while sends are in flight and for
+// The goroutine polls without pause (yielding its P to other goroutines
+// when a pass moved nothing) while sends are in flight and for
 // Config.Spin (GCCL_PROXY_SPIN, default 1ms) after a Kick (the backend
 // kicks on every launch it enqueues) or after any transfer progressed;
-// otherwise it sleeps, 1 µs first, doubling up to 100 µs, and a Kick or
-// an added connection wakes it. Graph replays, which have no launch to
-// kick, are found within those 100 µs and then served hot. In steady
-// state a transfer allocates nothing (the socket provider reuses its
-// requests too).
+// otherwise it sleeps, 1 µs first, doubling up to 100 µs, and a Kick, an
+// added connection or Close wakes it. It sleeps on a futex
+// (internal/futex), not a Go timer, because Go rounds timers under a
+// millisecond up to about one on Linux; the kernel's timer slack (about
+// 50 µs) still lengthens the short sleeps. Graph replays, which have no
+// launch to kick, are found within about 150 µs and then served hot. In
+// steady state a transfer allocates nothing (the socket provider reuses
+// its requests too): TestNoAllocations checks it.
+//
+// The socket provider's goroutines are woken by Go's network poller,
+// which runs when a P has nothing else to do (or from sysmon, every 10 ms
+// at worst). A proxy keeps one P busy while it spins, and sleeps on a
+// futex without giving its P back; where such goroutines hold every P
+// (more proxies in a process than CPUs, as in this package's tests and
+// benchmarks, where goroutines also play the kernels), transfers wait for
+// the poller: on a shared 2-CPU machine a one-slot round trip through two
+// proxies took milliseconds, against about 0.1 ms through the provider
+// alone (BenchmarkPingPong, BenchmarkPingPongProvider).
 //
 // # Failures
 //

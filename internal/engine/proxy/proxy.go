@@ -48,6 +48,7 @@ type Config struct {
 // end and its channel.
 type Label struct{ Peer, Channel int }
 
+// String is "peer P channel C", how errors name the connection.
 func (l Label) String() string {
 	return "peer " + strconv.Itoa(l.Peer) + " channel " + strconv.Itoa(l.Channel)
 }
