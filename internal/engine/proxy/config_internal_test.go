@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -40,4 +41,24 @@ func TestConfigDefaults(t *testing.T) {
 // TestLabel: how errors name a connection.
 func TestLabel(t *testing.T) {
 	assert.Equal(t, "peer 3 channel 12", Label{Peer: 3, Channel: 12}.String())
+}
+
+// TestCrowded: proxies are crowded when they are at least as many as Ps,
+// and the check is redone only once per crowdCheck.
+func TestCrowded(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	p := New(Config{})
+	defer p.Close()
+	w := newWaiter(p)
+	base := running.Load()
+	running.Add(4 - base) // as if 4 proxies ran
+	defer running.Add(base - 4)
+	w.check(0)
+	assert.True(t, w.crowded, "4 proxies, 4 Ps")
+	running.Add(-1)
+	w.check(crowdCheck / 2)
+	assert.True(t, w.crowded, "not re-read within crowdCheck")
+	w.check(2 * crowdCheck)
+	assert.False(t, w.crowded, "3 proxies, 4 Ps")
+	running.Add(1)
 }

@@ -37,28 +37,31 @@
 // connection has in flight, so a provider whose Properties.InFlight is
 // smaller is simply asked again.
 //
-// The goroutine polls without pause (yielding its P to other goroutines
-// when a pass moved nothing) while sends are in flight and for
-// Config.Spin (GCCL_PROXY_SPIN, default 1ms) after a Kick (the backend
-// kicks on every launch it enqueues) or after any transfer progressed;
-// otherwise it sleeps, 1 µs first, doubling up to 100 µs, and a Kick, an
-// added connection or Close wakes it. It sleeps on a futex
-// (internal/futex), not a Go timer, because Go rounds timers under a
-// millisecond up to about one on Linux; the kernel's timer slack (about
-// 50 µs) still lengthens the short sleeps. Graph replays, which have no
-// launch to kick, are found within about 150 µs and then served hot. In
-// steady state a transfer allocates nothing (the socket provider reuses
-// its requests too): TestNoAllocations checks it.
+// The goroutine polls without pause (runtime.Gosched when a pass moved
+// nothing) while sends are in flight and for Config.Spin
+// (GCCL_PROXY_SPIN, default 1ms) after a Kick (the backend kicks on every
+// launch it enqueues) or after any transfer progressed; otherwise it
+// sleeps, 1 µs first, doubling up to 100 µs, and a Kick, an added
+// connection or Close wakes it. It sleeps on a futex (internal/futex),
+// not a Go timer, because Go rounds timers under a millisecond up to about
+// one on Linux when the process is otherwise idle; the kernel's timer
+// slack (about 50 µs) still lengthens the short sleeps. Graph replays,
+// which have no launch to kick, are found within about 150 µs and then
+// served hot. In steady state a transfer allocates nothing (the socket
+// provider reuses its requests too): TestNoAllocations checks it.
 //
-// The socket provider's goroutines are woken by Go's network poller,
-// which runs when a P has nothing else to do (or from sysmon, every 10 ms
-// at worst). A proxy keeps one P busy while it spins, and sleeps on a
-// futex without giving its P back; where such goroutines hold every P
-// (more proxies in a process than CPUs, as in this package's tests and
-// benchmarks, where goroutines also play the kernels), transfers wait for
-// the poller: on a shared 2-CPU machine a one-slot round trip through two
-// proxies took milliseconds, against about 0.1 ms through the provider
-// alone (BenchmarkPingPong, BenchmarkPingPongProvider).
+// Spinning and futex sleeps keep the goroutine's P. That is harmless while
+// other Ps are idle, but the socket provider's goroutines are woken by
+// Go's network poller, which runs when a P has nothing to do (or from
+// sysmon, every 10 ms at worst): where proxies hold every P, transfers
+// wait for it. So a proxy that finds itself crowded (as many proxies in
+// the process as Ps, re-read every millisecond: ranks sharing a small
+// machine, tests) gives its P back instead: it sleeps on Go timers, and
+// every 8th hot pass that moved nothing sleeps 1 µs. Crowded, latency is
+// worse (on a 2-CPU machine a one-slot round trip through two proxies
+// took about 0.3 ms, against 0.04 ms through the provider alone:
+// BenchmarkPingPong, BenchmarkPingPongProvider), throughput about the
+// provider's (BenchmarkThroughput, BenchmarkThroughputProvider).
 //
 // # Failures
 //

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gccl/gccl/internal/engine/proxy"
-	"github.com/gccl/gccl/internal/futex"
 )
 
 // stream is what one connection carries in a test: the size and the bytes
@@ -106,12 +105,9 @@ func (g *gpu) pause(spins int) error {
 	if time.Now().After(g.deadline) {
 		return errHung
 	}
-	futex.Sleep(&napWord, 0, 20*time.Microsecond) // time.Sleep would take a millisecond
+	time.Sleep(20 * time.Microsecond) // gives the P back, as a kernel holds none
 	return nil
 }
-
-// napWord is what kernels' waits sleep on: nothing wakes them early.
-var napWord uint32
 
 // send posts count slots of st on f as a kernel does (docs/gpunet.md, GPU
 // send), starting where f's tail says.

@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"log/slog"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,9 +69,10 @@ type Proxy struct {
 	closed bool
 	more   atomic.Bool // added is not empty
 
-	kicked   atomic.Int64 // time of the last Kick, ns since epoch
-	bell     uint32       // bumped (atomically) by Kick, add and Close; the idle goroutine sleeps on it
-	sleeping atomic.Bool  // the goroutine sleeps on bell: ringing it needs a wake-up
+	kicked   atomic.Int64  // time of the last Kick, ns since epoch
+	bell     uint32        // bumped (atomically) by Kick, add and Close; the idle goroutine sleeps on it
+	sleeping atomic.Bool   // the goroutine sleeps on bell: ringing it needs a wake-up
+	wake     chan struct{} // cap 1: rung, for a goroutine asleep on a Go timer
 	quit     chan struct{}
 	done     chan struct{}
 	err      atomic.Pointer[error]
@@ -91,7 +91,7 @@ func New(cfg Config) *Proxy {
 	p := &Proxy{
 		rank: cfg.Rank, log: cfg.Logger, status: cfg.Status, timeout: cfg.Timeout, spin: cfg.Spin,
 		epoch: time.Now(),
-		quit:  make(chan struct{}), done: make(chan struct{}),
+		wake:  make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 	}
 	if p.log == nil {
 		p.log = env.Logger("NET")
@@ -150,6 +150,10 @@ func (p *Proxy) ring() {
 	atomic.AddUint32(&p.bell, 1)
 	if p.sleeping.Load() {
 		futex.WakeAll(&p.bell)
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -237,10 +241,12 @@ func (p *Proxy) take(now int64) {
 
 // run is the goroutine: serve every connection while it has work or the
 // spin time since the last Kick or progress has not passed, else sleep in
-// growing steps. It sleeps on a futex, not a Go timer: those round sleeps
-// under a millisecond up to one.
+// growing steps (see waiter).
 func (p *Proxy) run() {
+	running.Add(1)
 	defer close(p.done)
+	defer running.Add(-1)
+	w := newWaiter(p)
 	sleep, progressed := MinSleep, int64(-int64(p.spin)-1)
 	for {
 		bell := atomic.LoadUint32(&p.bell) // a ring from now on cuts the sleep short
@@ -256,28 +262,21 @@ func (p *Proxy) run() {
 		if moved {
 			progressed = now
 		}
-		hot := now-progressed <= int64(p.spin) || now-p.kicked.Load() <= int64(p.spin)
-		if busy || hot {
-			sleep = MinSleep
-			select {
-			case <-p.quit:
-				return
-			default:
-			}
-			if !moved {
-				runtime.Gosched()
-			}
-			continue
-		}
-		p.sleeping.Store(true)
-		futex.Sleep(&p.bell, bell, sleep)
-		p.sleeping.Store(false)
-		runtime.Gosched() // the sleep held this P: let what it queued run
 		select {
 		case <-p.quit:
 			return
 		default:
 		}
+		w.check(now)
+		hot := now-progressed <= int64(p.spin) || now-p.kicked.Load() <= int64(p.spin)
+		if busy || hot {
+			sleep = MinSleep
+			if !moved {
+				w.yield()
+			}
+			continue
+		}
+		w.sleep(bell, sleep)
 		if atomic.LoadUint32(&p.bell) != bell {
 			sleep = MinSleep
 		} else {

@@ -2,6 +2,8 @@ package proxy_test
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,6 +95,33 @@ func TestLaunches(t *testing.T) {
 	}
 	for r := range 2 {
 		assert.NoError(t, w.ranks[r].p.Err())
+	}
+}
+
+// TestWaitModes: transfers and launches with and without Kick, with the
+// proxies crowded (at least as many as Ps: they sleep on Go timers and
+// give their Ps back) and uncrowded (they spin and sleep on futexes).
+func TestWaitModes(t *testing.T) {
+	for _, procs := range []int{1, 8} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			noLeaks(t)
+			w := newWorld(t, 2, func(int) proxy.Config { return proxy.Config{Spin: 300 * time.Microsecond} })
+			ps := connectAll(t, w, 32<<10)
+			total := 0
+			for i, n := range []int{40, 9, 40} {
+				if i != 1 {
+					w.kick()
+				} else {
+					time.Sleep(3 * time.Millisecond)
+				}
+				require.NoError(t, run(w, ps, n, nil), "launch %d", i)
+				total += n
+				for _, p := range ps {
+					require.Equal(t, uint64(total), p.recv.Head(), "launch %d", i)
+				}
+			}
+		})
 	}
 }
 
