@@ -54,9 +54,10 @@
 // other Ps are idle, but the socket provider's goroutines are woken by
 // Go's network poller, which runs when a P has nothing to do (or from
 // sysmon, every 10 ms at worst): where proxies hold every P, transfers
-// wait for it. So a proxy that finds itself crowded (as many proxies in
-// the process as Ps, re-read every millisecond: ranks sharing a small
-// machine, tests) gives its P back instead: it sleeps on Go timers, and
+// wait for it. So a proxy that finds itself crowded (more than half as
+// many proxies in the process as Ps, GOMAXPROCS, re-read every
+// millisecond: ranks sharing a small machine, tests) gives its P back
+// instead: it sleeps on Go timers, and
 // every 8th hot pass that moved nothing sleeps 1 µs. Crowded, latency is
 // worse (on a 2-CPU machine a one-slot round trip through two proxies
 // took about 0.3 ms, against 0.04 ms through the provider alone:

@@ -99,7 +99,7 @@ func TestLaunches(t *testing.T) {
 }
 
 // TestWaitModes: transfers and launches with and without Kick, with the
-// proxies crowded (at least as many as Ps: they sleep on Go timers and
+// proxies crowded (more than half as many as Ps: they sleep on Go timers and
 // give their Ps back) and uncrowded (they spin and sleep on futexes).
 func TestWaitModes(t *testing.T) {
 	for _, procs := range []int{1, 8} {

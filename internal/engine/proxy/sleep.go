@@ -15,8 +15,8 @@ var running atomic.Int32
 // crowdCheck is how often a proxy re-reads whether it is crowded.
 const crowdCheck = int64(time.Millisecond)
 
-// waiter is how the goroutine waits between passes. Uncrowded (fewer
-// proxies than Ps) it spins, yielding with runtime.Gosched, and sleeps on
+// waiter is how the goroutine waits between passes. Uncrowded (at most
+// half as many proxies as Ps) it spins, yielding with runtime.Gosched, and sleeps on
 // a futex: precise, but both keep the P, which is harmless while other
 // Ps are idle and poll the network. Crowded, it gives its P back at every
 // pause (a Go timer), so that the network poller, which wakes the
@@ -39,7 +39,7 @@ func newWaiter(p *Proxy) *waiter {
 // check recomputes crowded once per crowdCheck.
 func (w *waiter) check(now int64) {
 	if now-w.checked > crowdCheck {
-		w.crowded, w.checked = int(running.Load()) >= runtime.GOMAXPROCS(0), now
+		w.crowded, w.checked = 2*int(running.Load()) > runtime.GOMAXPROCS(0), now
 	}
 }
 
