@@ -35,6 +35,16 @@ func futexWakeAll(addr *uint32) {
 	_, _, _ = syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWake, uintptr(1<<31-1), 0, 0, 0)
 }
 
+// Sleep blocks the calling thread while *addr == val, for at most d or
+// until WakeAll(addr), with the kernel's timer precision (tens of
+// microseconds of slack), where Go's timers round sleeps shorter than a
+// millisecond up to about one on Linux. Spurious and early returns happen:
+// callers re-check their condition.
+func Sleep(addr *uint32, val uint32, d time.Duration) { futexSleep(addr, val, d) }
+
+// WakeAll wakes every Sleep on addr.
+func WakeAll(addr *uint32) { futexWakeAll(addr) }
+
 // Waiting schedule of a counter wait: busy polls (another core may be about
 // to store) for at least spinPolls polls and for the spin time (SetSpin),
 // then a few yields of the OS thread to other processes, then futex sleeps

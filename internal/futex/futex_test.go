@@ -115,3 +115,33 @@ func TestShareCPUs(t *testing.T) {
 	ShareCPUs(runtime.NumCPU() + 1)
 	assert.Equal(t, time.Millisecond, SpinTime(), "GCCL_HOST_SPIN set: kept")
 }
+
+// TestSleep: Sleep ends after its duration, at once when the word differs,
+// and early on WakeAll.
+func TestSleep(t *testing.T) {
+	var w uint32
+	start := time.Now()
+	Sleep(&w, 0, 200*time.Microsecond)
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Microsecond)
+	start = time.Now()
+	Sleep(&w, 1, time.Second)
+	assert.Less(t, time.Since(start), 500*time.Millisecond, "the word is not 1: no sleep")
+
+	woke := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		for atomic.LoadUint32(&w) == 0 {
+			Sleep(&w, 0, 10*time.Second)
+		}
+		woke <- time.Since(start)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	atomic.StoreUint32(&w, 1)
+	WakeAll(&w)
+	select {
+	case d := <-woke:
+		assert.Less(t, d, 5*time.Second)
+	case <-time.After(5 * time.Second):
+		t.Fatal("WakeAll did not wake the sleeper")
+	}
+}
