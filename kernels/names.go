@@ -22,7 +22,8 @@ const (
 	CounterWords = (MaxRanks + 2) * MaxChannels
 )
 
-// Status values a kernel writes to DevComm.Status.
+// Status values written to DevComm.Status: by a kernel, except
+// StatusNetwork.
 const (
 	StatusOK      = 0
 	StatusTimeout = 1 // a wait passed DevComm.TimeoutNs: a peer is gone or stuck
@@ -31,6 +32,11 @@ const (
 	// StatusBadUsage: the ranks launched with different DevComm.Key values
 	// (another operation, plan or buffer registration).
 	StatusBadUsage = 4
+	// StatusNetwork: a network transfer of a FIFO connection failed (the
+	// peer died, garbage on the wire, no progress within the deadline).
+	// Written by the host proxy (internal/engine/proxy), never by a
+	// kernel; the kernels' waits poll the word and stop (docs/gpunet.md).
+	StatusNetwork = 5
 )
 
 // The reduction kernels; each has one entry point per data type and operator.

@@ -44,6 +44,9 @@ type Settings struct {
 	// HostSpin is GCCL_HOST_SPIN: how long a host wait for a peer polls
 	// before it sleeps; -1 = auto (package futex decides).
 	HostSpin time.Duration
+	// ProxySpin is GCCL_PROXY_SPIN: how long the network proxy of a GPU
+	// communicator polls hot after a launch or a transfer's progress.
+	ProxySpin time.Duration
 	// GPUCheckDescriptors is GCCL_GPU_CHECK_DESCRIPTORS: whether the GPU
 	// kernels that compare no descriptor of their own (one-shot, push) get
 	// a check kernel before them that does.
@@ -130,6 +133,7 @@ func load(lookup func(string) (string, bool)) *Settings {
 		GPUPushMax:          l.size("GCCL_GPU_PUSH_MAX", 0),
 		GPUCheckDescriptors: l.boolean("GCCL_GPU_CHECK_DESCRIPTORS", false),
 		HostSpin:            l.spin("GCCL_HOST_SPIN"),
+		ProxySpin:           l.nonNegDuration("GCCL_PROXY_SPIN", DefaultProxySpin),
 		FatbinDir:           l.str("GCCL_FATBIN_DIR", ""),
 		Device:              l.choice("GCCL_DEVICE", "auto", "auto", "host", "cuda"),
 	}
@@ -141,6 +145,9 @@ func load(lookup func(string) (string, bool)) *Settings {
 	s.Warnings = l.warns
 	return s
 }
+
+// DefaultProxySpin is GCCL_PROXY_SPIN's default.
+const DefaultProxySpin = time.Millisecond
 
 // DefaultBuffSize is GCCL_BUFFSIZE's default: 8 slots of 256 KiB.
 const DefaultBuffSize = 2 << 20

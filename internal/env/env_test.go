@@ -103,6 +103,8 @@ func TestBadValuesAreLogged(t *testing.T) {
 		{"GCCL_GPU_LL_MAX", "1.5M", "using 0"},
 		{"GCCL_HOST_SPIN", "-5us", "using auto"},
 		{"GCCL_HOST_SPIN", "50", "using auto"},
+		{"GCCL_PROXY_SPIN", "50", "using 1ms"},
+		{"GCCL_PROXY_SPIN", "-1ms", "using 1ms"},
 	}
 	for _, c := range cases {
 		clearAll(t)
@@ -136,6 +138,20 @@ func TestHostSpin(t *testing.T) {
 		s := Reload()
 		assert.Equal(t, want, s.HostSpin, "GCCL_HOST_SPIN=%q", val)
 		assert.Empty(t, s.Warnings, "GCCL_HOST_SPIN=%q", val)
+	}
+}
+
+// TestProxySpin: GCCL_PROXY_SPIN is a duration of zero or more, 1ms when
+// unset.
+func TestProxySpin(t *testing.T) {
+	for val, want := range map[string]time.Duration{"": time.Millisecond, "0": 0, "0s": 0, "200us": 200 * time.Microsecond, "2ms": 2 * time.Millisecond} {
+		clearAll(t)
+		if val != "" {
+			t.Setenv("GCCL_PROXY_SPIN", val)
+		}
+		s := Reload()
+		assert.Equal(t, want, s.ProxySpin, "GCCL_PROXY_SPIN=%q", val)
+		assert.Empty(t, s.Warnings, "GCCL_PROXY_SPIN=%q", val)
 	}
 }
 

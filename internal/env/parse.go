@@ -232,6 +232,21 @@ func (l *loader) spin(name string) time.Duration {
 	return d
 }
 
+// nonNegDuration reads a Go duration of zero or more ("0" needs no unit);
+// a bare number other than 0 is refused, as by duration.
+func (l *loader) nonNegDuration(name string, def time.Duration) time.Duration {
+	v, from, ok := l.raw(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		l.warn(from, v, "0 or a duration with a unit, such as 200us or 2ms", def)
+		return def
+	}
+	return d
+}
+
 // duration reads a positive Go duration. A bare number is refused (is 30
 // seconds or minutes?) with a warning that says how to write it.
 func (l *loader) duration(name string, def time.Duration) time.Duration {

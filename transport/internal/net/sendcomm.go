@@ -177,16 +177,20 @@ func (s *SendComm) ctrlWriter() {
 // helper writes the pieces of its queue, each a frame on its data socket.
 func (s *SendComm) helper(q *pieceQueue) {
 	var hdr [HeaderSize]byte
-	var arr [2][]byte
+	// WriteTo makes its Buffers escape and consumes them: one Buffers and
+	// one array for the helper's life, so that a piece allocates nothing.
+	bufs, arr := new(gonet.Buffers), make([][]byte, 2)
 	for {
 		p, ok := q.pop(s.quit)
 		if !ok {
 			return
 		}
 		header{flags: flagPiece, seq: p.seq, length: len(p.buf), crc: crc32c(p.buf)}.put(hdr[:])
-		arr = [2][]byte{hdr[:], p.buf}
-		bufs := gonet.Buffers(arr[:])
-		if _, err := bufs.WriteTo(s.data[p.sock]); err != nil {
+		arr[0], arr[1] = hdr[:], p.buf
+		*bufs = arr
+		_, err := bufs.WriteTo(s.data[p.sock])
+		arr[1] = nil // the transfer's memory is the caller's again
+		if err != nil {
 			s.fail(s.classify(err, "net send"))
 			return
 		}

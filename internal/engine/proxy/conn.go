@@ -1,0 +1,195 @@
+package proxy
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/transport/network"
+)
+
+// link is a sending or receiving connection.
+type link interface{ base() *conn }
+
+// conn is what both kinds of connection have: the FIFO, the provider's
+// connection and the registration of the FIFO's memory with it.
+type conn struct {
+	f      FIFO
+	comm   network.Comm
+	mh     network.MemHandle
+	region network.Region // the FIFO's whole memory, as registered
+	label  Label
+	what   string // "send" or "recv"
+}
+
+func (c *conn) base() *conn { return c }
+
+// newLink checks f and registers its memory with comm.
+func (p *Proxy) newLink(f FIFO, comm network.Comm, l Label, what string) (*conn, error) {
+	if f.IsZero() {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "f", "the zero FIFO for %v: make it with proxy.NewFIFO", l)
+	}
+	region := network.HostRegion(f.Bytes())
+	mh, err := comm.Register(region)
+	if err != nil {
+		return nil, gccl.Errorf(gccl.Code(err), l.String(), "registering the %s FIFO: %w", what, err)
+	}
+	return &conn{f: f, comm: comm, mh: mh, region: region, label: l, what: what}, nil
+}
+
+// slot is the region of the first n bytes of the slot of sequence number s.
+func (c *conn) slot(s uint64, n int) network.Region {
+	return c.region.Slice(c.f.SlotOffset(s), n)
+}
+
+// errorf is a failure of this connection: a *gccl.Error naming it.
+func (c *conn) errorf(code gccl.Result, format string, a ...any) error {
+	return gccl.Errorf(code, c.label.String()+" "+c.what, format, a...)
+}
+
+// failed wraps a provider's failure of slot s, keeping its code.
+func (c *conn) failed(s uint64, err error) error {
+	return c.errorf(gccl.Code(err), "slot %d: %w", s, err)
+}
+
+// release closes the connection, which fails its pending requests, then
+// deregisters the FIFO (a provider may release it in Close already).
+func (c *conn) release() error {
+	cerr := c.comm.Close()
+	derr := c.comm.Deregister(c.mh)
+	if cerr != nil {
+		cerr = c.errorf(gccl.Code(cerr), "closing: %w", cerr)
+	}
+	if derr != nil {
+		derr = c.errorf(gccl.Code(derr), "deregistering the FIFO: %w", derr)
+	}
+	return errors.Join(cerr, derr)
+}
+
+// sendConn serves a sending FIFO: slots [done, sent) are posted, done is
+// the head the proxy stored last.
+type sendConn struct {
+	*conn
+	sc    network.SendComm
+	ref   network.Refuser // sc's, nil if it is none
+	sent  uint64
+	done  uint64
+	since int64 // when the connection last progressed or got work (ns)
+	reqs  [NSlots]network.Request
+}
+
+func (c *sendConn) start(now int64) {
+	c.done = c.f.Head()
+	c.sent, c.since = c.done, now
+}
+
+// step posts the slots the GPU posted and completes sends in order. busy:
+// sends are in flight; moved: anything was posted or completed.
+func (c *sendConn) step(now, timeout int64) (busy, moved bool, err error) {
+	if c.ref != nil {
+		if err := c.ref.Refusal(); err != nil {
+			return false, false, c.errorf(gccl.Code(err), "the receiver failed: %w", err)
+		}
+	}
+	tail := c.f.Tail()
+	if tail < c.sent || tail-c.done > NSlots {
+		return false, false, c.errorf(gccl.InternalError, "the GPU stored tail %d with %d slots posted and %d sent (head): the sending FIFO is corrupted", tail, c.sent, c.done)
+	}
+	if c.done == c.sent && tail > c.sent {
+		c.since = now // work arrived on an idle connection
+	}
+	for c.sent < tail {
+		n := c.f.Size(c.sent)
+		if n > uint32(c.f.slotBytes) {
+			return false, false, c.errorf(gccl.InternalError, "the GPU stored size %d for slot %d, more than the %d-byte slots: the sending FIFO is corrupted", n, c.sent, c.f.slotBytes)
+		}
+		r, err := c.sc.Isend(c.slot(c.sent, int(n)), c.mh, uint32(c.sent))
+		if err != nil {
+			return false, false, c.failed(c.sent, err)
+		}
+		if r == nil {
+			break // the provider takes no more now
+		}
+		c.reqs[c.sent%NSlots] = r
+		c.sent++
+		moved = true
+	}
+	for c.done < c.sent {
+		i := c.done % NSlots
+		ok, _, err := c.reqs[i].Test()
+		if err != nil {
+			c.reqs[i] = nil
+			return false, false, c.failed(c.done, err)
+		}
+		if !ok {
+			break
+		}
+		c.reqs[i] = nil
+		c.done++
+		c.f.StoreHead(c.done)
+		c.since, moved = now, true
+	}
+	if c.done < tail && now-c.since > timeout {
+		return false, false, c.errorf(gccl.TimeoutError, "slot %d: no progress for %v with %d slots to send: the peer is gone or stuck (raise GCCL_TIMEOUT if it is just slow)", c.done, time.Duration(now-c.since), tail-c.done)
+	}
+	return c.done < c.sent, moved, nil
+}
+
+// recvConn serves a receiving FIFO: receives [done, posted) are posted,
+// done is the tail the proxy stored last, head the GPU's last seen.
+type recvConn struct {
+	*conn
+	rc     network.RecvComm
+	posted uint64
+	done   uint64
+	head   uint64
+	reqs   [NSlots]network.Request
+}
+
+func (c *recvConn) start() {
+	c.done = c.f.Tail()
+	c.posted, c.head = c.done, c.f.Head()
+}
+
+// step keeps NSlots receives posted ahead of the GPU's head and completes
+// them in order, storing each size, then tail. moved: anything was posted
+// or completed.
+func (c *recvConn) step() (moved bool, err error) {
+	head := c.f.Head()
+	if head > c.done || head < c.head {
+		return false, c.errorf(gccl.InternalError, "the GPU stored head %d after %d with %d slots arrived (tail): the receiving FIFO is corrupted", head, c.head, c.done)
+	}
+	c.head = head
+	for c.posted < head+NSlots {
+		r, err := c.rc.Irecv(c.slot(c.posted, c.f.slotBytes), c.mh, uint32(c.posted))
+		if err != nil {
+			return false, c.failed(c.posted, err)
+		}
+		if r == nil {
+			break
+		}
+		c.reqs[c.posted%NSlots] = r
+		c.posted++
+		moved = true
+	}
+	for c.done < c.posted {
+		i := c.done % NSlots
+		ok, n, err := c.reqs[i].Test()
+		if err != nil {
+			c.reqs[i] = nil
+			return false, c.failed(c.done, err)
+		}
+		if !ok {
+			break
+		}
+		c.reqs[i] = nil
+		if n < 0 || n > c.f.slotBytes {
+			return false, c.errorf(gccl.InternalError, "slot %d: the provider reported %d bytes received into a %d-byte slot", c.done, n, c.f.slotBytes)
+		}
+		c.f.SetSize(c.done, uint32(n))
+		c.done++
+		c.f.StoreTail(c.done)
+		moved = true
+	}
+	return moved, nil
+}

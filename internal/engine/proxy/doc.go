@@ -1,0 +1,72 @@
+// Package proxy is the host side of a GPU communicator's connections
+// across hosts: FIFOs in pinned host memory that the kernels write and
+// read, and the per-communicator proxy goroutine that moves their slots
+// over network provider connections (transport/network). The contract
+// between the kernels, this package and the backend is docs/gpunet.md;
+// this package implements its "FIFO layout" and "The proxy goroutine"
+// sections.
+//
+// # FIFOs
+//
+// A FIFO is one direction of one connection: a 4096-byte header (tail at
+// TailOffset, head at HeadOffset, sizes[NSlots] at SizesOffset) then
+// NSlots slots of SlotBytes each, FIFOBytes(SlotBytes) in all. FIFO is a
+// view of that memory, which its caller owns (cuMemHostAlloc in
+// production, Go memory in tests); its accessors are atomic. Counters
+// start at 0 and only grow for the connection's life: kernels read their
+// position from them when they start, so CUDA graph replays need no host
+// call.
+//
+// # The proxy
+//
+// New starts one Proxy per rank; AddSend and AddRecv hand it a FIFO and
+// its connection (at setup, or later: point-to-point connections are made
+// on first use), registering the FIFO's whole memory with the connection
+// once. From then on the proxy owns the connection, and Close closes it:
+// that is what guarantees that no provider goroutine still writes into a
+// FIFO once Close returns, whatever was in flight.
+//
+// One goroutine serves every connection. For a sending FIFO it posts an
+// Isend of each slot the GPU posted (sequence numbers below tail, tag
+// uint32(s), sizes[s%NSlots] bytes), completes them in order and stores
+// head = s+1 after each. For a receiving FIFO it keeps an Irecv of a whole
+// slot posted for every sequence number below head+NSlots (head being the
+// slots the GPU consumed), completes them in order and stores sizes[s%NSlots]
+// then tail = s+1. A provider's nil request with nil error means "retry
+// later" and is retried on the next pass; NSlots bounds the requests a
+// connection has in flight.
+//
+// The goroutine polls without pause while sends are in flight and for
+// Config.Spin (GCCL_PROXY_SPIN, default 1ms) after a Kick (the backend
+// kicks on every launch it enqueues) or after any transfer progressed;
+// otherwise it sleeps, 1 µs first, doubling up to 100 µs, and a Kick or
+// an added connection wakes it. Graph replays, which have no launch to
+// kick, are found within those 100 µs and then served hot. In steady
+// state a transfer allocates nothing (the socket provider reuses its
+// requests too).
+//
+// # Failures
+//
+// The first failure stops the service of every connection: a request
+// that failed (the peer closed or died, garbage on the wire: the
+// provider's error, whose code is kept), a sending connection with slots
+// to send that made no progress for Config.Timeout (GCCL_TIMEOUT:
+// gccl.ErrTimeout), counters or sizes that break the FIFO rules (a tail
+// that goes back or runs more than NSlots ahead of head, a size larger
+// than the slots, a head past the tail: gccl.ErrInternal). The error is a
+// *gccl.Error naming the connection (peer rank, channel, direction) and
+// the slot; Err returns it, kernels.StatusNetwork is stored in the status
+// word if it still holds 0 (the kernels' waits poll it and stop), and
+// every receiving connection whose provider is a network.Failer passes
+// the error to its sender, whose proxy then stops too: a sending
+// connection that is a network.Refuser is checked for such a refusal on
+// every pass, with or without slots to send.
+//
+// A receiving connection has no deadline of its own: its receives are
+// posted ahead of any launch, so an idle peer cannot be told from a stuck
+// one there. A stuck peer is caught by its own proxy's send deadline and
+// by the kernels' timeout (kernels.StatusTimeout), a dead one by the
+// provider's error. Peers close at different times at teardown, so a
+// proxy may see its peer's Close (gccl.ErrRemote) before its own: once
+// its closing barrier passed, the backend does not report Err.
+package proxy

@@ -1,0 +1,312 @@
+package proxy
+
+import (
+	"errors"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/kernels"
+	"github.com/gccl/gccl/transport/network"
+)
+
+// Sleeps of an idle proxy: the first, doubled up to the last.
+const (
+	MinSleep = time.Microsecond
+	MaxSleep = 100 * time.Microsecond
+)
+
+// Config configures a Proxy. The zero value works: no status word, the
+// environment's timeout and spin.
+type Config struct {
+	// Rank is this rank, for logs and errors.
+	Rank int
+	// Logger logs failures; nil = the NET subsystem's logger.
+	Logger *slog.Logger
+	// Status is the communicator's status word, which the kernels poll:
+	// a failure stores kernels.StatusNetwork there if it still holds 0.
+	// Production passes the host address of the host-mapped word; nil =
+	// none.
+	Status *uint32
+	// Timeout is how long a connection with work to do (a sending FIFO
+	// whose tail is past its head) may make no progress before the proxy
+	// fails with gccl.ErrTimeout; 0 = GCCL_TIMEOUT (the engine's timeout).
+	Timeout time.Duration
+	// Spin is how long the proxy polls hot after a Kick or a transfer's
+	// progress; 0 = GCCL_PROXY_SPIN (default 1ms), negative = never.
+	Spin time.Duration
+}
+
+// Label names a connection in errors and logs: the peer rank at its other
+// end and its channel.
+type Label struct{ Peer, Channel int }
+
+func (l Label) String() string {
+	return "peer " + strconv.Itoa(l.Peer) + " channel " + strconv.Itoa(l.Channel)
+}
+
+// Proxy serves the FIFO connections of one rank (communicator) with one
+// goroutine: it moves the slots the GPU posts in sending FIFOs over their
+// network connections and writes what arrives into receiving FIFOs, as
+// docs/gpunet.md says. Its methods are safe for concurrent use.
+type Proxy struct {
+	rank    int
+	log     *slog.Logger
+	status  *uint32
+	timeout time.Duration
+	spin    time.Duration
+	epoch   time.Time
+
+	mu     sync.Mutex
+	added  []link // connections added and not yet taken by the goroutine
+	closed bool
+	more   atomic.Bool // added is not empty
+
+	kicked atomic.Int64 // time of the last Kick, ns since epoch
+	wake   chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+	err    atomic.Pointer[error]
+
+	closeOnce sync.Once
+	closeErr  error
+
+	// the goroutine's own
+	sends []*sendConn
+	recvs []*recvConn
+}
+
+// New starts a proxy with cfg (see Config); Close stops it.
+func New(cfg Config) *Proxy {
+	e := env.Get()
+	p := &Proxy{
+		rank: cfg.Rank, log: cfg.Logger, status: cfg.Status, timeout: cfg.Timeout, spin: cfg.Spin,
+		epoch: time.Now(),
+		wake:  make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	if p.log == nil {
+		p.log = env.Logger("NET")
+	}
+	if p.timeout <= 0 {
+		p.timeout = e.Timeout
+	}
+	if p.spin == 0 {
+		p.spin = e.ProxySpin
+	}
+	p.spin = max(p.spin, 0)
+	p.kicked.Store(-int64(p.spin) - 1)
+	go p.run()
+	return p
+}
+
+// AddSend adds a sending FIFO and its connection: the proxy sends every
+// slot the GPU posts in f over sc. It registers f's memory with sc once.
+// From a nil error on the proxy owns sc: Close closes it; on an error the
+// caller still does.
+func (p *Proxy) AddSend(f FIFO, sc network.SendComm, l Label) error {
+	if sc == nil {
+		return gccl.Errorf(gccl.InvalidArgument, "sc", "nil SendComm for %v", l)
+	}
+	k, err := p.newLink(f, sc, l, "send")
+	if err != nil {
+		return err
+	}
+	ref, _ := sc.(network.Refuser)
+	return p.add(&sendConn{conn: k, sc: sc, ref: ref})
+}
+
+// AddRecv adds a receiving FIFO and its connection: the proxy keeps up to
+// NSlots receives posted into f's free slots and publishes what arrives.
+// It registers f's memory with rc once. Ownership of rc is as in AddSend.
+func (p *Proxy) AddRecv(f FIFO, rc network.RecvComm, l Label) error {
+	if rc == nil {
+		return gccl.Errorf(gccl.InvalidArgument, "rc", "nil RecvComm for %v", l)
+	}
+	k, err := p.newLink(f, rc, l, "recv")
+	if err != nil {
+		return err
+	}
+	return p.add(&recvConn{conn: k, rc: rc})
+}
+
+// Kick says a launch was enqueued: the proxy polls hot for the spin time.
+func (p *Proxy) Kick() {
+	p.kicked.Store(int64(time.Since(p.epoch)))
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Err is the proxy's first failure, nil if none. After a failure the proxy
+// serves no connection any more.
+func (p *Proxy) Err() error {
+	if e := p.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Close stops the goroutine, then closes every connection the proxy owns
+// (which fails their pending requests: once Close returns, no provider
+// writes into or reads from a FIFO any more, so the caller may free the
+// memory) and deregisters the FIFOs. It is safe on nil and twice, and
+// returns the first Close's errors of closing and deregistering.
+func (p *Proxy) Close() error {
+	if p == nil {
+		return nil
+	}
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		links := p.added
+		p.added = nil
+		p.mu.Unlock()
+		close(p.quit)
+		<-p.done
+		for _, c := range p.sends {
+			links = append(links, c)
+		}
+		for _, c := range p.recvs {
+			links = append(links, c)
+		}
+		var errs []error
+		for _, c := range links {
+			errs = append(errs, c.base().release())
+		}
+		p.closeErr = errors.Join(errs...)
+	})
+	return p.closeErr
+}
+
+// add hands c to the goroutine, or releases its registration when the
+// proxy is closed or failed.
+func (p *Proxy) add(c link) error {
+	p.mu.Lock()
+	err := p.Err()
+	if p.closed {
+		err = gccl.Errorf(gccl.InvalidUsage, "proxy", "adding %v to a closed proxy", c.base().label)
+	}
+	if err == nil {
+		p.added = append(p.added, c)
+		p.more.Store(true)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		_ = c.base().comm.Deregister(c.base().mh)
+		return err
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// take moves the added connections into the goroutine's lists.
+func (p *Proxy) take(now int64) {
+	p.mu.Lock()
+	added := p.added
+	p.added = nil
+	p.more.Store(false)
+	p.mu.Unlock()
+	for _, c := range added {
+		switch c := c.(type) {
+		case *sendConn:
+			c.start(now)
+			p.sends = append(p.sends, c)
+		case *recvConn:
+			c.start()
+			p.recvs = append(p.recvs, c)
+		}
+	}
+}
+
+// run is the goroutine: serve every connection while it has work or the
+// spin time since the last Kick or progress has not passed, else sleep in
+// growing steps.
+func (p *Proxy) run() {
+	defer close(p.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	sleep, progressed := MinSleep, int64(-int64(p.spin)-1)
+	for {
+		now := int64(time.Since(p.epoch))
+		if p.more.Load() {
+			p.take(now)
+		}
+		busy, moved, err := p.serve(now)
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		if moved {
+			progressed = now
+		}
+		hot := now-progressed <= int64(p.spin) || now-p.kicked.Load() <= int64(p.spin)
+		if busy || hot {
+			sleep = MinSleep
+			select {
+			case <-p.quit:
+				return
+			default:
+			}
+			if !moved {
+				runtime.Gosched()
+			}
+			continue
+		}
+		timer.Reset(sleep)
+		select {
+		case <-p.quit:
+			timer.Stop()
+			return
+		case <-p.wake:
+			timer.Stop()
+			sleep = MinSleep
+		case <-timer.C:
+			sleep = min(2*sleep, MaxSleep)
+		}
+	}
+}
+
+// serve runs one pass over the connections: busy when a send is in
+// flight, moved when anything was posted or completed.
+func (p *Proxy) serve(now int64) (busy, moved bool, err error) {
+	for _, c := range p.sends {
+		b, m, err := c.step(now, int64(p.timeout))
+		if err != nil {
+			return false, false, err
+		}
+		busy, moved = busy || b, moved || m
+	}
+	for _, c := range p.recvs {
+		m, err := c.step()
+		if err != nil {
+			return false, false, err
+		}
+		moved = moved || m
+	}
+	return busy, moved, nil
+}
+
+// fail records err, stores StatusNetwork in the status word if it holds
+// 0, and tells the senders of the receiving connections (network.Failer)
+// so that their proxies stop too instead of waiting for a deadline.
+func (p *Proxy) fail(err error) {
+	p.err.CompareAndSwap(nil, &err)
+	if p.status != nil {
+		atomic.CompareAndSwapUint32(p.status, kernels.StatusOK, kernels.StatusNetwork)
+	}
+	p.log.Warn("network proxy stopped: "+err.Error(), "rank", p.rank)
+	for _, c := range p.recvs {
+		if f, ok := c.rc.(network.Failer); ok {
+			f.Fail(err)
+		}
+	}
+}
