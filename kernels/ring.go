@@ -29,7 +29,6 @@ const (
 	FIFOTailOffset    = 0
 	FIFOHeadOffset    = 64
 	FIFOSizesOffset   = 128
-	StatusNetwork     = 5 // written by the host proxy, never by a kernel: a network transfer failed
 	ringFifoBytes     = 4 * 8
 	ringDescHeadBytes = 4*8 + 4*4
 )
