@@ -77,7 +77,7 @@ type Backend struct {
 
 	stats counters           // Stats (registered.go)
 	regs  *regs.View         // the communicator's registrations (registered.go)
-	chain streamChain        // issue order across streams (chain.go), under the launch's turn
+	chain streamjoin.Chain   // issue order across streams, under the launch's turn
 	links *streamjoin.Events // the event chain and multi-stream launches link streams with
 
 	mu     sync.Mutex
@@ -121,10 +121,10 @@ func (g *Backend) Meets(l *engine.Launch) bool { return g.regs.Capturing(cuda.St
 // enqueue issues l's collectives in order, then its point-to-point ops, on
 // l's stream, after the communicator's previous launch whatever its stream
 // and after the work enqueued so far on l's other streams, which then wait
-// for it (chain.go; device context current, in l's turn).
+// for it (streamjoin.Chain; device context current, in l's turn).
 func (g *Backend) enqueue(l *engine.Launch) error {
 	s := cuda.Stream(l.Stream)
-	if err := g.join(s); err != nil {
+	if err := g.chain.Join(g.drv, g.links, s); err != nil {
 		return err
 	}
 	if err := g.links.Before(s, l.More); err != nil {

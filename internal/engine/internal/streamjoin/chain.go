@@ -1,4 +1,4 @@
-package gpu
+package streamjoin
 
 import (
 	"github.com/gccl/gccl"
@@ -6,11 +6,12 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 )
 
-// streamChain keeps one communicator's kernels in issue order whatever
-// streams they are enqueued on, as NCCL does. Every rank's kernels must run
-// in the same order: two launches of one communicator running at once, or
-// in another order on two ranks, would pair different operations' flags
-// and areas (wrong data, or waits that never end).
+// Chain keeps one communicator's kernels in issue order whatever streams
+// they are enqueued on, as NCCL does (package gpu and gpunet). Every
+// rank's kernels must run in the same order: two launches of one
+// communicator running at once, or in another order on two ranks, would
+// pair different operations' flags, areas or FIFO slots (wrong data, or
+// waits that never end).
 //
 // It costs nothing while launches stay on one stream. When a launch comes
 // on another stream than the previous one, an event recorded on the
@@ -26,42 +27,46 @@ import (
 // through the stream it launches the graph on (docs/gpu.md).
 //
 // A launch on several streams (engine.Launch.More) runs on its first
-// stream: enqueue makes that stream wait for the others (links.Before),
-// and the others wait for the launch (links.After), with the same event.
-type streamChain struct {
+// stream: the backend makes that stream wait for the others
+// (Events.Before), and the others wait for the launch (Events.After),
+// with the same event. The zero Chain has seen no launch.
+type Chain struct {
 	last  cuda.Stream
 	valid bool // last is set
 }
 
-// join makes s wait for the communicator's previous launch when that went
-// to another stream (the engine's ticket held, the context current).
-func (g *Backend) join(s cuda.Stream) error {
-	ch := &g.chain
+// Join makes s wait, through links, for the communicator's previous launch
+// when that went to another stream (the engine's ticket held, the device
+// context current).
+func (ch *Chain) Join(drv cuda.Driver, links *Events, s cuda.Stream) error {
 	prev, had := ch.last, ch.valid
 	ch.last, ch.valid = s, true
 	if !had || prev == s {
 		return nil
 	}
-	link, err := g.linkable(prev, s)
+	link, err := linkable(drv, prev, s)
 	if err != nil || !link {
 		return err
 	}
-	if err := g.links.Link(prev, s); err != nil {
+	if err := links.Link(prev, s); err != nil {
 		return gccl.Errorf(gccl.Code(err), "stream",
 			"ordering stream %#x after stream %#x, where this communicator's previous operation went (was it destroyed while that operation ran?): %w", uintptr(s), uintptr(prev), err)
 	}
 	return nil
 }
 
+// Reset forgets the previous launch (the backend is closing).
+func (ch *Chain) Reset() { *ch = Chain{} }
+
 // linkable reports whether a dependency of s on prev can be expressed:
 // both eager, or both captured into the same graph.
-func (g *Backend) linkable(prev, s cuda.Stream) (bool, error) {
-	a, err := capture.Info(g.drv, gccl.Stream(prev))
+func linkable(drv cuda.Driver, prev, s cuda.Stream) (bool, error) {
+	a, err := capture.Info(drv, gccl.Stream(prev))
 	if err != nil {
 		return false, gccl.Errorf(gccl.Code(err), "stream",
 			"stream %#x, where this communicator's previous operation went, cannot be queried (destroyed while that operation ran?): %w", uintptr(prev), err)
 	}
-	b, err := capture.Info(g.drv, gccl.Stream(s))
+	b, err := capture.Info(drv, gccl.Stream(s))
 	if err != nil {
 		return false, err
 	}
