@@ -15,6 +15,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
+	"github.com/gccl/gccl/internal/engine/internal/ctlblock"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/internal/engine/internal/streamjoin"
 	"github.com/gccl/gccl/kernels"
@@ -155,26 +156,13 @@ func (g *Backend) checkStatus(l *engine.Launch) error {
 
 // Status is the failure a kernel reported in the status word, or nil.
 func (g *Backend) Status() error {
-	var err error
 	g.mu.Lock() // close frees the control block once it has set closed
 	st := uint32(kernels.StatusOK)
 	if !g.closed && g.ctlHost != 0 {
 		st = atomic.LoadUint32(g.ctlWord(gpuCtlStatus))
 	}
 	g.mu.Unlock()
-	switch st {
-	case kernels.StatusOK:
-		return nil
-	case kernels.StatusTimeout:
-		err = gccl.Errorf(gccl.TimeoutError, "comm", "a GPU kernel waited longer than the timeout for a peer; a peer is gone or stuck (raise GCCL_TIMEOUT if it is just slow)")
-	case kernels.StatusAborted:
-		err = gccl.Errorf(gccl.RemoteError, "comm", "a GPU kernel saw the communicator aborted")
-	case kernels.StatusBadUsage:
-		err = gccl.Errorf(gccl.InvalidUsage, "comm", "the ranks launched different operations (kind, count, data type, reduction operator or root differ, or a rank skipped or reordered one) or disagreed on buffer registration (registered on some ranks only, or at different offsets or registrations); issue the same collectives in the same order on every rank, with registered buffers at the same offset on all or on none")
-	default:
-		err = gccl.Errorf(gccl.InternalError, "comm", "a GPU kernel reported status %d (scratch too small for the launch)", st)
-	}
-	return err
+	return ctlblock.Err(st)
 }
 
 // The words of the host-mapped control block.
