@@ -36,7 +36,7 @@ func newWorld(t *testing.T, n, buff, ch int, timeout time.Duration) *world {
 	for r := range n {
 		w.fakes[r] = cudafake.New(cudafake.Config{VABase: uintptr(1+r) << 52})
 		registerTwins(w.fakes[r])
-		dv, err := devlink.OpenGPU(w.fakes[r], 0, 10*time.Second)
+		dv, err := devlink.OpenGPU(w.fakes[r], 0, 2*timeout)
 		require.NoError(t, err)
 		w.devs[r] = dv.(*device.CUDADevice)
 		t.Cleanup(func() { assert.NoError(t, w.devs[r].Close()) })
