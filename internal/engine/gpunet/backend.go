@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -51,6 +52,8 @@ type Backend struct {
 	args  cuda.Args                // reused by every launch, under the turn
 	chain streamjoin.Chain
 	links *streamjoin.Events
+
+	last atomic.Pointer[string] // LastPath
 
 	mu     sync.Mutex
 	closed bool
@@ -184,3 +187,22 @@ func (g *Backend) Close(abort bool) error {
 	})
 	return first
 }
+
+// Stats: the ring kernels stage nothing through communication buffers of
+// the GPU (the FIFOs are the network's), so the counters stay zero.
+func (g *Backend) Stats() engine.Stats { return engine.Stats{} }
+
+// LastPath is the kernel of the latest operation enqueued (a kernel name
+// of package kernels: kernels.RingAllReduce, kernels.NetP2P, ...), "copy"
+// for a one-rank copy, "" before the first one.
+func (g *Backend) LastPath() string {
+	if p := g.last.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+var (
+	_ engine.Reporter = (*Backend)(nil)
+	_ engine.Meeter   = (*Backend)(nil)
+)

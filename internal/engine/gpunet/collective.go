@@ -25,6 +25,7 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		if o.Recv == o.Send || o.Kind == algo.Reduce && o.Recv == 0 {
 			return nil
 		}
+		g.last.Store(&pathCopy)
 		return g.drv.MemcpyDtoDAsync(o.Recv, o.Send, n, s)
 	}
 	grid := Grid(o.Kind, o.Count*o.Type.Size(), g.nranks, g.slotBytes, g.nch)
@@ -38,9 +39,11 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	switch o.Kind {
 	case algo.AllGather:
 		d.Count = uint64(o.Count * o.Type.Size())
+		g.last.Store(&pathAllGather)
 		return g.launch(kernels.RingAllGather, grid, s, put)
 	case algo.Broadcast:
 		d.Count = uint64(o.Count * o.Type.Size())
+		g.last.Store(&pathBroadcast)
 		return g.launch(kernels.RingBroadcast, grid, s, put)
 	case algo.AllReduce:
 		family = kernels.RingAllReduce
@@ -55,9 +58,18 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	if err != nil {
 		return err
 	}
+	g.last.Store(&family)
 	bits, ptr := scalarArgs(o)
 	return g.launch(name, grid, s, func(a *cuda.Args) { put(a); a.U64(bits).Ptr(ptr) })
 }
+
+// The paths LastPath reports besides the reduction families.
+var (
+	pathCopy      = "copy"
+	pathAllGather = kernels.RingAllGather
+	pathBroadcast = kernels.RingBroadcast
+	pathP2P       = kernels.NetP2P
+)
 
 // scalarArgs are a reduction kernel's scalarBits and scalarPtr:
 // PreMulSum's factor read by the kernel from ptr (a ScalarDevice: in

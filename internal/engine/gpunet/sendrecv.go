@@ -218,5 +218,6 @@ func (g *Backend) p2pLaunch(steps []p2pStep, s cuda.Stream) error {
 			np++
 		}
 	}
+	g.last.Store(&pathP2P)
 	return g.launch(kernels.NetP2P, 2*len(steps), s, func(a *cuda.Args) { d.Put(a.Slot(kernels.NetP2PDescBytes, kernels.NetP2PDescAlign)) })
 }
