@@ -124,27 +124,7 @@ func (g *Backend) Meets(l *engine.Launch) bool { return g.regs.Capturing(cuda.St
 // and after the work enqueued so far on l's other streams, which then wait
 // for it (streamjoin.Chain; device context current, in l's turn).
 func (g *Backend) enqueue(l *engine.Launch) error {
-	s := cuda.Stream(l.Stream)
-	if err := g.chain.Join(g.drv, g.links, s); err != nil {
-		return err
-	}
-	if err := g.links.Before(s, l.More); err != nil {
-		return err
-	}
-	first := len(l.Ops)
-	for i := range l.Ops {
-		if l.Ops[i].Kind.IsP2P() {
-			first = i
-			break
-		}
-		if err := g.collective(&l.Ops[i], s); err != nil {
-			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.Ops[i].String(), err)
-		}
-	}
-	if err := g.sendRecv(l.Ops[first:], s); err != nil {
-		return err
-	}
-	return g.links.After(s, l.More)
+	return g.chain.Enqueue(g.drv, g.links, l, g.collective, g.sendRecv)
 }
 
 // checkStatus turns a failure a kernel reported into the engine's async error.

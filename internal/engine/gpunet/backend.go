@@ -99,27 +99,7 @@ func (g *Backend) Meets(l *engine.Launch) bool { return len(g.newPeers(l.Ops)) >
 // on l's stream, chained after the communicator's previous launch and
 // joined with l's other streams (device context current, in l's turn).
 func (g *Backend) enqueue(l *engine.Launch) error {
-	s := cuda.Stream(l.Stream)
-	if err := g.chain.Join(g.drv, g.links, s); err != nil {
-		return err
-	}
-	if err := g.links.Before(s, l.More); err != nil {
-		return err
-	}
-	first := len(l.Ops)
-	for i := range l.Ops {
-		if l.Ops[i].Kind.IsP2P() {
-			first = i
-			break
-		}
-		if err := g.collective(&l.Ops[i], s); err != nil {
-			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.Ops[i].String(), err)
-		}
-	}
-	if err := g.sendRecv(l.Ops[first:], s); err != nil {
-		return err
-	}
-	return g.links.After(s, l.More)
+	return g.chain.Enqueue(g.drv, g.links, l, g.collective, g.sendRecv)
 }
 
 // Status is the failure a kernel or the proxy reported in the status

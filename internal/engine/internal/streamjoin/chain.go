@@ -4,6 +4,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/engine"
 )
 
 // Chain keeps one communicator's kernels in issue order whatever streams
@@ -71,4 +72,35 @@ func linkable(drv cuda.Driver, prev, s cuda.Stream) (bool, error) {
 		return false, err
 	}
 	return a.Active == b.Active && a.ID == b.ID, nil
+}
+
+// Enqueue issues l's ops on l's stream as both GPU backends do: chained
+// after the communicator's previous launch (Join), after the work
+// enqueued so far on l's other streams (Before), the collectives one by
+// one in issue order (coll; an error names the op), then the
+// point-to-point ops together (p2p), and l's other streams made to wait
+// for it all (After). In l's turn, the device context current.
+func (ch *Chain) Enqueue(drv cuda.Driver, links *Events, l *engine.Launch,
+	coll func(*engine.Op, cuda.Stream) error, p2p func([]engine.Op, cuda.Stream) error) error {
+	s := cuda.Stream(l.Stream)
+	if err := ch.Join(drv, links, s); err != nil {
+		return err
+	}
+	if err := links.Before(s, l.More); err != nil {
+		return err
+	}
+	first := len(l.Ops)
+	for i := range l.Ops {
+		if l.Ops[i].Kind.IsP2P() {
+			first = i
+			break
+		}
+		if err := coll(&l.Ops[i], s); err != nil {
+			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.Ops[i].String(), err)
+		}
+	}
+	if err := p2p(l.Ops[first:], s); err != nil {
+		return err
+	}
+	return links.After(s, l.More)
 }
