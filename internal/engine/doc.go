@@ -82,9 +82,13 @@
 //     place in the engine's issue order.
 //   - backend: what runs launches. host: host memory and host streams
 //     (package host); GPU: kernels on CUDA streams over peer-mapped
-//     device memory (package gpu); via host: a GPU communicator whose
-//     peers cannot map each other's memory, run through pinned host
-//     memory on the host backend (package viahost).
+//     device memory (package gpu); GPU network: a GPU communicator with a
+//     peer on another host or more ranks than the peer-memory kernels
+//     address, one ring kernel per operation over FIFOs in pinned host
+//     memory that the proxy moves over the network (package gpunet,
+//     docs/gpunet.md); via host: a GPU communicator on one host with
+//     GCCL_P2P_DISABLE, run through pinned host memory on the host
+//     backend (package viahost).
 //   - p2p: point-to-point operations (Send, Recv), and the GPU kernel that
 //     runs them (kernels.P2P). (transport/p2p, which maps peers' device
 //     memory, is named by the transport.)

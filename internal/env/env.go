@@ -41,6 +41,13 @@ type Settings struct {
 	GPUBuffSize     int // bytes of a rank's GPU staging area, 0 = built-in default
 	GPULLMax        int // largest GPU collective (bytes per rank) on the LL one-shots, 0 = built-in default
 	GPUPushMax      int // largest GPU all-reduce (bytes) on the push kernel, 0 = built-in default
+	// NetBuffSize is GCCL_NET_BUFFSIZE: bytes of the slots of each FIFO
+	// of a GPU communicator across hosts (8 slots), 0 = built-in default.
+	NetBuffSize int
+	// NetNChannels is GCCL_NET_NCHANNELS: the most channels (ring
+	// connections, kernel blocks) of a GPU communicator across hosts, 0 =
+	// built-in default.
+	NetNChannels int
 	// HostSpin is GCCL_HOST_SPIN: how long a host wait for a peer polls
 	// before it sleeps; -1 = auto (package futex decides).
 	HostSpin time.Duration
@@ -131,6 +138,8 @@ func load(lookup func(string) (string, bool)) *Settings {
 		GPUBuffSize:         l.size("GCCL_GPU_BUFFSIZE", 0),
 		GPULLMax:            l.size("GCCL_GPU_LL_MAX", 0),
 		GPUPushMax:          l.size("GCCL_GPU_PUSH_MAX", 0),
+		NetBuffSize:         l.size("GCCL_NET_BUFFSIZE", 0),
+		NetNChannels:        l.integer("GCCL_NET_NCHANNELS", 0),
 		GPUCheckDescriptors: l.boolean("GCCL_GPU_CHECK_DESCRIPTORS", false),
 		HostSpin:            l.spin("GCCL_HOST_SPIN"),
 		ProxySpin:           l.nonNegDuration("GCCL_PROXY_SPIN", DefaultProxySpin),

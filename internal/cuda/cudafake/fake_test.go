@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -401,4 +402,25 @@ func TestP2PAttribute(t *testing.T) {
 	assert.Error(t, err)
 	_, err = f.DeviceP2PAttribute(99, 0, 1)
 	assert.True(t, errors.Is(err, cuda.ErrorInvalidValue), "%v", err)
+}
+
+// TestHostMappedSharesBytes: pinned host memory (cuMemHostAlloc with
+// DEVICEMAP) is real host memory: what the host writes through the host
+// pointer a kernel sees through the device pointer, and the reverse (the
+// GPU network backend's FIFOs rely on it: the proxy reads and writes the
+// host view while the ring kernels' twins use the device one).
+func TestHostMappedSharesBytes(t *testing.T) {
+	f := New(Config{})
+	h, err := f.MemHostAlloc(8192, cuda.HostAllocDeviceMap|cuda.HostAllocPortable)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, f.MemFreeHost(h)) }()
+	d, err := f.MemHostGetDevicePointer(h)
+	require.NoError(t, err)
+	host := device.HostBytes(h, 8192)
+	host[4097] = 0x5A
+	dev, err := f.Bytes(d, 8192)
+	require.NoError(t, err)
+	require.Equal(t, byte(0x5A), dev[4097])
+	dev[10] = 0xC3
+	require.Equal(t, byte(0xC3), host[10])
 }

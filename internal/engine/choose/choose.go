@@ -13,10 +13,12 @@ import (
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu"
+	"github.com/gccl/gccl/internal/engine/gpunet"
 	"github.com/gccl/gccl/internal/engine/host"
 	"github.com/gccl/gccl/internal/engine/viahost"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/regcache"
+	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport"
 	"github.com/gccl/gccl/transport/topo"
 )
@@ -43,10 +45,17 @@ type Config struct {
 //
 //   - a host device: the host backend;
 //   - a GPU whose peers can all map its memory: the GPU backend;
-//   - a GPU with GCCL_P2P_DISABLE, a peer on another host, or more ranks
-//     than the kernels address: the GPU-via-host backend, whose endpoint
-//     learns the GPU's PCI bus id (transport.Config.GPUBusID) so that its
-//     network device and progress CPUs follow the GPU.
+//   - a GPU with a peer on another host, or more ranks than the
+//     peer-memory kernels address (kernels.MaxRanks): the GPU network
+//     backend (package gpunet: ring kernels, FIFOs in pinned host memory,
+//     the proxy over the network provider), capturable in CUDA graphs;
+//   - a GPU with GCCL_P2P_DISABLE and every rank on this host, at most
+//     kernels.MaxRanks of them: the GPU-via-host backend (copies through
+//     pinned host memory and the host backend; not capturable).
+//
+// The network backends' endpoints learn the GPU's PCI bus id
+// (transport.Config.GPUBusID) so that their network device and progress
+// CPUs follow the GPU.
 //
 // On a GPU the ranks first all-gather their host hashes (every rank of a
 // GPU communicator, so that they decide alike).
@@ -60,14 +69,27 @@ func Backend(cfg Config) engine.NewBackend {
 		if err != nil {
 			return nil, err
 		}
-		if !gpuplan.PeersMapped(s.NRanks, env.Get().P2PDisable, oneHost(s.Rank, hashes)) {
+		one, p2pOff := oneHost(s.Rank, hashes), env.Get().P2PDisable
+		if !gpuplan.PeersMapped(s.NRanks, p2pOff, one) {
 			if hc.Transport.GPUBusID == "" {
 				hc.Transport.GPUBusID = gpuBusID(s)
 			}
-			return orNil(viahost.Open(ctx, s, hc))
+			if viaHost(s.NRanks, p2pOff, one) {
+				return orNil(viahost.Open(ctx, s, hc))
+			}
+			return orNil(gpunet.Open(ctx, s, gpunet.Config{Transport: hc.Transport}))
 		}
 		return orNil(gpu.Open(ctx, s, gpu.Config{Regs: cfg.Regs}))
 	}
+}
+
+// viaHost reports whether a GPU communicator whose peers cannot map each
+// other's memory goes via the host (GCCL_P2P_DISABLE on one host, within
+// the kernels' ranks) rather than over the network backend (a peer on
+// another host, or more ranks than the peer-memory kernels address).
+// Every rank sees the same host hashes, so all decide alike.
+func viaHost(nranks int, p2pDisable, allOnThisHost bool) bool {
+	return p2pDisable && allOnThisHost && nranks <= kernels.MaxRanks
 }
 
 // gpuBusID is the PCI bus id of s's GPU, "dddd:bb:dd.0" from the driver's

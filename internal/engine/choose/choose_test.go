@@ -65,3 +65,15 @@ func TestGPUBusID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, gpuBusID(engine.Setup{Device: h, Log: slog.Default()}))
 }
+
+// TestNetOrViaHost: among the communicators whose peers cannot map each
+// other's memory, only GCCL_P2P_DISABLE on one host (within the kernels'
+// ranks) goes via the host; a peer on another host, or more ranks than
+// the kernels address, takes the GPU network backend.
+func TestNetOrViaHost(t *testing.T) {
+	assert.True(t, viaHost(3, true, true), "GCCL_P2P_DISABLE on one host")
+	assert.False(t, viaHost(3, true, false), "GCCL_P2P_DISABLE across hosts")
+	assert.False(t, viaHost(3, false, false), "a peer on another host")
+	assert.False(t, viaHost(kernels.MaxRanks+1, false, true), "more ranks than the kernels address")
+	assert.False(t, viaHost(kernels.MaxRanks+1, true, true), "more ranks than the kernels address, p2p off")
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
+	"github.com/gccl/gccl/internal/engine/internal/ctlblock"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/internal/engine/internal/streamjoin"
 	"github.com/gccl/gccl/kernels"
@@ -77,7 +78,7 @@ type Backend struct {
 
 	stats counters           // Stats (registered.go)
 	regs  *regs.View         // the communicator's registrations (registered.go)
-	chain streamChain        // issue order across streams (chain.go), under the launch's turn
+	chain streamjoin.Chain   // issue order across streams, under the launch's turn
 	links *streamjoin.Events // the event chain and multi-stream launches link streams with
 
 	mu     sync.Mutex
@@ -121,29 +122,9 @@ func (g *Backend) Meets(l *engine.Launch) bool { return g.regs.Capturing(cuda.St
 // enqueue issues l's collectives in order, then its point-to-point ops, on
 // l's stream, after the communicator's previous launch whatever its stream
 // and after the work enqueued so far on l's other streams, which then wait
-// for it (chain.go; device context current, in l's turn).
+// for it (streamjoin.Chain; device context current, in l's turn).
 func (g *Backend) enqueue(l *engine.Launch) error {
-	s := cuda.Stream(l.Stream)
-	if err := g.join(s); err != nil {
-		return err
-	}
-	if err := g.links.Before(s, l.More); err != nil {
-		return err
-	}
-	first := len(l.Ops)
-	for i := range l.Ops {
-		if l.Ops[i].Kind.IsP2P() {
-			first = i
-			break
-		}
-		if err := g.collective(&l.Ops[i], s); err != nil {
-			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.Ops[i].String(), err)
-		}
-	}
-	if err := g.sendRecv(l.Ops[first:], s); err != nil {
-		return err
-	}
-	return g.links.After(s, l.More)
+	return g.chain.Enqueue(g.drv, g.links, l, g.collective, g.sendRecv)
 }
 
 // checkStatus turns a failure a kernel reported into the engine's async error.
@@ -155,26 +136,13 @@ func (g *Backend) checkStatus(l *engine.Launch) error {
 
 // Status is the failure a kernel reported in the status word, or nil.
 func (g *Backend) Status() error {
-	var err error
 	g.mu.Lock() // close frees the control block once it has set closed
 	st := uint32(kernels.StatusOK)
 	if !g.closed && g.ctlHost != 0 {
 		st = atomic.LoadUint32(g.ctlWord(gpuCtlStatus))
 	}
 	g.mu.Unlock()
-	switch st {
-	case kernels.StatusOK:
-		return nil
-	case kernels.StatusTimeout:
-		err = gccl.Errorf(gccl.TimeoutError, "comm", "a GPU kernel waited longer than the timeout for a peer; a peer is gone or stuck (raise GCCL_TIMEOUT if it is just slow)")
-	case kernels.StatusAborted:
-		err = gccl.Errorf(gccl.RemoteError, "comm", "a GPU kernel saw the communicator aborted")
-	case kernels.StatusBadUsage:
-		err = gccl.Errorf(gccl.InvalidUsage, "comm", "the ranks launched different operations (kind, count, data type, reduction operator or root differ, or a rank skipped or reordered one) or disagreed on buffer registration (registered on some ranks only, or at different offsets or registrations); issue the same collectives in the same order on every rank, with registered buffers at the same offset on all or on none")
-	default:
-		err = gccl.Errorf(gccl.InternalError, "comm", "a GPU kernel reported status %d (scratch too small for the launch)", st)
-	}
-	return err
+	return ctlblock.Err(st)
 }
 
 // The words of the host-mapped control block.

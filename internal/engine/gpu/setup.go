@@ -298,7 +298,7 @@ func (g *Backend) free() error {
 	g.releaseSMs()
 	keep(g.regs.Close()) // after the device's work: pending holds then count as done
 	keep(g.links.Close())
-	g.chain = streamChain{}
+	g.chain.Reset()
 	keep(g.peers.Close())
 	g.peers = nil
 	for _, p := range []*uintptr{&g.buf, &g.ctrs} {

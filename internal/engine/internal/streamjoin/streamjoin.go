@@ -1,5 +1,5 @@
 // Package streamjoin orders CUDA streams after one another with events,
-// for the engine's GPU backends (package gpu and viahost): a launch whose
+// for the engine's GPU backends (package gpu, gpunet and viahost): a launch whose
 // ops use several streams joins them (NCCL >= 2.20), and the GPU backend
 // keeps a communicator's launches in issue order across streams.
 //

@@ -1,0 +1,188 @@
+package gpunet
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/internal/ctlblock"
+	"github.com/gccl/gccl/internal/engine/internal/errs"
+	"github.com/gccl/gccl/internal/engine/internal/streamjoin"
+	"github.com/gccl/gccl/internal/engine/proxy"
+	"github.com/gccl/gccl/kernels"
+	"github.com/gccl/gccl/transport"
+)
+
+// Backend runs every operation of a GPU communicator whose ranks span
+// hosts as one ring-kernel launch on the caller's stream (docs/gpunet.md):
+// the kernels talk to their ring neighbours through FIFOs in pinned host
+// memory, and the communicator's proxy goroutine moves the FIFOs' slots
+// over the network provider. Nothing on the host takes part in a launch,
+// so operations can be captured in CUDA graphs and replayed.
+type Backend struct {
+	rank, nranks int
+	timeout      time.Duration
+	log          *slog.Logger
+
+	dev *device.CUDADevice
+	drv cuda.Driver
+	mod cuda.Module
+	ctl ctlblock.Block
+
+	slotBytes int
+	nch       int       // channels of the ring (GCCL_NET_NCHANNELS, agreed at setup)
+	ring      []ringCh  // per channel: to next, from prev
+	fifos     []fifoMem // every FIFO, for free
+
+	ep    *transport.Endpoint
+	infos []transport.PeerInfo
+	px    *proxy.Proxy
+
+	peerMu sync.Mutex
+	peers  map[int]*peerConn // point-to-point connections made so far, by peer
+
+	base  kernels.DevComm
+	fns   map[string]cuda.Function // loaded kernels, under the launch's turn
+	args  cuda.Args                // reused by every launch, under the turn
+	chain streamjoin.Chain
+	links *streamjoin.Events
+
+	last atomic.Pointer[string] // LastPath
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Submit enqueues the launch's kernels on its stream in its turn, kicks
+// the proxy and ends the launch before it returns. A launch whose
+// point-to-point ops name a peer this rank has not exchanged with yet
+// first connects to it, which waits for that peer's Submit (Meets).
+func (g *Backend) Submit(l *engine.Launch) error {
+	if err := l.WaitTurn(context.Background()); err != nil {
+		return err
+	}
+	if err := g.Status(); err != nil {
+		l.Fail(err)
+		return err
+	}
+	if len(l.More) > 0 {
+		if err := g.dev.Do(func() error { return streamjoin.Check(g.drv, cuda.Stream(l.Stream), l.More) }); err != nil {
+			return err
+		}
+	}
+	if err := g.connectPeers(l.Context(), l.Ops); err != nil {
+		l.Fail(err)
+		return err
+	}
+	if err := g.dev.Do(func() error { return g.enqueue(l) }); err != nil {
+		l.Fail(err)
+		return err
+	}
+	if g.px != nil {
+		g.px.Kick()
+	}
+	l.Done(nil)
+	return nil
+}
+
+// Meets reports whether Submit of l waits for peers: l has a Send or Recv
+// with a peer not connected yet.
+func (g *Backend) Meets(l *engine.Launch) bool { return len(g.newPeers(l.Ops)) > 0 }
+
+// enqueue issues l's collectives in order, then its point-to-point ops,
+// on l's stream, chained after the communicator's previous launch and
+// joined with l's other streams (device context current, in l's turn).
+func (g *Backend) enqueue(l *engine.Launch) error {
+	return g.chain.Enqueue(g.drv, g.links, l, g.collective, g.sendRecv)
+}
+
+// Status is the failure a kernel or the proxy reported in the status
+// word, or nil. A network failure is the proxy's error, which says which
+// connection failed and how.
+func (g *Backend) Status() error {
+	g.mu.Lock() // close frees the control block once it has set closed
+	st := uint32(kernels.StatusOK)
+	if !g.closed && g.ctl.Host != 0 {
+		st = g.ctl.Load()
+	}
+	g.mu.Unlock()
+	if st == kernels.StatusNetwork && g.px != nil {
+		if err := g.px.Err(); err != nil {
+			return gccl.Errorf(gccl.Code(err), "comm", "the network proxy failed, so this communicator's GPU kernels stopped: %w; check the peer's host and logs, then recreate the communicator", err)
+		}
+	}
+	return ctlblock.Err(st)
+}
+
+// launch starts kernel name with grid blocks on s: the DevComm, then
+// args (in the launch's turn: it reuses g.args).
+func (g *Backend) launch(name string, grid int, s cuda.Stream, args func(*cuda.Args)) error {
+	f, ok := g.fns[name]
+	if !ok {
+		var err error
+		if f, err = g.drv.ModuleGetFunction(g.mod, name); err != nil {
+			return gccl.Errorf(gccl.Code(err), "kernels", "kernel %s: %w", name, err)
+		}
+		g.fns[name] = f
+	}
+	a := &g.args
+	a.Reset()
+	c := g.base
+	c.Put(a.Slot(kernels.DevCommBytes, kernels.DevCommAlign))
+	if args != nil {
+		args(a)
+	}
+	return g.drv.LaunchKernel(f, cuda.Dim3{X: uint32(grid), Y: 1, Z: 1}, cuda.Dim3{X: kernels.Threads, Y: 1, Z: 1}, 0, s, a)
+}
+
+// Close waits for the device's work (the kernels' waits have deadlines;
+// with abort they are told to give up first), stops the proxy (closing
+// every connection), then frees the FIFOs and the module. Safe twice.
+func (g *Backend) Close(abort bool) error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	g.mu.Unlock()
+	if abort && g.ctl.Host != 0 {
+		g.ctl.Abort()
+	}
+	var first error
+	_ = g.dev.Do(func() error {
+		first = g.drv.CtxSynchronize()
+		return nil
+	})
+	first = errs.First(first, g.px.Close(), g.ep.Close())
+	_ = g.dev.Do(func() error {
+		first = errs.First(first, g.free())
+		return nil
+	})
+	return first
+}
+
+// Stats: the ring kernels stage nothing through communication buffers of
+// the GPU (the FIFOs are the network's), so the counters stay zero.
+func (g *Backend) Stats() engine.Stats { return engine.Stats{} }
+
+// LastPath is the kernel of the latest operation enqueued (a kernel name
+// of package kernels: kernels.RingAllReduce, kernels.NetP2P, ...), "copy"
+// for a one-rank copy, "" before the first one.
+func (g *Backend) LastPath() string {
+	if p := g.last.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+var (
+	_ engine.Reporter = (*Backend)(nil)
+	_ engine.Meeter   = (*Backend)(nil)
+)

@@ -1,0 +1,101 @@
+package gpunet
+
+import (
+	"encoding/binary"
+
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/cuda"
+	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/kernels"
+)
+
+// collective enqueues one collective on s: nothing for a count of 0, a
+// copy on a one-rank communicator, else one ring kernel (docs/gpunet.md)
+// with Grid(o) channels.
+func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
+	if o.Count == 0 {
+		return nil
+	}
+	if g.nranks == 1 {
+		if o.Op >= gccl.NumBuiltinOps && o.Kind.Reduces() {
+			return gccl.Errorf(gccl.InvalidUsage, "op", "a CreatePreMulSum operator on a one-rank communicator across hosts is not supported; this backend serves communicators of several hosts")
+		}
+		n := o.Count * o.Type.Size()
+		if o.Recv == o.Send || o.Kind == algo.Reduce && o.Recv == 0 {
+			return nil
+		}
+		g.last.Store(&pathCopy)
+		return g.drv.MemcpyDtoDAsync(o.Recv, o.Send, n, s)
+	}
+	grid := Grid(o.Kind, o.Count*o.Type.Size(), g.nranks, g.slotBytes, g.nch)
+	d := kernels.RingDesc{In: o.Send, Out: o.Recv, Count: uint64(o.Count), SlotBytes: uint64(g.slotBytes), NSlots: kernels.FIFOSlots,
+		NRanks: int32(g.nranks), Rank: int32(g.rank), Root: int32(o.Root)}
+	for c := range grid {
+		d.Ch[c] = kernels.RingConn{Send: kernels.FIFOAt(g.ring[c].send.dev), Recv: kernels.FIFOAt(g.ring[c].recv.dev)}
+	}
+	put := func(a *cuda.Args) { d.Put(a.Slot(kernels.RingDescBytes, kernels.RingDescAlign)) }
+	var family string
+	switch o.Kind {
+	case algo.AllGather:
+		d.Count = uint64(o.Count * o.Type.Size())
+		g.last.Store(&pathAllGather)
+		return g.launch(kernels.RingAllGather, grid, s, put)
+	case algo.Broadcast:
+		d.Count = uint64(o.Count * o.Type.Size())
+		g.last.Store(&pathBroadcast)
+		return g.launch(kernels.RingBroadcast, grid, s, put)
+	case algo.AllReduce:
+		family = kernels.RingAllReduce
+	case algo.ReduceScatter:
+		family = kernels.RingReduceScatter
+	case algo.Reduce:
+		family = kernels.RingReduce
+	default:
+		return gccl.Errorf(gccl.InternalError, "kind", "%v is not a collective", o.Kind)
+	}
+	name, err := kernels.ReductionName(family, o.Type, o.Op)
+	if err != nil {
+		return err
+	}
+	g.last.Store(&family)
+	bits, ptr := scalarArgs(o)
+	return g.launch(name, grid, s, func(a *cuda.Args) { put(a); a.U64(bits).Ptr(ptr) })
+}
+
+// The paths LastPath reports besides the reduction families.
+var (
+	pathCopy      = "copy"
+	pathAllGather = kernels.RingAllGather
+	pathBroadcast = kernels.RingBroadcast
+	pathP2P       = kernels.NetP2P
+)
+
+// scalarArgs are a reduction kernel's scalarBits and scalarPtr:
+// PreMulSum's factor read by the kernel from ptr (a ScalarDevice: in
+// stream order, afresh at every graph replay), else the raw bits of a
+// host-immediate scalar; zero for the other operators.
+func scalarArgs(o *engine.Op) (bits uint64, ptr uintptr) {
+	if o.Op < gccl.NumBuiltinOps {
+		return 0, 0
+	}
+	if sc := o.Scalar(); sc.Residence == engine.ScalarDevice {
+		return 0, sc.Ptr
+	} else {
+		return binary.LittleEndian.Uint64(sc.Value[:]), 0
+	}
+}
+
+// Grid is the channels (blocks) of a ring collective of kind over nbytes
+// (bytes per rank for all-gather and reduce-scatter, else the buffer's):
+// one per slot of data a channel moves in a step, at most channels, at
+// least one. It depends only on what every rank agrees on (the operation,
+// the ranks, the settings), so every rank computes the same grid.
+func Grid(kind algo.Kind, nbytes, nranks, slotBytes, channels int) int {
+	per := slotBytes
+	if kind == algo.AllReduce {
+		per = slotBytes * nranks // a round of the all-reduce is n chunks of up to a slot
+	}
+	need := (nbytes + per - 1) / per
+	return max(1, min(need, channels))
+}

@@ -1,0 +1,62 @@
+// Package gpunet is the engine's GPU backend across hosts: a GPU
+// communicator whose ranks cannot all map each other's memory (a peer on
+// another host, or more ranks than the peer-memory kernels address,
+// kernels.MaxRanks) runs every operation as one ring-kernel launch on the
+// caller's stream (module kernels.RingFatbin), and the communicator's
+// proxy goroutine (package proxy) moves the kernels' FIFO slots over the
+// network provider. docs/gpunet.md is the contract: FIFO layout, counters,
+// ring steps, proxy.
+//
+// # Setup
+//
+// Open loads the ring module, allocates the host-mapped control block
+// (package ctlblock: abort and status words) and, per channel, the FIFO
+// to the next rank and the FIFO from the previous one in pinned,
+// device-mapped host memory; it listens on the transport's network
+// provider (transport.Listen: the provider and device it selects),
+// all-gathers the settings and the listeners' handles over the bootstrap,
+// connects the ring with provider-level connections
+// (transport.Endpoint.DialNet and AcceptNet: every rank dials, then
+// accepts) and hands every FIFO to the proxy. Every rank must use the
+// same slot size (GCCL_NET_BUFFSIZE, 8 slots, default 4 MiB) and channel
+// count (GCCL_NET_NCHANNELS, 1 to kernels.RingMaxChannels, default 2);
+// a rank that differs fails Open with gccl.ErrInvalidUsage naming the
+// setting.
+//
+// # Operations
+//
+// Submit waits for the launch's turn, chains the launch after the
+// communicator's previous one whatever its stream and joins the launch's
+// streams (package streamjoin, as package gpu), launches one ring kernel
+// per collective with Grid channels (every rank computes the same grid
+// from the operation and the settings), then the launch's Sends and
+// Recvs, and kicks the proxy. Nothing on the host waits for the GPU, so
+// launches can be captured into CUDA graphs and replayed; the proxy finds
+// a replay's work by polling the FIFO counters.
+//
+// Point-to-point: one connection pair per peer, made on first use: both
+// ranks of a pair have an op naming the other, so each connects in its
+// Submit (dial, then accept the peer's dial; Meets tells the core that
+// such a Submit waits for its peers). A launch's Sends and Recvs become
+// steps (d, c): chunk c of the Sends to rank+d with chunk c of the Recvs
+// from rank-d, which the peer at each end puts in the same step, in
+// (d, c) order, packed into gccl_net_p2p launches of up to
+// kernels.NetP2PMaxPeers steps and kernels.NetP2PMaxPieces pieces
+// (sendrecv.go says why no cycle of waits can form). A Send to this rank
+// is a device copy into the matching Recv. A one-rank communicator's
+// collectives are copies (its PreMulSum is refused: this backend serves
+// several hosts).
+//
+// # Failures
+//
+// The kernels' waits poll the control block's abort and status words and
+// give up after the engine's timeout (kernels.StatusTimeout); a kernel
+// that receives a slot of another size than its operation expects (the
+// ranks launched different operations) reports kernels.StatusBadUsage; a
+// failed network transfer makes the proxy store kernels.StatusNetwork,
+// which stops every kernel wait at once. Status turns the word into the
+// typed error (the proxy's own error for a network failure), which the
+// core reports as the communicator's async error. Close(abort) raises the
+// abort word, waits for the device, stops the proxy (closing every
+// connection) and frees the FIFOs.
+package gpunet
