@@ -55,9 +55,10 @@ done
 # The files the kernels and engine tests read, at the paths they read them
 # from (their working directory is tests/<pkg>/).
 if [ -d "$dir/tests/kernels" ]; then
-	mkdir -p "$dir/tests/kernels/fatbin"
+	mkdir -p "$dir/tests/kernels/fatbin" "$dir/tests/kernels/ring"
 	cp kernels/*.cu kernels/*.cuh kernels/build.sh "$dir/tests/kernels/"
-	cp kernels/fatbin/ptxas.txt kernels/fatbin/sources.sha256 "$dir/tests/kernels/fatbin/"
+	cp kernels/ring/*.cu "$dir/tests/kernels/ring/"
+	cp kernels/fatbin/ptxas.txt kernels/fatbin/sources.sha256 kernels/fatbin/ring-ptxas.txt kernels/fatbin/ring.sha256 "$dir/tests/kernels/fatbin/"
 	ln -s tests/kernels "$dir/kernels"
 fi
 
