@@ -66,6 +66,28 @@ func (c *conn) release() error {
 	return errors.Join(cerr, derr)
 }
 
+// ConnStats are what one connection carried, counted by the proxy's
+// goroutine: the evidence of whether the GPU's copies into or out of the
+// FIFO overlapped with the network (docs/gpunet.md, "What the proxy
+// counts").
+type ConnStats struct {
+	Label Label
+	Send  bool   // a sending FIFO; false: a receiving one
+	Slots uint64 // slots sent or received
+	Bytes uint64 // their bytes
+	// Wire (sending FIFOs) is the time during which at least one of the
+	// connection's sends was in flight, so Bytes/Wire is the rate the
+	// network took the slots at.
+	Wire time.Duration
+	// Overlapped counts the slots that overlapped with the network: for a
+	// sending FIFO, slots the GPU posted while an earlier slot of the
+	// connection was still in flight (the GPU filled a slot while the
+	// network carried another); for a receiving FIFO, slots that arrived
+	// while the GPU had not yet consumed an earlier one (the network
+	// filled a slot while the GPU read another).
+	Overlapped uint64
+}
+
 // sendConn serves a sending FIFO: slots [done, sent) are posted, done is
 // the head the proxy stored last.
 type sendConn struct {
@@ -75,17 +97,21 @@ type sendConn struct {
 	sent  uint64
 	done  uint64
 	since int64 // when the connection last progressed or got work (ns)
+	last  int64 // when the previous step ended (ns), if sends were in flight then; else -1
 	reqs  [NSlots]network.Request
+	stats ConnStats
 }
 
 func (c *sendConn) start(now int64) {
 	c.done = c.f.Head()
-	c.sent, c.since = c.done, now
+	c.sent, c.since, c.last = c.done, now, -1
+	c.stats = ConnStats{Label: c.label, Send: true}
 }
 
 // step posts the slots the GPU posted and completes sends in order. busy:
-// sends are in flight; moved: anything was posted or completed.
-func (c *sendConn) step(now, timeout int64) (busy, moved bool, err error) {
+// sends are in flight; moved: anything was posted or completed. clock
+// reads the time (ns) for stats.Wire.
+func (c *sendConn) step(now, timeout int64, clock func() int64) (busy, moved bool, err error) {
 	if c.ref != nil {
 		if err := c.ref.Refusal(); err != nil {
 			return false, false, c.errorf(gccl.Code(err), "the receiver failed: %w", err)
@@ -98,6 +124,12 @@ func (c *sendConn) step(now, timeout int64) (busy, moved bool, err error) {
 	if c.done == c.sent && tail > c.sent {
 		c.since = now // work arrived on an idle connection
 	}
+	onWire := c.done < c.sent
+	if c.last >= 0 {
+		c.stats.Wire += time.Duration(now - c.last) // in flight since the last step
+	}
+	slots := c.stats.Slots
+	defer func() { c.timeWire(now, onWire || c.stats.Slots != slots, clock) }()
 	for c.sent < tail {
 		n := c.f.Size(c.sent)
 		if n > uint32(c.f.slotBytes) {
@@ -113,6 +145,11 @@ func (c *sendConn) step(now, timeout int64) (busy, moved bool, err error) {
 		c.reqs[c.sent%NSlots] = r
 		c.sent++
 		moved = true
+		c.stats.Slots++
+		c.stats.Bytes += uint64(n)
+		if onWire {
+			c.stats.Overlapped++
+		}
 	}
 	for c.done < c.sent {
 		i := c.done % NSlots
@@ -135,6 +172,20 @@ func (c *sendConn) step(now, timeout int64) (busy, moved bool, err error) {
 	return c.done < c.sent, moved, nil
 }
 
+// timeWire adds this step's time to stats.Wire if a send was in flight
+// during it (active: one was at its start, or one was posted in it) and
+// notes whether one still is.
+func (c *sendConn) timeWire(start int64, active bool, clock func() int64) {
+	c.last = -1
+	if active {
+		end := clock()
+		c.stats.Wire += time.Duration(end - start)
+		if c.done < c.sent {
+			c.last = end
+		}
+	}
+}
+
 // recvConn serves a receiving FIFO: receives [done, posted) are posted,
 // done is the tail the proxy stored last, head the GPU's last seen.
 type recvConn struct {
@@ -144,11 +195,13 @@ type recvConn struct {
 	done   uint64
 	head   uint64
 	reqs   [NSlots]network.Request
+	stats  ConnStats
 }
 
 func (c *recvConn) start() {
 	c.done = c.f.Tail()
 	c.posted, c.head = c.done, c.f.Head()
+	c.stats = ConnStats{Label: c.label}
 }
 
 // step keeps NSlots receives posted ahead of the GPU's head and completes
@@ -187,6 +240,11 @@ func (c *recvConn) step() (moved bool, err error) {
 			return false, c.errorf(gccl.InternalError, "slot %d: the provider reported %d bytes received into a %d-byte slot", c.done, n, c.f.slotBytes)
 		}
 		c.f.SetSize(c.done, uint32(n))
+		c.stats.Slots++
+		c.stats.Bytes += uint64(n)
+		if head < c.done {
+			c.stats.Overlapped++
+		}
 		c.done++
 		c.f.StoreTail(c.done)
 		moved = true

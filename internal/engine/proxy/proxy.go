@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -79,6 +80,8 @@ type Proxy struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	stats     []ConnStats   // set by Close
+	closedAll chan struct{} // closed when Close's work is done
 
 	// the goroutine's own
 	sends []*sendConn
@@ -92,6 +95,7 @@ func New(cfg Config) *Proxy {
 		rank: cfg.Rank, log: cfg.Logger, status: cfg.Status, timeout: cfg.Timeout, spin: cfg.Spin,
 		epoch: time.Now(),
 		wake:  make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		closedAll: make(chan struct{}),
 	}
 	if p.log == nil {
 		p.log = env.Logger("NET")
@@ -186,10 +190,14 @@ func (p *Proxy) Close() error {
 		<-p.done
 		for _, c := range p.sends {
 			links = append(links, c)
+			p.stats = append(p.stats, c.stats)
 		}
 		for _, c := range p.recvs {
 			links = append(links, c)
+			p.stats = append(p.stats, c.stats)
 		}
+		p.logStats()
+		close(p.closedAll)
 		var errs []error
 		for _, c := range links {
 			errs = append(errs, c.base().release())
@@ -197,6 +205,43 @@ func (p *Proxy) Close() error {
 		p.closeErr = errors.Join(errs...)
 	})
 	return p.closeErr
+}
+
+// Stats returns what each connection the goroutine served carried (see
+// ConnStats), sending connections first, once Close has returned; nil
+// before.
+func (p *Proxy) Stats() []ConnStats {
+	select {
+	case <-p.closedAll:
+		return p.stats
+	default:
+		return nil
+	}
+}
+
+// logStats logs each connection's ConnStats at INFO: the network's rate
+// while it carried the connection's slots and the share of slots that
+// overlapped with it.
+func (p *Proxy) logStats() {
+	if !p.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	for _, s := range p.stats {
+		if s.Slots == 0 {
+			continue
+		}
+		args := []any{"rank", p.rank, "conn", s.Label.String(), "slots", s.Slots, "bytes", s.Bytes,
+			"overlapped", strconv.FormatFloat(100*float64(s.Overlapped)/float64(s.Slots), 'f', 1, 64) + "%"}
+		if s.Send {
+			args = append(args, "wire", s.Wire)
+			if s.Wire > 0 {
+				args = append(args, "wireGBps", strconv.FormatFloat(float64(s.Bytes)/s.Wire.Seconds()/1e9, 'f', 3, 64))
+			}
+			p.log.Info("proxy send connection", args...)
+		} else {
+			p.log.Info("proxy receive connection", args...)
+		}
+	}
 }
 
 // add hands c to the goroutine, or releases its registration when the
@@ -285,11 +330,14 @@ func (p *Proxy) run() {
 	}
 }
 
+// clock is the time in ns since p.epoch.
+func (p *Proxy) clock() int64 { return int64(time.Since(p.epoch)) }
+
 // serve runs one pass over the connections: busy when a send is in
 // flight, moved when anything was posted or completed.
 func (p *Proxy) serve(now int64) (busy, moved bool, err error) {
 	for _, c := range p.sends {
-		b, m, err := c.step(now, int64(p.timeout))
+		b, m, err := c.step(now, int64(p.timeout), p.clock)
 		if err != nil {
 			return false, false, err
 		}

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -231,4 +232,61 @@ func TestCloseInFlight(t *testing.T) {
 	stop.Store(true)
 	assert.ErrorIs(t, <-kerr, errStopped)
 	// (a proxy may have seen its peer's Close before its own: not checked)
+}
+
+// TestStats: after Close every connection reports the slots and bytes it
+// carried (the streams' random sizes, summed independently), a sending
+// connection a time on the wire, and the INFO log says the same.
+func TestStats(t *testing.T) {
+	noLeaks(t)
+	var logs [2]syncBuffer
+	w := newWorld(t, 2, func(r int) proxy.Config {
+		return proxy.Config{Logger: slog.New(slog.NewTextHandler(&logs[r], &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	})
+	ps := connectAll(t, w, 32<<10)
+	for r := range 2 {
+		assert.Nil(t, w.ranks[r].p.Stats(), "rank %d: stats before Close", r)
+	}
+	count := 60
+	w.kick()
+	require.NoError(t, run(w, ps, count, nil))
+	for _, p := range ps {
+		require.Eventually(t, func() bool { return p.send.Head() == uint64(count) }, wait, time.Millisecond)
+	}
+	for r := range 2 {
+		require.NoError(t, w.ranks[r].p.Close())
+	}
+	for _, p := range ps {
+		var bytes uint64
+		for s := range uint64(count) {
+			bytes += uint64(p.st.size(s))
+		}
+		for _, end := range []struct {
+			rank, peer int
+			send       bool
+		}{{p.from, p.to, true}, {p.to, p.from, false}} {
+			var got []proxy.ConnStats
+			for _, s := range w.ranks[end.rank].p.Stats() {
+				if s.Send == end.send && s.Label.Peer == end.peer {
+					got = append(got, s)
+				}
+			}
+			require.Len(t, got, 1, "rank %d send=%v peer %d", end.rank, end.send, end.peer)
+			s := got[0]
+			assert.Equal(t, uint64(count), s.Slots, "rank %d send=%v", end.rank, end.send)
+			assert.Equal(t, bytes, s.Bytes, "rank %d send=%v", end.rank, end.send)
+			assert.LessOrEqual(t, s.Overlapped, s.Slots)
+			if end.send {
+				assert.Positive(t, s.Wire, "rank %d: a sending connection that carried %d bytes spent no time on the wire", end.rank, bytes)
+			} else {
+				assert.Zero(t, s.Wire)
+			}
+		}
+	}
+	for r := range 2 {
+		out := logs[r].String()
+		assert.Contains(t, out, "proxy send connection", "rank %d", r)
+		assert.Contains(t, out, "proxy receive connection", "rank %d", r)
+		assert.Contains(t, out, fmt.Sprintf("slots=%d", count), "rank %d", r)
+	}
 }
