@@ -25,6 +25,8 @@
 #                         rank on GPU 0: three in one process, then two in
 #                         each of two processes
 #   integration np=2      test/mpi (bad input, lifecycle, p2p, split) on GPUs
+#   multihost gpu         every operation eager and captured across 2 and 3
+#                         simulated hosts (gccl-bed; root), ranks on GPU 0
 #   mpiboot np=2, internal/mpi np=2 (MPI binding, MPI's collectives), examples,
 #                         random (tests/test-random, when bundled)
 #   gccl-perf             only with PERF=1 (several minutes)
@@ -194,6 +196,29 @@ fi
 # test/mpi on the GPU: communicator life cycle, split, abort, p2p patterns,
 # groups (its collective matrix is test/gpu's, above).
 step "integration np=2" 100 mpi 2 mpi/mpi.test "${gotest[@]}" -test.timeout=95s -test.skip '^TestCollectives$'
+
+# ---- GPU communicators across simulated hosts (issue 20): bin/gccl-bed
+# puts each host in its own network and UTS namespace on a veth bridge
+# (root), every rank on GPU 0 under mpirun; gccl-perf runs every operation
+# eager and captured in a CUDA graph and checks every element. Processes
+# sharing the GPU are time-sliced (each two-way exchange waits ~2 ms for
+# the peer's slice), so the sizes stay small: this is for correctness.
+multihost() { # multihost HOSTS PER GCCL-PERF-ARGS...
+	local hosts=$1 per=$2
+	shift 2
+	bin/gccl-bed with -gateway -hosts "$hosts" -- bin/gccl-bed mpirun -per "$per" -timeout "$((MPIRUN_TIMEOUT - 5))s" -- \
+		bin/gccl-perf -op all -device 0 -n 2 -w 1 "$@"
+}
+export -f multihost
+if [ "$(id -u)" != 0 ] || [ ! -x bin/gccl-bed ]; then
+	echo "FAIL multihost gpu (needs root and bin/gccl-bed: simulated hosts are network namespaces)"
+	failed=$((failed + 1))
+else
+	step "multihost gpu 2x1" 60 multihost 2 1 -b 8 -e 256K -f 8
+	step "multihost gpu 2x1 graph" 60 multihost 2 1 -b 8 -e 256K -f 8 -graph -launches 2
+	step "multihost gpu 2x2" 60 multihost 2 2 -b 8 -e 32K -f 64 -t int32 -o max
+	step "multihost gpu 3x1 graph" 60 multihost 3 1 -b 8 -e 32K -f 64 -graph -launches 2 -t float16
+fi
 
 # perf NAME ARGS... — one gccl-perf run against NCCL on every GPU; with
 # OUT, its table goes to $OUT/perf/NAME.txt (CSV and PNG beside it).
