@@ -153,3 +153,50 @@ func Free(p uintptr) error {
 	devlink.Forget(g.CUDADevice, p) // the pointer check must stop accepting it
 	return g.Do(func() error { return vmmFree(g.Driver(), p, a) })
 }
+
+// Import maps size bytes of a peer's cuMem allocation, shared as the POSIX
+// file descriptor fd (which the caller keeps and closes), readable and
+// writable by g's device; it runs with g's context current. The mapping
+// holds the peer's physical memory: the driver frees it only once the
+// owner has released it and every importer has unmapped it, so the owner
+// may free its side whenever it likes. unmap (g's context made current)
+// undoes the mapping.
+func Import(g GPU, fd, size int) (p uintptr, unmap func() error, err error) {
+	drv := g.Driver()
+	dev, err := drv.DeviceGet(g.Ordinal())
+	if err != nil {
+		return 0, nil, err
+	}
+	_, minimum, err := Granularity(drv, dev, cuda.HandlePosixFD)
+	if err != nil {
+		return 0, nil, err
+	}
+	h, err := drv.MemImportFromShareableHandle(fd)
+	if err != nil {
+		return 0, nil, err
+	}
+	p, err = drv.MemAddressReserve(size, minimum)
+	if err == nil {
+		if err = drv.MemMap(p, size, 0, h); err != nil {
+			_ = drv.MemAddressFree(p, size)
+		}
+	}
+	_ = drv.MemRelease(h) // the mapping keeps the memory
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := drv.MemSetAccess(p, size, dev, cuda.AccessReadWrite); err != nil {
+		_ = drv.MemUnmap(p, size)
+		_ = drv.MemAddressFree(p, size)
+		return 0, nil, err
+	}
+	unmap = func() error {
+		return g.Do(func() error {
+			if err := drv.MemUnmap(p, size); err != nil {
+				return err
+			}
+			return drv.MemAddressFree(p, size)
+		})
+	}
+	return p, unmap, nil
+}

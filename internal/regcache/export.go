@@ -102,7 +102,7 @@ func mapShared(d device.Device, e shareDesc) (*mappedPeer, error) {
 	case e.Kind == Host && !isGPU:
 		base, m.unmap, err = device.MapHostRegion(e.Region, e.Size)
 	case e.Kind == VMM && isGPU:
-		err = g.Do(func() (err error) { base, m.unmap, err = importVMM(g, e); return err })
+		err = g.Do(func() (err error) { base, m.unmap, err = memalloc.Import(g, e.FD, e.Size); return err })
 	case e.Kind == Legacy && isGPU:
 		err = g.Do(func() (err error) {
 			base, err = g.Driver().IpcOpenMemHandle(e.IPC, cuda.IpcLazyEnablePeerAccess)
@@ -117,45 +117,4 @@ func mapShared(d device.Device, e shareDesc) (*mappedPeer, error) {
 	}
 	m.Ptr = base + uintptr(e.Offset)
 	return m, nil
-}
-
-// importVMM maps a peer's cuMem allocation from its file descriptor.
-func importVMM(g memalloc.GPU, e shareDesc) (uintptr, func() error, error) {
-	drv := g.Driver()
-	dev, err := drv.DeviceGet(g.Ordinal())
-	if err != nil {
-		return 0, nil, err
-	}
-	_, minimum, err := memalloc.Granularity(drv, dev, cuda.HandlePosixFD)
-	if err != nil {
-		return 0, nil, err
-	}
-	h, err := drv.MemImportFromShareableHandle(e.FD)
-	if err != nil {
-		return 0, nil, err
-	}
-	p, err := drv.MemAddressReserve(e.Size, minimum)
-	if err == nil {
-		if err = drv.MemMap(p, e.Size, 0, h); err != nil {
-			_ = drv.MemAddressFree(p, e.Size)
-		}
-	}
-	_ = drv.MemRelease(h) // the mapping keeps the memory
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := drv.MemSetAccess(p, e.Size, dev, cuda.AccessReadWrite); err != nil {
-		_ = drv.MemUnmap(p, e.Size)
-		_ = drv.MemAddressFree(p, e.Size)
-		return 0, nil, err
-	}
-	unmap := func() error {
-		return g.Do(func() error {
-			if err := drv.MemUnmap(p, e.Size); err != nil {
-				return err
-			}
-			return drv.MemAddressFree(p, e.Size)
-		})
-	}
-	return p, unmap, nil
 }
