@@ -36,9 +36,13 @@ type Backend struct {
 	ctl ctlblock.Block
 
 	slotBytes int
-	nch       int       // channels of the ring (GCCL_NET_NCHANNELS, agreed at setup)
-	ring      []ringCh  // per channel: to next, from prev
-	fifos     []fifoMem // every FIFO, for free
+	nch       int              // channels of the ring (GCCL_NET_NCHANNELS, agreed at setup)
+	p2pOff    bool             // GCCL_P2P_DISABLE (agreed at setup): no direct connections
+	ring      []ringCh         // per channel: to next, from prev
+	fifos     []fifoMem        // every FIFO in pinned host memory, for free
+	exports   []uintptr        // this rank's direct FIFO allocations (memalloc), for free
+	imports   []func() error   // unmap the peers' direct FIFOs, for free
+	boot      engine.Bootstrap // the setup of direct point-to-point connections
 
 	ep    *transport.Endpoint
 	infos []transport.PeerInfo

@@ -20,8 +20,14 @@ import (
 // each replay computes from the inputs of its time, with no Submit (the
 // proxy finds the work by polling the FIFO counters).
 func TestGraphReplay(t *testing.T) {
-	const n, count = 3, 30000
-	w := newWorld(t, n, 8*4096, 2, 20*time.Second)
+	runGraphReplay(t, newWorld(t, 3, 8*4096, 2, 20*time.Second))
+}
+
+// runGraphReplay is TestGraphReplay on w.
+func runGraphReplay(t *testing.T, w *world) {
+	t.Helper()
+	const count = 30000
+	n := w.n
 	in, out, rin, rout := make([]uintptr, n), make([]uintptr, n), make([]uintptr, n), make([]uintptr, n)
 	execs := make([]cuda.GraphExec, n)
 	var wg sync.WaitGroup

@@ -40,20 +40,34 @@ func (g *Backend) newPeers(ops []engine.Op) []int {
 }
 
 // connectPeers connects this rank with every peer of ops it has no
-// connection with yet, both directions, and hands the FIFOs to the proxy.
-// Both ranks of a pair have an op naming the other (a Send matches a
-// Recv), so both connect in their Submit: each dials first (never
-// waiting for the peer), then accepts the peer's dial (waiting, within
-// ctx, for the peer's Submit).
+// connection with yet, both directions. Both ranks of a pair have an op
+// naming the other (a Send matches a Recv), so both connect in their
+// Submit. A direct pair (direct.go) shares FIFOs in GPU memory over the
+// bootstrap (sharePeers); a network pair gets FIFOs in pinned host memory
+// that it hands to the proxy: each rank dials first (never waiting for
+// the peer), then accepts the peer's dial (waiting, within ctx, for the
+// peer's Submit).
 func (g *Backend) connectPeers(ctx context.Context, ops []engine.Op) error {
 	peers := g.newPeers(ops)
 	if len(peers) == 0 {
 		return nil
 	}
-	conns := make([]*peerConn, len(peers))
+	var direct, net []int
+	for _, p := range peers {
+		if g.kind(g.rank, p) == edgeDirect {
+			direct = append(direct, p)
+		} else {
+			net = append(net, p)
+		}
+	}
+	dconns, nconns := newConns(len(direct)), newConns(len(net))
+	if len(direct) > 0 {
+		if err := g.sharePeers(ctx, g.boot, direct, dconns); err != nil {
+			return err
+		}
+	}
 	err := g.dev.Do(func() error {
-		for i := range conns {
-			var c peerConn
+		for _, c := range nconns {
 			var err error
 			if c.send, err = g.newFIFO(); err != nil {
 				return err
@@ -61,35 +75,49 @@ func (g *Backend) connectPeers(ctx context.Context, ops []engine.Op) error {
 			if c.recv, err = g.newFIFO(); err != nil {
 				return err
 			}
-			conns[i] = &c
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for i, p := range peers {
+	for i, p := range net {
 		sc, err := g.ep.DialNet(ctx, g.infos[p], p2pChannel)
 		if err != nil {
 			return err
 		}
-		if err := g.addSend(conns[i].send, sc, proxy.Label{Peer: p, Channel: p2pChannel}); err != nil {
+		if err := g.addSend(nconns[i].send, sc, proxy.Label{Peer: p, Channel: p2pChannel}); err != nil {
 			return err
 		}
 	}
-	for i, p := range peers {
+	for i, p := range net {
 		rc, err := g.ep.AcceptNet(ctx, p, p2pChannel)
 		if err != nil {
 			return err
 		}
-		if err := g.addRecv(conns[i].recv, rc, proxy.Label{Peer: p, Channel: p2pChannel}); err != nil {
+		if err := g.addRecv(nconns[i].recv, rc, proxy.Label{Peer: p, Channel: p2pChannel}); err != nil {
 			return err
 		}
-		g.peerMu.Lock()
-		g.peers[p] = conns[i]
-		g.peerMu.Unlock()
+	}
+	g.peerMu.Lock()
+	defer g.peerMu.Unlock()
+	all, conns := append(direct, net...), append(dconns, nconns...)
+	for i, p := range all {
+		c := conns[i]
+		g.logConn("send", p, p2pChannel, c.send.kind())
+		g.logConn("recv", p, p2pChannel, c.recv.kind())
+		g.peers[p] = c
 	}
 	return nil
+}
+
+// newConns is n empty connection pairs.
+func newConns(n int) []*peerConn {
+	cs := make([]*peerConn, n)
+	for i := range cs {
+		cs[i] = new(peerConn)
+	}
+	return cs
 }
 
 // p2pStep is one step of a launch's point-to-point ops: at distance d,

@@ -17,9 +17,13 @@ import (
 // more pieces to one peer than one step holds, then a ring shift in a
 // later launch over the connections made by the first; every byte checked.
 func TestSendRecv(t *testing.T) {
-	const n = 4
-	w := newWorld(t, n, 8*4096, 2, 30*time.Second)
-	rng := rand.New(rand.NewPCG(7, 8))
+	runSendRecv(t, newWorld(t, 4, 8*4096, 2, 30*time.Second), rand.New(rand.NewPCG(7, 8)))
+}
+
+// runSendRecv is TestSendRecv's pattern on w.
+func runSendRecv(t *testing.T, w *world, rng *rand.Rand) {
+	t.Helper()
+	n := w.n
 	size := func(from, to, k int) int { return []int{0, 1, 4097, 33000, 5}[(from+2*to+k)%5] }
 	pieces := func(from, to int) int {
 		if from == 0 && to == 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/gccl/gccl/internal/engine/internal/streamjoin"
 	"github.com/gccl/gccl/internal/engine/proxy"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/memalloc"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport"
 	"github.com/gccl/gccl/transport/network"
@@ -40,6 +41,10 @@ type Config struct {
 	// BuffSize and Channels override GCCL_NET_BUFFSIZE and
 	// GCCL_NET_NCHANNELS when nonzero (tests).
 	BuffSize, Channels int
+	// P2PDisable, like GCCL_P2P_DISABLE (either turns it on), makes every
+	// connection go over the network, those between ranks of one host
+	// included; every rank must agree.
+	P2PDisable bool
 }
 
 // New returns the constructor of a backend with cfg, for engine.Config.
@@ -47,8 +52,18 @@ func New(cfg Config) engine.NewBackend {
 	return func(ctx context.Context, s engine.Setup) (engine.Backend, error) { return Open(ctx, s, cfg) }
 }
 
-// fifoMem is one FIFO's pinned host memory: its host and device addresses.
+// fifoMem is one FIFO: its device address, and its host address when it
+// is in pinned host memory (a network connection's); host is 0 for a
+// direct connection's FIFO in GPU memory (direct.go).
 type fifoMem struct{ host, dev uintptr }
+
+// kind is the kind of the connection f belongs to.
+func (f fifoMem) kind() edgeKind {
+	if f.host == 0 {
+		return edgeDirect
+	}
+	return edgeNet
+}
 
 // ringCh is one channel of the ring: the FIFO to the next rank and the
 // FIFO from the previous one.
@@ -58,9 +73,10 @@ type ringCh struct{ send, recv fifoMem }
 type settings struct {
 	SlotBytes uint32
 	Channels  uint8
+	P2POff    bool // GCCL_P2P_DISABLE: no direct connections
 }
 
-const settingsLen = 5
+const settingsLen = 6
 
 // Open sets up the backend on s.Device, a CUDA device (collective over
 // the ranks): it loads the ring module, allocates the control block and
@@ -82,8 +98,8 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	drv, _ := devlink.Driver(dev)
-	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: drv,
-		slotBytes: int(set.SlotBytes), nch: int(set.Channels), peers: map[int]*peerConn{}, fns: map[string]cuda.Function{}}
+	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: drv, boot: s.Boot,
+		slotBytes: int(set.SlotBytes), nch: int(set.Channels), p2pOff: set.P2POff, peers: map[int]*peerConn{}, fns: map[string]cuda.Function{}}
 	g.links = streamjoin.New(drv)
 	fail := func(err error) (*Backend, error) {
 		_ = g.px.Close()
@@ -106,7 +122,7 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 		NRanks: int32(g.nranks), Rank: int32(g.rank)}
 	g.px = proxy.New(proxy.Config{Rank: g.rank, Logger: g.log, Status: g.ctl.StatusWord(), Timeout: g.timeout})
 	if g.nranks > 1 {
-		if err := g.connectRing(ctx); err != nil {
+		if err := g.connectRing(ctx, s.Boot); err != nil {
 			return fail(err)
 		}
 	}
@@ -137,32 +153,18 @@ func mySettings(cfg Config) (settings, error) {
 	if ch < 1 || ch > kernels.RingMaxChannels {
 		return settings{}, gccl.Errorf(gccl.InvalidArgument, what, "%d channels: use 1 to %d (default %d), the same on every rank", ch, kernels.RingMaxChannels, DefaultChannels)
 	}
-	return settings{SlotBytes: uint32(buf / kernels.FIFOSlots), Channels: uint8(ch)}, nil
+	return settings{SlotBytes: uint32(buf / kernels.FIFOSlots), Channels: uint8(ch), P2POff: cfg.P2PDisable || e.P2PDisable}, nil
 }
 
-// allocate loads the module and makes the control block and the ring's
-// FIFOs (current context set).
+// allocate loads the module and makes the control block (current
+// context set); connectRing makes the ring's FIFOs.
 func (g *Backend) allocate(img []byte) error {
 	var err error
 	if g.mod, err = g.drv.ModuleLoadData(img); err != nil {
 		return gccl.Errorf(gccl.Code(err), "kernels", "loading the ring kernel module: %w", err)
 	}
-	if g.ctl, err = ctlblock.Alloc(g.drv); err != nil {
-		return err
-	}
-	if g.nranks == 1 {
-		return nil
-	}
-	g.ring = make([]ringCh, g.nch)
-	for c := range g.ring {
-		if g.ring[c].send, err = g.newFIFO(); err != nil {
-			return err
-		}
-		if g.ring[c].recv, err = g.newFIFO(); err != nil {
-			return err
-		}
-	}
-	return nil
+	g.ctl, err = ctlblock.Alloc(g.drv)
+	return err
 }
 
 // newFIFO allocates one zeroed FIFO in pinned, device-mapped host memory
@@ -197,7 +199,7 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, set setti
 		return err
 	}
 	mine := binary.LittleEndian.AppendUint32(nil, set.SlotBytes)
-	mine = append(mine, set.Channels)
+	mine = append(mine, set.Channels, boolByte(set.P2POff))
 	all, err := boot.AllGather(ctx, append(mine, info...))
 	if err != nil {
 		return gccl.Errorf(gccl.Code(err), "bootstrap", "exchanging network handles: %w", err)
@@ -210,7 +212,7 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, set setti
 		if len(b) < settingsLen {
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d sent a %d-byte network setup entry", r, len(b))
 		}
-		theirs := settings{SlotBytes: binary.LittleEndian.Uint32(b), Channels: b[4]}
+		theirs := settings{SlotBytes: binary.LittleEndian.Uint32(b), Channels: b[4], P2POff: b[5] != 0}
 		if theirs.SlotBytes != set.SlotBytes {
 			return gccl.Errorf(gccl.InvalidUsage, "GCCL_NET_BUFFSIZE", "rank %d uses FIFOs of %d bytes, this rank (%d) %d: set GCCL_NET_BUFFSIZE the same on every rank",
 				r, kernels.FIFOSlots*int(theirs.SlotBytes), g.rank, kernels.FIFOSlots*int(set.SlotBytes))
@@ -219,6 +221,10 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, set setti
 			return gccl.Errorf(gccl.InvalidUsage, "GCCL_NET_NCHANNELS", "rank %d uses %d channels, this rank (%d) %d: set GCCL_NET_NCHANNELS the same on every rank",
 				r, theirs.Channels, g.rank, set.Channels)
 		}
+		if theirs.P2POff != set.P2POff {
+			return gccl.Errorf(gccl.InvalidUsage, "GCCL_P2P_DISABLE", "rank %d runs with GCCL_P2P_DISABLE=%v, this rank (%d) with %v: ranks of one host would disagree on how they connect; set it the same on every rank",
+				r, theirs.P2POff, g.rank, set.P2POff)
+		}
 		if err := g.infos[r].UnmarshalBinary(b[settingsLen:]); err != nil {
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d's network handle: %w", r, err)
 		}
@@ -226,12 +232,59 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, set setti
 	return nil
 }
 
+// boolByte is b as a byte of the setup exchange.
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // connectRing connects every channel to the next rank and from the
-// previous one and hands the FIFOs to the proxy. Dials never wait for the
-// peer, so every rank dials first, then accepts.
-func (g *Backend) connectRing(ctx context.Context) error {
+// previous one: a direct edge (direct.go) through FIFOs in the
+// receiver's GPU memory, which every rank shares when any edge of the
+// ring is direct; a network edge through FIFOs in pinned host memory
+// that it hands to the proxy. Dials never wait for the peer, so every
+// rank dials first, then accepts.
+func (g *Backend) connectRing(ctx context.Context, boot engine.Bootstrap) error {
 	next, prev := (g.rank+1)%g.nranks, (g.rank+g.nranks-1)%g.nranks
+	sendKind, recvKind := g.kind(g.rank, next), g.kind(prev, g.rank)
+	g.ring = make([]ringCh, g.nch)
+	err := g.dev.Do(func() error {
+		for c := range g.ring {
+			var err error
+			if sendKind == edgeNet {
+				if g.ring[c].send, err = g.newFIFO(); err != nil {
+					return err
+				}
+			}
+			if recvKind == edgeNet {
+				if g.ring[c].recv, err = g.newFIFO(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for r := range g.nranks {
+		if g.kind(r, (r+1)%g.nranks) == edgeDirect {
+			if err := g.shareRing(ctx, boot, next, prev); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	for c := range g.ring {
+		g.logConn("send", next, c, sendKind)
+		g.logConn("recv", prev, c, recvKind)
+	}
+	for c := range g.ring {
+		if sendKind == edgeDirect {
+			break
+		}
 		sc, err := g.ep.DialNet(ctx, g.infos[next], c)
 		if err != nil {
 			return err
@@ -241,6 +294,9 @@ func (g *Backend) connectRing(ctx context.Context) error {
 		}
 	}
 	for c := range g.ring {
+		if recvKind == edgeDirect {
+			break
+		}
 		rc, err := g.ep.AcceptNet(ctx, prev, c)
 		if err != nil {
 			return err
@@ -277,8 +333,10 @@ func (g *Backend) addRecv(f fifoMem, rc network.RecvComm, l proxy.Label) error {
 	return err
 }
 
-// free releases what allocate and the peers' connections allocated
-// (current context set; the proxy closed).
+// free releases what allocate and the connections allocated (current
+// context set; this rank's kernels done, the proxy closed): it unmaps the
+// peers' direct FIFOs before it frees its own (a peer's kernel may still
+// use those: its mapping keeps the memory until it unmaps it).
 func (g *Backend) free() error {
 	var first error
 	first = errs.First(first, g.links.Close())
@@ -286,7 +344,13 @@ func (g *Backend) free() error {
 	for _, f := range g.fifos {
 		first = errs.First(first, g.drv.MemFreeHost(f.host))
 	}
-	g.fifos, g.ring = nil, nil
+	for _, unmap := range g.imports {
+		first = errs.First(first, unmap())
+	}
+	for _, p := range g.exports {
+		first = errs.First(first, memalloc.Free(p))
+	}
+	g.fifos, g.ring, g.imports, g.exports = nil, nil, nil, nil
 	first = errs.First(first, g.ctl.Free(g.drv))
 	if g.mod != 0 {
 		first = errs.First(first, g.drv.ModuleUnload(g.mod))

@@ -1,6 +1,7 @@
 package gpunet
 
 import (
+	"context"
 	"crypto/rand"
 	"sync"
 	"testing"
@@ -17,22 +18,56 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// world is n ranks on fake GPUs (one fake machine each: a host of its
-// own as far as the backend knows), connected by the socket provider on
-// loopback, each with a stream.
+// world is n ranks on fake GPUs (one fake driver each: a process of its
+// own), connected by the socket provider on loopback, each with a stream.
+// Ranks on one host (the host hashes their transport reports) connect
+// directly (direct.go), the others over the network.
 type world struct {
 	n       int
 	fakes   []*cudafake.Fake
 	devs    []*device.CUDADevice
 	streams []gccl.Stream
 	engines []*engine.Engine
+	backs   []*Backend
 }
 
-// newWorld opens the ranks' engines on the gpunet backend with FIFOs of
-// buff bytes and ch channels, closed after the test.
+// newWorld opens n ranks, each on a host of its own (every connection
+// over the network), with FIFOs of buff bytes and ch channels.
 func newWorld(t *testing.T, n, buff, ch int, timeout time.Duration) *world {
 	t.Helper()
-	w := &world{n: n, fakes: make([]*cudafake.Fake, n), devs: make([]*device.CUDADevice, n), streams: make([]gccl.Stream, n), engines: make([]*engine.Engine, n)}
+	return newWorldOn(t, hostsOf(n, 1), buff, ch, timeout, nil)
+}
+
+// hostsOf is n ranks in blocks of per consecutive ranks a host (mpirun's
+// block mapping).
+func hostsOf(n, per int) []int {
+	hosts := make([]int, n)
+	for r := range hosts {
+		hosts[r] = r / per
+	}
+	return hosts
+}
+
+// newWorldOn opens a rank on host hosts[r] for every r, closed after the
+// test; p2pOff[r] (nil: none) sets rank r's Config.P2PDisable.
+func newWorldOn(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, p2pOff []bool) *world {
+	t.Helper()
+	w, errs := openWorld(t, hosts, buff, ch, timeout, p2pOff)
+	for r, err := range errs {
+		assert.NoError(t, err, "rank %d", r)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return w
+}
+
+// openWorld is newWorldOn that returns each rank's Open error.
+func openWorld(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, p2pOff []bool) (*world, []error) {
+	t.Helper()
+	n := len(hosts)
+	w := &world{n: n, fakes: make([]*cudafake.Fake, n), devs: make([]*device.CUDADevice, n), streams: make([]gccl.Stream, n),
+		engines: make([]*engine.Engine, n), backs: make([]*Backend, n)}
 	for r := range n {
 		w.fakes[r] = cudafake.New(cudafake.Config{VABase: uintptr(1+r) << 52})
 		registerTwins(w.fakes[r])
@@ -51,20 +86,33 @@ func newWorld(t *testing.T, n, buff, ch int, timeout time.Duration) *world {
 	var wg sync.WaitGroup
 	for r := range n {
 		wg.Go(func() {
-			cfg := Config{Transport: transport.Config{CommID: id, Secret: secret, NetName: "socket", IfName: "lo", ShmDisable: true}, BuffSize: buff, Channels: ch}
-			w.engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: w.devs[r], Timeout: timeout, Backend: New(cfg)})
+			cfg := Config{Transport: transport.Config{CommID: id, Secret: secret, NetName: "socket", IfName: "lo", ShmDisable: true, HostHash: uint64(hosts[r]) + 1},
+				BuffSize: buff, Channels: ch, P2PDisable: p2pOff != nil && p2pOff[r]}
+			open := func(ctx context.Context, s engine.Setup) (engine.Backend, error) {
+				b, err := Open(ctx, s, cfg)
+				w.backs[r] = b
+				return orNil(b, err)
+			}
+			w.engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: w.devs[r], Timeout: timeout, Backend: open})
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
-	t.Cleanup(func() {
+	t.Cleanup(func() { // one after the other: a Close never waits for a peer's
 		for _, e := range w.engines {
-			_ = e.Close()
+			if e != nil {
+				_ = e.Close()
+			}
 		}
 	})
-	return w
+	return w, errs
+}
+
+// orNil is b as an engine.Backend, nil on an error.
+func orNil(b *Backend, err error) (engine.Backend, error) {
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // buf is a device buffer of rank r holding content.
