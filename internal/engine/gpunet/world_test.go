@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,12 @@ type world struct {
 	engines []*engine.Engine
 	backs   []*Backend
 }
+
+// fakeBases numbers the fake drivers of the test binary: each gets
+// addresses of its own (above any host address), as the ranks of one
+// process share one address space, which process-wide tables keyed by
+// address (memalloc's) rely on, whichever worlds are alive at once.
+var fakeBases atomic.Uint64
 
 // newWorld opens n ranks, each on a host of its own (every connection
 // over the network), with FIFOs of buff bytes and ch channels.
@@ -69,7 +76,7 @@ func openWorld(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, p
 	w := &world{n: n, fakes: make([]*cudafake.Fake, n), devs: make([]*device.CUDADevice, n), streams: make([]gccl.Stream, n),
 		engines: make([]*engine.Engine, n), backs: make([]*Backend, n)}
 	for r := range n {
-		w.fakes[r] = cudafake.New(cudafake.Config{VABase: uintptr(1+r) << 52})
+		w.fakes[r] = cudafake.New(cudafake.Config{VABase: uintptr(32+fakeBases.Add(1)) << 48})
 		registerTwins(w.fakes[r])
 		dv, err := devlink.OpenGPU(w.fakes[r], 0, 2*timeout)
 		require.NoError(t, err)
@@ -100,7 +107,7 @@ func openWorld(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, p
 	t.Cleanup(func() { // one after the other: a Close never waits for a peer's
 		for _, e := range w.engines {
 			if e != nil {
-				_ = e.Close()
+				assert.NoError(t, e.Close())
 			}
 		}
 	})
