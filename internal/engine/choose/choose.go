@@ -47,8 +47,9 @@ type Config struct {
 //   - a GPU whose peers can all map its memory: the GPU backend;
 //   - a GPU with a peer on another host, or more ranks than the
 //     peer-memory kernels address (kernels.MaxRanks): the GPU network
-//     backend (package gpunet: ring kernels, FIFOs in pinned host memory,
-//     the proxy over the network provider), capturable in CUDA graphs;
+//     backend (package gpunet: ring kernels, FIFOs in GPU memory between
+//     ranks of one host, in pinned host memory served by the proxy over
+//     the network provider across hosts), capturable in CUDA graphs;
 //   - a GPU with GCCL_P2P_DISABLE and every rank on this host, at most
 //     kernels.MaxRanks of them: the GPU-via-host backend (copies through
 //     pinned host memory and the host backend; not capturable).

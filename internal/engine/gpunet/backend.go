@@ -21,9 +21,10 @@ import (
 
 // Backend runs every operation of a GPU communicator whose ranks span
 // hosts as one ring-kernel launch on the caller's stream (docs/gpunet.md):
-// the kernels talk to their ring neighbours through FIFOs in pinned host
-// memory, and the communicator's proxy goroutine moves the FIFOs' slots
-// over the network provider. Nothing on the host takes part in a launch,
+// the kernels talk to their ring neighbours through FIFOs, directly in the
+// receiver's GPU memory between ranks of one host, else in pinned host
+// memory whose slots the communicator's proxy goroutine moves over the
+// network provider. Nothing on the host takes part in a launch,
 // so operations can be captured in CUDA graphs and replayed.
 type Backend struct {
 	rank, nranks int

@@ -10,18 +10,22 @@
 // # Setup
 //
 // Open loads the ring module, allocates the host-mapped control block
-// (package ctlblock: abort and status words) and, per channel, the FIFO
-// to the next rank and the FIFO from the previous one in pinned,
-// device-mapped host memory; it listens on the transport's network
-// provider (transport.Listen: the provider and device it selects),
-// all-gathers the settings and the listeners' handles over the bootstrap,
-// connects the ring with provider-level connections
-// (transport.Endpoint.DialNet and AcceptNet: every rank dials, then
-// accepts) and hands every FIFO to the proxy. Every rank must use the
-// same slot size (GCCL_NET_BUFFSIZE, 8 slots, default 4 MiB) and channel
-// count (GCCL_NET_NCHANNELS, 1 to kernels.RingMaxChannels, default 2);
-// a rank that differs fails Open with gccl.ErrInvalidUsage naming the
-// setting.
+// (package ctlblock: abort and status words), listens on the transport's
+// network provider (transport.Listen: the provider and device it
+// selects), all-gathers the settings and the listeners' handles (with the
+// ranks' host hashes) over the bootstrap, and connects each channel of
+// the ring to the next rank and from the previous one. A connection
+// between ranks of one host is direct (direct.go, unless
+// GCCL_P2P_DISABLE): one FIFO in the receiver's GPU memory (a cuMem
+// allocation whose descriptor the sender fetches over a unix socket) that
+// the sender maps, with no proxy and no network. Any other is a network
+// connection: a FIFO in pinned, device-mapped host memory at each end,
+// joined by provider-level connections (transport.Endpoint.DialNet and
+// AcceptNet: every rank dials, then accepts) that the proxy serves. Every
+// rank must use the same slot size (GCCL_NET_BUFFSIZE, 8 slots, default 4
+// MiB), channel count (GCCL_NET_NCHANNELS, 1 to kernels.RingMaxChannels,
+// default 2) and GCCL_P2P_DISABLE; a rank that differs fails Open with
+// gccl.ErrInvalidUsage naming the setting.
 //
 // # Operations
 //
@@ -36,7 +40,8 @@
 //
 // Point-to-point: one connection pair per peer, made on first use: both
 // ranks of a pair have an op naming the other, so each connects in its
-// Submit (dial, then accept the peer's dial; Meets tells the core that
+// Submit (a direct pair exchanges its FIFOs over the bootstrap, a network
+// pair dials, then accepts the peer's dial; Meets tells the core that
 // such a Submit waits for its peers). A launch's Sends and Recvs become
 // steps (d, c): chunk c of the Sends to rank+d with chunk c of the Recvs
 // from rank-d, which the peer at each end puts in the same step, in
@@ -58,5 +63,8 @@
 // typed error (the proxy's own error for a network failure), which the
 // core reports as the communicator's async error. Close(abort) raises the
 // abort word, waits for the device, stops the proxy (closing every
-// connection) and frees the FIFOs.
+// connection), unmaps the peers' direct FIFOs and frees its own FIFOs (a
+// direct FIFO's memory lives on while a peer still maps it, so Close
+// never waits for a peer). A kernel waiting on a direct peer that died
+// stops at the timeout: no proxy watches a direct connection.
 package gpunet
