@@ -7,7 +7,9 @@ import (
 	"syscall"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/internal/fdpass"
 	"github.com/gccl/gccl/internal/memalloc"
 	"github.com/gccl/gccl/kernels"
@@ -80,10 +82,7 @@ func (g *Backend) exportFIFOs(ctx context.Context, n int) (base uintptr, offer [
 	size, _ := memalloc.Size(base)
 	fd := -1
 	err = g.dev.Do(func() error {
-		if err := g.drv.MemsetD8Async(base, 0, size, 0); err != nil {
-			return err
-		}
-		if err := g.drv.StreamSynchronize(0); err != nil {
+		if err := g.zero(base, size); err != nil {
 			return err
 		}
 		h, ok := memalloc.Owned(base)
@@ -105,6 +104,22 @@ func (g *Backend) exportFIFOs(ctx context.Context, n int) (base uintptr, offer [
 	offer = binary.LittleEndian.AppendUint64(nil, uint64(size))
 	offer = append(offer, srv.Token[:]...)
 	return base, append(offer, srv.Name...), served{srv: srv, fd: fd}, nil
+}
+
+// zero clears n bytes of device memory at p and waits for it, on a
+// stream of its own that waits for no other: a point-to-point connection
+// is made in a Submit, which may be under stream capture, where the legacy
+// stream would join (and invalidate) the capture (current context set).
+func (g *Backend) zero(p uintptr, n int) error {
+	s, err := g.drv.StreamCreate(cuda.StreamNonBlocking)
+	if err != nil {
+		return err
+	}
+	err = g.drv.MemsetD8Async(p, 0, n, s)
+	if err == nil {
+		err = g.drv.StreamSynchronize(s)
+	}
+	return errs.First(err, g.drv.StreamDestroy(s))
 }
 
 // offerFixed is an offer's size and token, before the socket name.
