@@ -61,7 +61,11 @@
 // and registered with the connection once; the rest goes in chunks
 // (Config.NetChunkSize, 512 KiB by default, the same on every rank) straight
 // from the caller's bytes, pinned and registered for the call, four in
-// flight. The receiving side keeps four registered staging slots with
+// flight. A message of at most 64 KiB is staged whole: Send returns once
+// its transfer is posted, and the next Send, Fail or Close (within 200 ms)
+// finishes it, so a net Conn buffers one short message and is a Buffered
+// (Free is 1 while the staging buffer is free), which lets the host
+// backend send it on its own goroutine without a hand-off. The receiving side keeps four registered staging slots with
 // receives posted, so the provider reads ahead of Recv, and hands each slot
 // to consume in place. A receiver's Fail reaches the sender through the
 // provider's network.Failer (the socket provider sends it back on its

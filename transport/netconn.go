@@ -23,6 +23,10 @@ type netSend struct {
 	err     error // sticky: a failed send breaks the stream
 	closed  bool
 	reqs    [netDepth + 1]network.Request
+	// staged is the transfer of the last short message, posted from the
+	// staging buffer and not yet seen complete: Send returned once its
+	// bytes were staged, and the next use of the buffer finishes it first.
+	staged network.Request
 }
 
 func newNetSend(sc network.SendComm, chunk int, timeout time.Duration) (*netSend, error) {
@@ -33,12 +37,21 @@ func newNetSend(sc network.SendComm, chunk int, timeout time.Duration) (*netSend
 	return &netSend{sc: sc, stage: st, chunk: chunk, timeout: timeout}, nil
 }
 
+// netFailGrace bounds how long Fail and Close wait for the peer to take
+// bytes (the peer may be gone or stalled).
+const netFailGrace = 200 * time.Millisecond
+
 var errNetClosed = gccl.Errorf(gccl.InvalidUsage, "conn", "use of a closed network connection")
 
 // Send sends p as transfers: the first carries the header and up to
 // netInline bytes of p, copied into the staging buffer; the rest of p goes
 // in transfers of chunk bytes straight from p, pinned and registered for
-// the call; netDepth transfers are in flight.
+// the call; netDepth transfers are in flight. A message of at most
+// netInline bytes is then staged whole: Send returns once its transfer is
+// posted (the socket provider writes it inline), without waiting for it to
+// complete, and the next Send, Fail or Close finishes it (a failure
+// breaks the stream there). So the connection buffers one short message,
+// as a shared-memory ring buffers several (Buffered).
 func (s *netSend) Send(ctx context.Context, d Desc, p []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -54,18 +67,79 @@ func (s *netSend) Send(ctx context.Context, d Desc, p []byte) error {
 		}
 	}
 	deadline := wait.Deadline(ctx, s.timeout)
-	netHeader{length: uint64(len(p)), desc: d}.put(s.stage.b)
-	first := copy(s.stage.b[netHeaderSize:], p[:min(len(p), netInline)])
-	var err error
-	if first == len(p) {
-		err = s.transfer(ctx, deadline, s.stage.region(0, netHeaderSize+first), s.stage.m)
-	} else {
-		err = s.sendLong(ctx, deadline, p, first)
+	err := s.unstage(ctx, deadline)
+	if err == nil {
+		netHeader{length: uint64(len(p)), desc: d}.put(s.stage.b)
+		first := copy(s.stage.b[netHeaderSize:], p[:min(len(p), netInline)])
+		if first == len(p) {
+			err = s.stageShort(ctx, deadline, first)
+		} else {
+			err = s.sendLong(ctx, deadline, p, first)
+		}
 	}
 	if err != nil {
 		s.err = err
 	}
 	return err
+}
+
+// stageShort posts the staged message of n bytes; it stays staged if its
+// transfer is not complete yet.
+func (s *netSend) stageShort(ctx context.Context, deadline time.Time, n int) error {
+	q, err := s.isend(ctx, deadline, s.stage.region(0, netHeaderSize+n), s.stage.m)
+	if err != nil {
+		return err
+	}
+	done, _, err := q.Test()
+	if !done {
+		s.staged = q
+	}
+	return err
+}
+
+// unstage finishes the staged message's transfer, if one is pending, so
+// that the staging buffer may be reused.
+func (s *netSend) unstage(ctx context.Context, deadline time.Time) error {
+	q := s.staged
+	if q == nil {
+		return nil
+	}
+	_, err := finish(ctx, deadline, "net send", q)
+	if err == nil || gccl.Code(err) != gccl.TimeoutError {
+		s.staged = nil // spent
+	}
+	return err
+}
+
+// Free is 1 when the staging buffer is free now (its last message's
+// transfer completed), so that a short message is sent without waiting,
+// else 0 (Buffered). Not safe concurrently with Send.
+func (s *netSend) Free() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.err != nil {
+		return 1 // Send fails at once
+	}
+	if s.staged != nil {
+		done, _, err := s.staged.Test()
+		if !done {
+			return 0
+		}
+		s.staged = nil
+		if err != nil {
+			s.err = err
+		}
+	}
+	return 1
+}
+
+// Takes is 1 for a message that is staged whole (at most netInline bytes),
+// else more than the connection ever has free (Buffered).
+func (s *netSend) Takes(n int) int {
+	if n <= netInline {
+		return 1
+	}
+	return 2
 }
 
 // transfer sends one region and waits for it.
@@ -132,7 +206,7 @@ func (s *netSend) Refusal() error {
 }
 
 // Fail sends err to the receiver as a failure record in place of the next
-// message (waiting at most 200 ms); if the stream is already broken it
+// message (waiting at most netFailGrace, after the staged message); if the stream is already broken it
 // closes the connection instead. Later Sends return err.
 func (s *netSend) Fail(err error) {
 	if err == nil {
@@ -147,6 +221,14 @@ func (s *netSend) Fail(err error) {
 		_ = s.sc.Close()
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), netFailGrace)
+	defer cancel()
+	deadline := time.Now().Add(netFailGrace)
+	if s.unstage(ctx, deadline) != nil {
+		s.err = err
+		_ = s.sc.Close()
+		return
+	}
 	s.err = err
 	msg := []byte(err.Error())
 	msg = msg[:min(len(msg), maxNetFailMsg)]
@@ -156,9 +238,7 @@ func (s *netSend) Fail(err error) {
 	}
 	netHeader{flags: netFlagFail, length: uint64(len(msg)), code: uint32(code)}.put(s.stage.b)
 	n := netHeaderSize + copy(s.stage.b[netHeaderSize:], msg)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	if s.transfer(ctx, time.Now().Add(200*time.Millisecond), s.stage.region(0, n), s.stage.m) != nil {
+	if s.transfer(ctx, deadline, s.stage.region(0, n), s.stage.m) != nil {
 		_ = s.sc.Close()
 	}
 }
@@ -168,9 +248,19 @@ func (s *netSend) Recv(context.Context, func(Desc, int) error, func([]byte) erro
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Recv on the sending direction of a network connection")
 }
 
-// Close closes the SendComm (interrupting a Send in progress, which then
-// returns) and frees the staging buffer. Safe twice.
+// Close finishes the staged message's transfer (within netFailGrace: the
+// peer may be gone or stalled), closes the SendComm (interrupting a Send
+// in progress, which then returns) and frees the staging buffer. Safe
+// twice.
 func (s *netSend) Close() error {
+	if s.mu.TryLock() { // else a Send is in progress: interrupt it
+		if !s.closed && s.err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), netFailGrace)
+			_ = s.unstage(ctx, time.Now().Add(netFailGrace))
+			cancel()
+		}
+		s.mu.Unlock()
+	}
 	err := s.sc.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
