@@ -23,8 +23,11 @@
 // sends first (no send waits, so no receive waits for anything but a
 // peer's send); others run on a goroutine each. A launch of one stream
 // allocates nothing (TestLaunchAllocations): its task, lanes and wait
-// scope are reused. A plan runs on a runner: sends are posted to a goroutine per
-// peer and complete when the peer took the bytes, receives reduce straight
+// scope are reused. A plan runs on a runner: a send its connection buffers
+// now (transport.Buffered: a shared-memory ring with room, a short message
+// on a network connection) is sent on the runner's goroutine; the others are
+// posted to a goroutine per peer, started on demand, and complete when the
+// peer took the bytes, receives reduce straight
 // out of the transport's pieces, and a step that writes a range first
 // waits for the posted sends still reading it (an in-place copy, which
 // writes nothing, does not wait: issue 16). A failed launch records the

@@ -15,10 +15,14 @@ import (
 // combineFunc computes dst = a ⊕ b element-wise; dst may alias a or b.
 type combineFunc func(dst, a, b []byte) error
 
-// runner executes one plan of this rank over host memory. Sends are posted
-// to one goroutine per peer and complete when the peer has taken the bytes;
-// receives block; before a step writes a range it waits for the posted sends
-// that still read that range.
+// runner executes one plan of this rank over host memory. A send that its
+// connection buffers now without waiting (transport.Buffered: a short
+// message on a network connection, one that fits a shared-memory ring) is
+// sent on the runner's goroutine, with no hand-off; the others are posted to
+// one goroutine per peer, started on the first such send, and complete when
+// the peer has taken the bytes (a peer's later sends follow them there, in
+// order); receives block; before a step writes a range it waits for the
+// posted sends that still read that range.
 type runner struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -30,6 +34,7 @@ type runner struct {
 	desc    opdesc.Desc    // the operation: what received messages must say
 	wire    transport.Desc // desc as every sent message carries it
 
+	sends   map[int]int // sends the steps make to each peer
 	senders map[int]chan *sendReq
 	wg      sync.WaitGroup
 	pending []*sendReq
@@ -43,17 +48,11 @@ type sendReq struct {
 	err  error
 }
 
-// newRunner prepares a runner; sends[p] is how many sends the steps post
+// newRunner prepares a runner; sends[p] is how many sends the steps make
 // to peer p, so that posting never blocks.
 func newRunner(ctx context.Context, conns []*peerConn, es int, combine combineFunc, sends map[int]int) *runner {
-	r := &runner{conns: conns, es: es, combine: combine, senders: map[int]chan *sendReq{}}
+	r := &runner{conns: conns, es: es, combine: combine, sends: sends, senders: map[int]chan *sendReq{}}
 	r.ctx, r.cancel = context.WithCancel(ctx)
-	for p, n := range sends {
-		q := make(chan *sendReq, n)
-		r.senders[p] = q
-		r.wg.Add(1)
-		go r.sendLoop(p, q)
-	}
 	return r
 }
 
@@ -111,8 +110,7 @@ func (r *runner) step(s algo.Step) error {
 	}
 	switch s.Op {
 	case algo.Send:
-		r.post(s.To, r.at(s.Src, s.Len))
-		return nil
+		return r.send(s.To, r.at(s.Src, s.Len))
 	case algo.Copy:
 		copy(dst, r.at(s.Src, s.Len))
 		return nil
@@ -133,7 +131,7 @@ func (r *runner) step(s algo.Step) error {
 		}
 	}
 	if s.Op.Sends() {
-		r.post(s.To, dst)
+		return r.send(s.To, dst)
 	}
 	return nil
 }
@@ -196,12 +194,31 @@ func (r *runner) waited(err error, peer int, note func() string) error {
 // sendNote is the note on a peer that did not take this rank's data.
 func sendNote() string { return "it has not taken this rank's data (its receive buffer is full)" }
 
-// post queues p for peer's sender goroutine; the queue was sized by
-// newRunner, so this never blocks.
+// send sends p to peer here when its connection buffers it now without
+// waiting and no earlier send to peer is still posted, else posts it.
+func (r *runner) send(peer int, p []byte) error {
+	c := r.conns[peer].send
+	if buf, ok := c.(transport.Buffered); ok && r.senders[peer] == nil && buf.Takes(len(p)) <= buf.Free() {
+		return r.waited(wrapPeer(c.Send(r.ctx, r.wire, p), peer, "sending to"), peer, sendNote)
+	}
+	r.post(peer, p)
+	return nil
+}
+
+// post queues p for peer's sender goroutine, starting it on the first
+// post; the queue holds every send the steps make to peer, so this never
+// blocks.
 func (r *runner) post(peer int, p []byte) {
+	q := r.senders[peer]
+	if q == nil {
+		q = make(chan *sendReq, r.sends[peer])
+		r.senders[peer] = q
+		r.wg.Add(1)
+		go r.sendLoop(peer, q)
+	}
 	req := &sendReq{peer: peer, p: p, done: make(chan struct{})}
 	r.pending = append(r.pending, req)
-	r.senders[peer] <- req
+	q <- req
 }
 
 func (r *runner) sendLoop(peer int, q chan *sendReq) {
