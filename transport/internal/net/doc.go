@@ -25,7 +25,14 @@
 // goes to a writer goroutine), while a longer one is cut into pieces, piece
 // k on data socket k mod n, which helper goroutines (Options.Threads, data
 // socket k belonging to helper k mod Threads) write, and on the receiving
-// side read straight into the posted receive. Frames carry a 48-byte header
+// side read straight into the posted receive. The receiving side's control
+// socket is read by whoever gets there first: a goroutine woken when it is
+// readable, or the Test or Wait of a posted receive, which reads what has
+// arrived itself without blocking; Wait polls so (a send's Wait polls its
+// state) for the host's spin time (internal/futex.SpinTime: GCCL_HOST_SPIN,
+// none under auto where the host's ranks are more than half its CPUs)
+// before it sleeps, so a waiting rank takes a small transfer with no
+// goroutine hand-off. Frames carry a 48-byte header
 // (magic, flags, per-socket sequence number, payload length and CRC32C, the
 // transfer's length, tag and piece size, a failure's code, the header's
 // CRC32C). The receiving side's control reader matches transfers with

@@ -4,24 +4,87 @@ import (
 	"errors"
 	"io"
 	gonet "net"
+	"os"
 	"sync"
+	"syscall"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/transport/network"
 )
 
-// RecvComm is the receiving end of a connection (network.RecvComm). One
-// goroutine reads the control socket: each transfer's header, matched with
-// the next posted Irecv, and a small transfer's bytes straight into the
+// RecvComm is the receiving end of a connection (network.RecvComm). The
+// control socket carries each transfer's header, matched with the next
+// posted Irecv, and a small transfer's bytes, read straight into the
 // Irecv's region; the helpers read the pieces of larger ones into it from
 // the data sockets. Nothing is copied twice and nothing is allocated per
-// transfer.
+// transfer. The control socket is read by whoever gets there first: a
+// goroutine that waits for the socket to be readable, or a Test or Wait of
+// a posted receive, which reads what has arrived itself, without blocking
+// and without a hand-off (and Wait polls so for the host's spin time,
+// internal/futex.SpinTime, before it sleeps).
 type RecvComm struct {
 	*conn
-	posted   chan *request
+	raw syscall.RawConn // the control socket's descriptor; nil: only the reader goroutine reads it
+
+	// The posted receives not yet matched with a transfer, in order, and
+	// the end of the stream: under pmu.
+	pmu    sync.Mutex
+	ring   [InFlight]*request
+	head   int
+	n      int
+	ended  error         // the sender closed cleanly: receives posted from now fail with it
+	postCh chan struct{} // cap 1: an Irecv tells a reader waiting for one
+
+	// The control stream's reading state: under rmu, held only while
+	// reading without blocking (with raw), or by the reader goroutine alone.
+	rmu   sync.Mutex
+	rd    ctrlState
+	fd    uintptr
+	bgF   func(fd uintptr) bool
+	bgSt  status
+	bgErr error
+	inF   func(fd uintptr)
+	inSt  status
+	inErr error
+	readF func([]byte) (int, error)
+
 	failMu   sync.Mutex
 	failSent bool
 }
+
+// ctrlState is where reading the control stream stands.
+type ctrlState struct {
+	phase  int // phHeader, phMatch, phPayload
+	hdr    [HeaderSize]byte
+	nhdr   int
+	h      header
+	q      *request // the receive an inline transfer fills
+	dst    []byte   // the payload's destination
+	ndst   int
+	seq    uint64 // the next control frame's sequence number
+	ending status // stEOF or stErr once the stream ended, else stMore
+	err    error
+}
+
+const (
+	phHeader  = iota // reading a frame's header
+	phMatch          // a transfer's header read, waiting for a posted receive
+	phPayload        // reading an inline transfer's bytes or a failure record
+)
+
+// status is what advance stopped at.
+type status int
+
+const (
+	stMore     status = iota // (within advance) go on reading
+	stBlocked                // nothing more to read now
+	stNeedPost               // a transfer arrived and no receive is posted
+	stEOF                    // the sender closed cleanly, at a frame boundary
+	stErr                    // the stream failed
+)
+
+// errWouldBlock is a non-blocking read that found nothing.
+var errWouldBlock = errors.New("would block")
 
 // NewRecvComm makes the receiving end over established sockets (socks[0]
 // the control socket) and starts its reader and helpers; Close stops them.
@@ -30,7 +93,16 @@ func NewRecvComm(socks []gonet.Conn, o Options) (*RecvComm, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &RecvComm{conn: c, posted: make(chan *request, InFlight)}
+	r := &RecvComm{conn: c, postCh: make(chan struct{}, 1)}
+	if tc, ok := c.ctrl.(syscall.Conn); ok { // else (a wrapped socket) only the reader goroutine reads, blocking
+		if r.raw, err = tc.SyscallConn(); err != nil {
+			return nil, gccl.Errorf(gccl.SystemError, "socks", "control socket: %w", err)
+		}
+	}
+	r.bgF, r.inF, r.readF = r.readReady, r.readNow, r.readFD
+	for _, q := range c.all {
+		q.progress = r.progress
+	}
 	for _, q := range c.queues {
 		r.wg.Go(func() { defer r.pin()(); r.helper(q) })
 	}
@@ -45,8 +117,33 @@ func (r *RecvComm) Irecv(reg network.Region, m network.MemHandle, tag uint32) (n
 		return nil, err
 	}
 	q.total = 0
-	r.posted <- q // never blocks: at most InFlight requests exist
+	r.pmu.Lock()
+	if ended := r.ended; ended != nil {
+		r.pmu.Unlock()
+		q.finish(0, ended)
+		return q, nil
+	}
+	r.ring[(r.head+r.n)%InFlight] = q // never full: at most InFlight requests exist
+	r.n++
+	r.pmu.Unlock()
+	select {
+	case r.postCh <- struct{}{}:
+	default:
+	}
 	return q, nil
+}
+
+// nextPosted takes the oldest posted receive, nil if none.
+func (r *RecvComm) nextPosted() *request {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	if r.n == 0 {
+		return nil
+	}
+	q := r.ring[r.head]
+	r.ring[r.head] = nil
+	r.head, r.n = (r.head+1)%InFlight, r.n-1
+	return q
 }
 
 // Flush has nothing to do for host memory.
@@ -57,76 +154,228 @@ func (r *RecvComm) Flush(reg network.Region, m network.MemHandle) (network.Reque
 	return doneRequest{}, nil
 }
 
-// readCtrl reads the control socket: transfer headers in sequence, each
-// matched with the next posted receive.
+// readCtrl reads the control socket whenever it is readable (or, without
+// raw, blocking), until the stream ends or the connection does.
 func (r *RecvComm) readCtrl() {
-	var hdr [HeaderSize]byte
-	for seq := uint64(0); ; seq++ {
-		if _, err := io.ReadFull(r.ctrl, hdr[:]); err != nil {
-			if errors.Is(err, io.EOF) && r.broken() == nil { // at a frame boundary: a clean close
-				r.drain(seq)
+	for {
+		var st status
+		var err error
+		if r.raw != nil {
+			if rerr := r.raw.Read(r.bgF); rerr != nil {
+				r.fail(r.classify(rerr, "net recv"))
 				return
 			}
-			r.fail(r.classify(err, "net recv"))
-			return
+			st, err = r.bgSt, r.bgErr
+		} else {
+			r.rmu.Lock()
+			st, err = r.advance(r.ctrl.Read)
+			r.rmu.Unlock()
 		}
-		h, err := parseHeader(hdr[:], seq)
-		if err == nil && h.flags == flagFail {
-			err = r.failureRecord(h)
-		} else if err == nil && h.flags != flagXfer {
-			err = gccl.Errorf(gccl.RemoteError, "net recv", "control frame %d has flags %#x: the stream is corrupted", seq, h.flags)
-		}
-		if err != nil {
-			r.fail(err)
-			return
-		}
-		var q *request
-		select {
-		case q = <-r.posted:
-		case <-r.quit:
-			return
-		}
-		if err := r.start(q, h); err != nil {
-			r.fail(err)
+		switch st {
+		case stNeedPost:
+			select {
+			case <-r.postCh:
+			case <-r.quit:
+				return
+			}
+		case stEOF, stErr:
+			r.streamEnded(st, err)
 			return
 		}
 	}
+}
+
+// readReady reads what the readable control socket holds (raw.Read's
+// callback): false asks to wait until it is readable again.
+func (r *RecvComm) readReady(fd uintptr) bool {
+	r.rmu.Lock()
+	r.fd = fd
+	r.bgSt, r.bgErr = r.advance(r.readF)
+	r.rmu.Unlock()
+	return r.bgSt != stBlocked
+}
+
+// progress reads what has arrived on the control socket, without blocking,
+// unless another goroutine is reading it: Test and Wait of a posted
+// receive call it, so the goroutine waiting for a transfer reads it itself.
+func (r *RecvComm) progress() {
+	if r.raw == nil || !r.rmu.TryLock() {
+		return
+	}
+	r.inSt, r.inErr = stBlocked, nil
+	if r.raw.Control(r.inF) != nil {
+		r.inSt = stBlocked // closed: the reader goroutine reports it
+	}
+	st, err := r.inSt, r.inErr
+	r.rmu.Unlock()
+	if st == stEOF || st == stErr {
+		r.streamEnded(st, err)
+	}
+}
+
+func (r *RecvComm) readNow(fd uintptr) {
+	r.fd = fd
+	r.inSt, r.inErr = r.advance(r.readF)
+}
+
+// readFD reads the control socket's descriptor without blocking.
+func (r *RecvComm) readFD(b []byte) (int, error) {
+	for {
+		n, err := syscall.Read(int(r.fd), b)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return 0, errWouldBlock
+		case err != nil:
+			return 0, os.NewSyscallError("read", err)
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// streamEnded acts on the end of the control stream: a clean close drains, a
+// failure fails the connection.
+func (r *RecvComm) streamEnded(st status, err error) {
+	if st == stEOF {
+		r.drain()
+		return
+	}
+	r.fail(err)
+}
+
+// advance reads and handles control frames with read until it would block
+// (read returns errWouldBlock), a transfer finds no posted receive, or the
+// stream ends (then it says so again on every later call); with rmu held.
+func (r *RecvComm) advance(read func([]byte) (int, error)) (status, error) {
+	c := &r.rd
+	for c.ending == stMore {
+		if err := r.broken(); err != nil {
+			return stErr, err
+		}
+		st, err := stMore, error(nil)
+		switch c.phase {
+		case phHeader:
+			st, err = r.readHeader(read)
+		case phMatch:
+			q := r.nextPosted()
+			if q == nil {
+				return stNeedPost, nil
+			}
+			if err = r.start(q, c.h); err == nil {
+				if c.h.piece == 0 {
+					c.phase, c.q, c.dst, c.ndst = phPayload, q, q.buf[:c.h.length], 0
+				} else {
+					c.next()
+				}
+			}
+		case phPayload:
+			st, err = r.readPayload(read)
+		}
+		switch {
+		case err != nil:
+			c.ending, c.err = stErr, err
+		case st == stEOF:
+			c.ending = stEOF
+		case st == stBlocked:
+			return stBlocked, nil
+		}
+	}
+	return c.ending, c.err
+}
+
+// next moves to the next control frame.
+func (c *ctrlState) next() {
+	c.phase, c.nhdr, c.q, c.dst, c.ndst = phHeader, 0, nil, nil, 0
+	c.seq++
+}
+
+// readHeader reads a frame's header and decodes it once whole.
+func (r *RecvComm) readHeader(read func([]byte) (int, error)) (status, error) {
+	c := &r.rd
+	n, err := read(c.hdr[c.nhdr:])
+	c.nhdr += n
+	switch {
+	case err == errWouldBlock:
+		return stBlocked, nil
+	case errors.Is(err, io.EOF) && c.nhdr == 0 && r.broken() == nil: // at a frame boundary: a clean close
+		return stEOF, nil
+	case errors.Is(err, io.EOF):
+		return stErr, r.classify(io.ErrUnexpectedEOF, "net recv")
+	case err != nil:
+		return stErr, r.classify(err, "net recv")
+	case c.nhdr < HeaderSize:
+		return stMore, nil
+	}
+	h, err := parseHeader(c.hdr[:], c.seq)
+	if err == nil && h.flags != flagFail && h.flags != flagXfer {
+		err = gccl.Errorf(gccl.RemoteError, "net recv", "control frame %d has flags %#x: the stream is corrupted", c.seq, h.flags)
+	}
+	if err != nil {
+		return stErr, err
+	}
+	c.h = h
+	if h.flags == flagFail {
+		c.phase, c.q, c.dst, c.ndst = phPayload, nil, make([]byte, h.length), 0
+	} else {
+		c.phase = phMatch
+	}
+	return stMore, nil
+}
+
+// readPayload reads an inline transfer's bytes, or a failure record's,
+// and acts on them once whole.
+func (r *RecvComm) readPayload(read func([]byte) (int, error)) (status, error) {
+	c := &r.rd
+	if c.ndst < len(c.dst) {
+		n, err := read(c.dst[c.ndst:])
+		c.ndst += n
+		switch {
+		case err == errWouldBlock:
+			return stBlocked, nil
+		case errors.Is(err, io.EOF):
+			return stErr, r.classify(io.ErrUnexpectedEOF, "net recv")
+		case err != nil:
+			return stErr, r.classify(err, "net recv")
+		case c.ndst < len(c.dst):
+			return stMore, nil
+		}
+	}
+	if err := checkPayload(c.h, c.dst); err != nil {
+		return stErr, err
+	}
+	if c.q == nil {
+		return stErr, failure(c.h, c.dst, "net recv")
+	}
+	q := c.q
+	c.next()
+	q.finish(q.total, nil)
+	return stMore, nil
 }
 
 // drain runs once the sender closed the connection cleanly (its control
-// socket ended at a frame boundary, after n transfers): TCP delivered all
-// it wrote before, so the transfers already announced are still received,
-// their pieces read by the helpers from the data sockets (which end after
-// them), and only receives that no transfer will fill fail, those posted
-// now and those posted later, until Close. The connection is not failed:
-// that would fail the transfers still being received and cut the data
-// sockets short.
-func (r *RecvComm) drain(n uint64) {
-	err := gccl.Errorf(gccl.RemoteError, "net recv", "the peer closed the connection after %d transfers", n)
-	for {
-		select {
-		case q := <-r.posted:
-			q.finish(0, err)
-		case <-r.quit:
-			return
-		}
+// socket ended at a frame boundary): TCP delivered all it wrote before, so
+// the transfers already announced are still received, their pieces read by
+// the helpers from the data sockets (which end after them), and only
+// receives that no transfer will fill fail, those posted now and those
+// posted later, until Close. The connection is not failed: that would fail
+// the transfers still being received and cut the data sockets short.
+func (r *RecvComm) drain() {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	if r.ended == nil {
+		r.ended = gccl.Errorf(gccl.RemoteError, "net recv", "the peer closed the connection after %d transfers", r.rd.seq)
+	}
+	for ; r.n > 0; r.head, r.n = (r.head+1)%InFlight, r.n-1 {
+		r.ring[r.head].finish(0, r.ended)
+		r.ring[r.head] = nil
 	}
 }
 
-// failureRecord reads the sender's failure record and returns its error.
-func (r *RecvComm) failureRecord(h header) error {
-	msg := make([]byte, h.length)
-	if _, err := io.ReadFull(r.ctrl, msg); err != nil {
-		return r.classify(err, "net recv")
-	}
-	if err := checkPayload(h, msg); err != nil {
-		return err
-	}
-	return failure(h, msg, "net recv")
-}
-
-// start receives the transfer h announced into q: inline from the control
-// socket, or as pieces queued to the helpers.
+// start matches the transfer h announced with q and, for one cut into
+// pieces, queues them to the helpers (advance reads an inline one).
 func (r *RecvComm) start(q *request, h header) error {
 	if h.tag != q.tag {
 		return gccl.Errorf(gccl.InvalidUsage, "net recv", "the peer sent a transfer with tag %d where a receive with tag %d was posted: the two ends disagree on the order of transfers", h.tag, q.tag)
@@ -136,14 +385,6 @@ func (r *RecvComm) start(q *request, h header) error {
 	}
 	q.total = int(h.total)
 	if h.piece == 0 {
-		data := q.buf[:h.length]
-		if _, err := io.ReadFull(r.ctrl, data); err != nil {
-			return r.classify(err, "net recv")
-		}
-		if err := checkPayload(h, data); err != nil {
-			return err
-		}
-		q.finish(q.total, nil)
 		return nil
 	}
 	total, buf := q.total, q.buf // q may be finished and reused once the last piece is pushed

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/internal/wait"
 )
 
@@ -40,7 +41,10 @@ type request struct {
 	hdr   [HeaderSize]byte // the control frame of a send
 	rest  [2][]byte        // what of the control frame the fast path did not write
 	what  string           // names the request in errors
-	_     [0]func()        // not comparable
+	// progress reads what has arrived for the connection's receives,
+	// without blocking (RecvComm.progress); nil for sends.
+	progress func()
+	_        [0]func() // not comparable
 }
 
 // newRequests makes n requests and a free list holding them.
@@ -94,6 +98,9 @@ func (r *request) partDone() {
 // A request that succeeded goes back to the free list: nothing else holds
 // it by then (its last part finished it).
 func (r *request) Test() (bool, int, error) {
+	if r.state.Load() != reqDone && r.progress != nil {
+		r.progress()
+	}
 	if r.state.Load() != reqDone {
 		return false, 0, nil
 	}
@@ -111,10 +118,16 @@ func (r *request) Test() (bool, int, error) {
 
 // Wait blocks until the transfer is done (then the request is spent), or
 // until ctx ends or, without a deadline in ctx, the connection's timeout
-// passes (gccl.ErrTimeout; the request stays posted).
+// passes (gccl.ErrTimeout; the request stays posted). It polls first, for
+// the host's spin time (futex.SpinTime: none where the host's ranks
+// outnumber half its CPUs under GCCL_HOST_SPIN=auto), reading a receive's
+// transfer itself, and only then sleeps until a finish wakes it.
 func (r *request) Wait(ctx context.Context) (int, error) {
 	if done, n, err := r.Test(); done {
 		return n, err
+	}
+	if r.spin(ctx) {
+		return r.spent()
 	}
 	deadline := wait.Deadline(ctx, r.timeout)
 	var expired <-chan time.Time
@@ -141,6 +154,32 @@ func (r *request) Wait(ctx context.Context) (int, error) {
 			return n, err
 		}
 	}
+}
+
+// spin polls the request for the spin time; true once it is done.
+func (r *request) spin(ctx context.Context) bool {
+	d := futex.SpinTime()
+	if d <= 0 {
+		return false
+	}
+	start := time.Now()
+	for i := 1; ; i++ {
+		if r.progress != nil {
+			r.progress()
+		}
+		if r.state.Load() == reqDone {
+			return true
+		}
+		if i%16 == 0 && (time.Since(start) >= d || ctx.Err() != nil) {
+			return false
+		}
+	}
+}
+
+// spent spends a request that is done: Test's results.
+func (r *request) spent() (int, error) {
+	_, n, err := r.Test()
+	return n, err
 }
 
 func (r *request) stopTimer(expired <-chan time.Time) {
