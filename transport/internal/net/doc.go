@@ -28,11 +28,14 @@
 // side read straight into the posted receive. The receiving side's control
 // socket is read by whoever gets there first: a goroutine woken when it is
 // readable, or the Test or Wait of a posted receive, which reads what has
-// arrived itself without blocking; Wait polls so (a send's Wait polls its
-// state) for the host's spin time (internal/futex.SpinTime: GCCL_HOST_SPIN,
-// none under auto where the host's ranks are more than half its CPUs)
-// before it sleeps, so a waiting rank takes a small transfer with no
-// goroutine hand-off. Frames carry a 48-byte header
+// arrived itself without blocking, up to the end of its own frame (the
+// frames after it stay the reader goroutine's, read while the caller
+// consumes this one); Wait polls so (a send's Wait polls its state) for the
+// host's spin time (internal/futex.SpinTime: GCCL_HOST_SPIN, none under
+// auto where the host's ranks are more than half its CPUs) before it
+// sleeps, so a waiting rank takes a small transfer with no goroutine
+// hand-off. A transfer cut into pieces is neither read nor polled so: its
+// Wait sleeps at once. Frames carry a 48-byte header
 // (magic, flags, per-socket sequence number, payload length and CRC32C, the
 // transfer's length, tag and piece size, a failure's code, the header's
 // CRC32C). The receiving side's control reader matches transfers with

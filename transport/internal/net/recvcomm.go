@@ -20,8 +20,9 @@ import (
 // transfer. The control socket is read by whoever gets there first: a
 // goroutine that waits for the socket to be readable, or a Test or Wait of
 // a posted receive, which reads what has arrived itself, without blocking
-// and without a hand-off (and Wait polls so for the host's spin time,
-// internal/futex.SpinTime, before it sleeps).
+// and without a hand-off, up to the end of its own frame (and Wait polls so
+// for the host's spin time, internal/futex.SpinTime, before it sleeps; not
+// for a transfer in pieces, which the helpers read).
 type RecvComm struct {
 	*conn
 	raw syscall.RawConn // the control socket's descriptor; nil: only the reader goroutine reads it
@@ -44,6 +45,7 @@ type RecvComm struct {
 	bgSt  status
 	bgErr error
 	inF   func(fd uintptr)
+	until *request // the receive whose Test or Wait is reading (inF)
 	inSt  status
 	inErr error
 	readF func([]byte) (int, error)
@@ -168,7 +170,7 @@ func (r *RecvComm) readCtrl() {
 			st, err = r.bgSt, r.bgErr
 		} else {
 			r.rmu.Lock()
-			st, err = r.advance(r.ctrl.Read)
+			st, err = r.advance(r.ctrl.Read, nil)
 			r.rmu.Unlock()
 		}
 		switch st {
@@ -190,22 +192,29 @@ func (r *RecvComm) readCtrl() {
 func (r *RecvComm) readReady(fd uintptr) bool {
 	r.rmu.Lock()
 	r.fd = fd
-	r.bgSt, r.bgErr = r.advance(r.readF)
+	r.bgSt, r.bgErr = r.advance(r.readF, nil)
 	r.rmu.Unlock()
 	return r.bgSt != stBlocked
 }
 
-// progress reads what has arrived on the control socket, without blocking,
-// unless another goroutine is reading it: Test and Wait of a posted
-// receive call it, so the goroutine waiting for a transfer reads it itself.
-func (r *RecvComm) progress() {
+// progress reads what has arrived on the control socket for q, without
+// blocking, unless another goroutine is reading it: Test and Wait of a
+// posted receive call it, so the goroutine waiting for a transfer reads it
+// itself. It stops at the end of q's own frame (q done, or matched with a
+// transfer in pieces): the frames after it are the reader goroutine's, read
+// while the caller consumes q, as before this fast path; reading them here
+// would put them between q's arrival and its consumer (a message of several
+// transfers would be read whole before its first transfer is reduced).
+func (r *RecvComm) progress(q *request) {
 	if r.raw == nil || !r.rmu.TryLock() {
 		return
 	}
+	r.until = q
 	r.inSt, r.inErr = stBlocked, nil
 	if r.raw.Control(r.inF) != nil {
 		r.inSt = stBlocked // closed: the reader goroutine reports it
 	}
+	r.until = nil
 	st, err := r.inSt, r.inErr
 	r.rmu.Unlock()
 	if st == stEOF || st == stErr {
@@ -215,7 +224,7 @@ func (r *RecvComm) progress() {
 
 func (r *RecvComm) readNow(fd uintptr) {
 	r.fd = fd
-	r.inSt, r.inErr = r.advance(r.readF)
+	r.inSt, r.inErr = r.advance(r.readF, r.until)
 }
 
 // readFD reads the control socket's descriptor without blocking.
@@ -247,13 +256,18 @@ func (r *RecvComm) streamEnded(st status, err error) {
 }
 
 // advance reads and handles control frames with read until it would block
-// (read returns errWouldBlock), a transfer finds no posted receive, or the
-// stream ends (then it says so again on every later call); with rmu held.
-func (r *RecvComm) advance(read func([]byte) (int, error)) (status, error) {
+// (read returns errWouldBlock), a transfer finds no posted receive, the
+// stream ends (then it says so again on every later call), or, with until
+// set, until's own frame has been handled (until done, or matched with a
+// transfer in pieces: stBlocked); with rmu held.
+func (r *RecvComm) advance(read func([]byte) (int, error), until *request) (status, error) {
 	c := &r.rd
 	for c.ending == stMore {
 		if err := r.broken(); err != nil {
 			return stErr, err
+		}
+		if until != nil && (until.state.Load() != reqPosted || until.pieces.Load()) {
+			return stBlocked, nil // the rest is the reader goroutine's
 		}
 		st, err := stMore, error(nil)
 		switch c.phase {
@@ -388,6 +402,7 @@ func (r *RecvComm) start(q *request, h header) error {
 		return nil
 	}
 	total, buf := q.total, q.buf // q may be finished and reused once the last piece is pushed
+	q.pieces.Store(true)
 	q.pending.Store(int32((total + h.piece - 1) / h.piece))
 	for k, off := 0, 0; off < total; k, off = k+1, off+h.piece {
 		sock := k % len(r.data)

@@ -42,9 +42,16 @@ type request struct {
 	rest  [2][]byte        // what of the control frame the fast path did not write
 	what  string           // names the request in errors
 	// progress reads what has arrived for the connection's receives,
-	// without blocking (RecvComm.progress); nil for sends.
-	progress func()
-	_        [0]func() // not comparable
+	// without blocking, up to the end of this request's own transfer
+	// (RecvComm.progress); nil for sends.
+	progress func(*request)
+	// pieces is set on a send cut into pieces, and on a receive once it is
+	// matched with such a transfer: the helpers move it on the data
+	// sockets, and the control socket holds nothing more of it, so its
+	// Test and Wait stop reading there (they would only contend with the
+	// reader goroutine) and Wait does not spin.
+	pieces atomic.Bool
+	_      [0]func() // not comparable
 }
 
 // newRequests makes n requests and a free list holding them.
@@ -67,6 +74,7 @@ func take(free chan *request) *request {
 		default:
 		}
 		r.n, r.err = 0, nil
+		r.pieces.Store(false)
 		r.state.Store(reqPosted)
 		return r
 	default:
@@ -98,8 +106,8 @@ func (r *request) partDone() {
 // A request that succeeded goes back to the free list: nothing else holds
 // it by then (its last part finished it).
 func (r *request) Test() (bool, int, error) {
-	if r.state.Load() != reqDone && r.progress != nil {
-		r.progress()
+	if r.state.Load() != reqDone && r.progress != nil && !r.pieces.Load() {
+		r.progress(r)
 	}
 	if r.state.Load() != reqDone {
 		return false, 0, nil
@@ -121,7 +129,8 @@ func (r *request) Test() (bool, int, error) {
 // passes (gccl.ErrTimeout; the request stays posted). It polls first, for
 // the host's spin time (futex.SpinTime: none where the host's ranks
 // outnumber half its CPUs under GCCL_HOST_SPIN=auto), reading a receive's
-// transfer itself, and only then sleeps until a finish wakes it.
+// transfer itself, and only then sleeps until a finish wakes it; a
+// transfer in pieces is not polled (spin).
 func (r *request) Wait(ctx context.Context) (int, error) {
 	if done, n, err := r.Test(); done {
 		return n, err
@@ -156,7 +165,12 @@ func (r *request) Wait(ctx context.Context) (int, error) {
 	}
 }
 
-// spin polls the request for the spin time; true once it is done.
+// spin polls the request for the spin time; true once it is done. Only a
+// transfer of one control frame (at most MaxInline bytes) is polled: one
+// cut into pieces (a send's, or a receive's once matched with one) takes
+// longer than the spin, and a polling core would compete with the helpers
+// that move it and with the caller's other goroutines (the host backend's
+// sender goroutine waits so on every long message), so it sleeps at once.
 func (r *request) spin(ctx context.Context) bool {
 	d := futex.SpinTime()
 	if d <= 0 {
@@ -164,8 +178,11 @@ func (r *request) spin(ctx context.Context) bool {
 	}
 	start := time.Now()
 	for i := 1; ; i++ {
+		if r.pieces.Load() {
+			return r.state.Load() == reqDone
+		}
 		if r.progress != nil {
-			r.progress()
+			r.progress(r)
 		}
 		if r.state.Load() == reqDone {
 			return true

@@ -75,6 +75,7 @@ func (s *SendComm) Isend(r network.Region, m network.MemHandle, tag uint32) (net
 	h := header{flags: flagXfer, seq: s.ctrlSeq, total: uint64(len(buf)), tag: tag}
 	s.ctrlSeq++
 	inline := len(buf) <= MaxInline
+	q.pieces.Store(!inline)
 	if inline {
 		h.length, h.crc = len(buf), crc32c(buf)
 		q.pending.Store(1)
