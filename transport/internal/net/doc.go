@@ -33,9 +33,11 @@
 // consumes this one); Wait polls so (a send's Wait polls its state) for the
 // host's spin time (internal/futex.SpinTime: GCCL_HOST_SPIN, none under
 // auto where the host's ranks are more than half its CPUs) before it
-// sleeps, so a waiting rank takes a small transfer with no goroutine
-// hand-off. A transfer cut into pieces is neither read nor polled so: its
-// Wait sleeps at once. Frames carry a 48-byte header
+// sleeps, yielding its P between polls (a goroutine the caller just
+// readied, such as the host backend's sender, waits there), so a waiting
+// rank takes a small transfer with no goroutine hand-off. A transfer cut
+// into pieces is neither read nor polled so: its Wait sleeps at once.
+// Frames carry a 48-byte header
 // (magic, flags, per-socket sequence number, payload length and CRC32C, the
 // transfer's length, tag and piece size, a failure's code, the header's
 // CRC32C). The receiving side's control reader matches transfers with

@@ -2,6 +2,7 @@ package net
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -171,6 +172,15 @@ func (r *request) Wait(ctx context.Context) (int, error) {
 // longer than the spin, and a polling core would compete with the helpers
 // that move it and with the caller's other goroutines (the host backend's
 // sender goroutine waits so on every long message), so it sleeps at once.
+// Every poll yields the P (runtime.Gosched): a goroutine the caller has
+// just readied waits in the caller's P (runnext), where other Ps do not
+// steal it at once, and the transfer often depends on it: the host
+// backend's sender goroutine, given a long message just before its runner
+// waits for the peer's answer to it, or the writer goroutine that finishes
+// a frame the fast path did not. Without the yield such a wait spun out
+// its spin time before that goroutine ran (AllReduce of 256 KiB, 2 ranks
+// on 2 simulated hosts of 16 CPUs: 1.3x the time of sleeping at once;
+// yielding every 16th poll: 1.1x).
 func (r *request) spin(ctx context.Context) bool {
 	d := futex.SpinTime()
 	if d <= 0 {
@@ -190,6 +200,7 @@ func (r *request) spin(ctx context.Context) bool {
 		if i%16 == 0 && (time.Since(start) >= d || ctx.Err() != nil) {
 			return false
 		}
+		runtime.Gosched()
 	}
 }
 
