@@ -66,7 +66,7 @@ func BenchmarkAllReduceSmall(b *testing.B) {
 // path of 1 rank per host across 2 hosts: small sizes measure the
 // hand-offs on the network path, large ones its bandwidth.
 func BenchmarkAllReduceSockets(b *testing.B) {
-	for _, size := range []int{1 << 10, 16 << 10, 256 << 10, 4 << 20, 16 << 20} {
+	for _, size := range []int{1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20} {
 		b.Run(fmt.Sprintf("bytes=%d", size), func(b *testing.B) {
 			b.Cleanup(func() { env.Reload() })
 			b.Setenv("GCCL_SHM_DISABLE", "1")
