@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/arena"
@@ -183,6 +184,7 @@ func (r *ranker) runLocal(library lib.Library, l layout.Layout, c lib.Call, mem 
 		if rep.Wrong, err = check.Verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check); err != nil {
 			return rep, err
 		}
+		r.sayWrong(library, c, rep.Wrong, st)
 	}
 	times, err := r.clk.Times(library, c, l.SizeBytes(c.Type, c.NRanks))
 	if err != nil {
@@ -197,6 +199,19 @@ func (r *ranker) runLocal(library lib.Library, l layout.Layout, c lib.Call, mem 
 		rep.Wrong = max(rep.Wrong, again)
 	}
 	return rep, nil
+}
+
+// sayWrong prints on stderr the first wrong element of c's result when
+// wrong elements were counted (the table only counts them).
+func (r *ranker) sayWrong(library lib.Library, c lib.Call, wrong int64, st check.Staged) {
+	if wrong <= 0 {
+		return
+	}
+	first, err := check.FirstWrong(r.dev, c.Recv, st, c.Type, c.NRanks)
+	if err != nil || first == "" {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "gccl-perf: rank %d: %s %v %d elements: %d wrong, first %s\n", r.rank, library.Name(), c.Op, c.Count, wrong, first)
 }
 
 // alloc allocates the memory for the largest layout of spec's sweep,

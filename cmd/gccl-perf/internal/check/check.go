@@ -1,7 +1,10 @@
 package check
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/layout"
@@ -138,4 +141,30 @@ func Verify(d device.Device, recv uintptr, st Staged, t gccl.DataType, nranks in
 		i = j
 	}
 	return wrong, nil
+}
+
+// FirstWrong reads the recv region back and describes its first wrong
+// element among the defined ones ("element i of T: got X, want Y"), ""
+// when there is none: what gccl-perf prints beside a count of wrong
+// elements, so that a failure says what it got.
+func FirstWrong(d device.Device, recv uintptr, st Staged, t gccl.DataType, nranks int) (string, error) {
+	got := make([]byte, len(st.want))
+	if err := d.CopyOut(got, recv); err != nil {
+		return "", err
+	}
+	sz := t.Size()
+	for i, known := range st.known {
+		if !known {
+			continue
+		}
+		if err := reduce.Check(got[i*sz:(i+1)*sz], st.want[i*sz:(i+1)*sz], t, nranks); err != nil {
+			msg := err.Error()
+			var ge *gccl.Error
+			if errors.As(err, &ge) {
+				_, msg, _ = strings.Cut(ge.Msg, ": ") // "element 0 of T: got X, want Y"
+			}
+			return fmt.Sprintf("element %d of %v: %s", i, t, msg), nil
+		}
+	}
+	return "", nil
 }

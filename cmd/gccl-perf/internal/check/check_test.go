@@ -1,6 +1,9 @@
 package check
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -86,6 +89,15 @@ func TestStageAndVerify(t *testing.T) {
 	wrong, err = Verify(d, c.Recv, st, ty, 4, CountWrong)
 	require.NoError(t, err)
 	assert.Zero(t, wrong)
+	first, err := FirstWrong(d, c.Recv, st, ty, 4)
+	require.NoError(t, err)
+	assert.Empty(t, first)
+	got := device.HostBytes(c.Recv, len(st.want))
+	binary.LittleEndian.PutUint32(got[4*77:], math.Float32bits(1234.5))
+	first, err = FirstWrong(d, c.Recv, st, ty, 4)
+	require.NoError(t, err)
+	want := math.Float32frombits(binary.LittleEndian.Uint32(st.want[4*77:]))
+	assert.Equal(t, fmt.Sprintf("element 77 of float32: got 1234.5, want %v", float64(want)), first)
 }
 
 // Halo: each halo must hold the neighbour's face toward this rank. A face
