@@ -184,6 +184,57 @@ __device__ __forceinline__ void postSlots(Fifo *s, Fifo *r, int nslots, size_t b
 
 // ---- data movement --------------------------------------------------------
 
+// Bits<N>::U is the unsigned integer of N bytes.
+template <int N> struct Bits;
+template <> struct Bits<1> {
+	typedef unsigned char U;
+};
+template <> struct Bits<2> {
+	typedef unsigned short U;
+};
+template <> struct Bits<4> {
+	typedef unsigned int U;
+};
+template <> struct Bits<8> {
+	typedef unsigned long long U;
+};
+
+// ldElem loads the T at p, which another agent may have written
+// (volatile), and stElem stores v at p: one access of T's size where p is
+// aligned to it (elements of T arrays always are), bytes otherwise. They
+// move the value through an integer, never through the bytes of a T object.
+// The element-wise tail (fewer elements than a vector) used to read its
+// input with a plain T load and store byte by byte through the T's object
+// representation: on the GPU (nvcc 13, sm_90) the value ring_reduce's first
+// rank sent lost its low byte for 16-bit types (the same code in
+// ring_allreduce was right), so such reduces were wrong.
+template <typename T> __device__ __forceinline__ T ldElem(const char *p) {
+	typedef typename Bits<sizeof(T)>::U U;
+	U u;
+	if ((reinterpret_cast<uintptr_t>(p) & (sizeof(T) - 1)) == 0) {
+		u = *reinterpret_cast<const volatile U *>(p);
+	} else {
+		u = 0;
+#pragma unroll
+		for (int i = 0; i < (int)sizeof(T); i++) u |= (U)((U)(*(const volatile unsigned char *)(p + i)) << (8 * i));
+	}
+	T v;
+	__builtin_memcpy(&v, &u, sizeof(T));
+	return v;
+}
+
+template <typename T> __device__ __forceinline__ void stElem(char *p, T v) {
+	typedef typename Bits<sizeof(T)>::U U;
+	U u;
+	__builtin_memcpy(&u, &v, sizeof(T));
+	if ((reinterpret_cast<uintptr_t>(p) & (sizeof(T) - 1)) == 0) {
+		*reinterpret_cast<U *>(p) = u;
+	} else {
+#pragma unroll
+		for (int i = 0; i < (int)sizeof(T); i++) p[i] = (unsigned char)(u >> (8 * i));
+	}
+}
+
 // RingMove computes d = f(a, b) for n elements and stores it to d0 and d1
 // (either may be null): a is this rank's input (may be null), b a received
 // slot (may be null). With both, a (scaled: premulsum) is reduced with b;
@@ -195,12 +246,12 @@ template <typename T, int OP> struct RingMove {
 	__device__ __forceinline__ T one(const T *a, const T *b, bool fin) const {
 		Acc acc;
 		if (a != nullptr && b != nullptr) {
-			const T bv = load1<T>(reinterpret_cast<const char *>(b));
-			acc = red.comb(red.pre(red.scaled(*a)), red.pre(bv));
+			const T bv = ldElem<T>(reinterpret_cast<const char *>(b));
+			acc = red.comb(red.pre(red.scaled(ldElem<T>(reinterpret_cast<const char *>(a)))), red.pre(bv));
 		} else if (a != nullptr) {
-			acc = red.pre(red.scaled(*a));
+			acc = red.pre(red.scaled(ldElem<T>(reinterpret_cast<const char *>(a))));
 		} else {
-			acc = red.pre(load1<T>(reinterpret_cast<const char *>(b)));
+			acc = red.pre(ldElem<T>(reinterpret_cast<const char *>(b)));
 		}
 		return fin ? red.post(acc) : Num<T>::from(acc);
 	}
@@ -234,14 +285,9 @@ template <typename T, int OP> struct RingMove {
 		for (size_t i = done + threadIdx.x; i < n; i += blockDim.x) {
 			const T v = one(a != nullptr ? reinterpret_cast<const T *>(a) + i : nullptr,
 					b != nullptr ? reinterpret_cast<const T *>(b) + i : nullptr, fin);
-			if (d0 != nullptr) store1(d0 + i * sizeof(T), v);
-			if (d1 != nullptr) store1(d1 + i * sizeof(T), v);
+			if (d0 != nullptr) stElem(d0 + i * sizeof(T), v);
+			if (d1 != nullptr) stElem(d1 + i * sizeof(T), v);
 		}
-	}
-	template <typename V> static __device__ __forceinline__ void store1(char *p, V v) {
-		const unsigned char *s = reinterpret_cast<const unsigned char *>(&v);
-#pragma unroll
-		for (int i = 0; i < (int)sizeof(V); i++) p[i] = s[i];
 	}
 };
 
