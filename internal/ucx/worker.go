@@ -34,37 +34,52 @@ func (c *Context) NewWorker() (*Worker, error) {
 // requests must have been released.
 //
 // UCX must not destroy a worker whose endpoints still have requests or
-// wire-up messages in flight (builds with assertions, Debian's among them,
-// abort the process), so Close first progresses the worker until the
-// requests released before they completed are done (cancelled receives,
-// sends of force-closed endpoints) and flushes the worker, for up to
-// DrainTimeout in all (a dead peer's endpoints fail sooner). A worker
-// flush waits only for the interfaces' outstanding sends, not for a
-// wire-up reply queued on a connection still being established: the
-// wire-up itself is made complete when an endpoint is created (see
+// wire-up messages in flight that it does not own (builds with
+// assertions, Debian's among them, abort the process), so Close first
+// progresses the worker until the requests released before they
+// completed are done (cancelled receives, sends of force-closed
+// endpoints, closes) and flushes the worker, for up to DrainTimeout in
+// all (a dead peer's endpoints fail sooner). What is still pending then
+// (a flushing close or flush towards a peer behind a cut link) is handed
+// to UCX with ucp_request_free before the worker goes: the destroy
+// completes it, and UCX 1.13 asserts that every request it completes
+// there was freed by its user (ucp_ep.c:382, "req->flags &
+// UCP_REQUEST_FLAG_RELEASED", on a close's flush). Go memory those
+// requests use stays pinned until the worker is gone. A worker flush
+// waits only for the interfaces' outstanding sends, not for a wire-up
+// reply queued on a connection still being established: the wire-up
+// itself is made complete when an endpoint is created (see
 // Endpoint.Flush), not here.
 func (w *Worker) Close() {
 	if w == nil {
 		return
 	}
 	deadline := time.Now().Add(DrainTimeout)
-	for w.drain() && time.Now().Before(deadline) {
-		_ = w.Wait(10 * time.Millisecond)
-	}
+	w.drainUntil(deadline)
 	_ = w.Flush(time.Until(deadline))
-	for w.drain() && time.Now().Before(deadline) {
-		_ = w.Wait(10 * time.Millisecond)
-	}
+	w.drainUntil(deadline)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.h != 0 {
-		cWorkerDestroy(w.h)
-		w.h = 0
+	if w.h == 0 {
+		return
 	}
+	for _, r := range w.orphans {
+		r.handBack()
+	}
+	cWorkerDestroy(w.h)
+	w.h = 0
 	for _, r := range w.orphans {
 		r.finish()
 	}
 	w.orphans = nil
+}
+
+// drainUntil progresses the worker, sleeping on its events, until the
+// released requests are done or deadline passes.
+func (w *Worker) drainUntil(deadline time.Time) {
+	for w.drain() && time.Now().Before(deadline) {
+		_ = w.Wait(min(time.Until(deadline), 10*time.Millisecond))
+	}
 }
 
 // Flush waits up to d, progressing the worker, until its interfaces have
@@ -168,8 +183,9 @@ func (w *Worker) Signal() error {
 // created with peer error handling: a failed peer fails its requests
 // instead of hanging them.
 type Endpoint struct {
-	w *Worker
-	h uintptr
+	w   *Worker
+	h   uintptr // 0 once closed
+	ops int     // operations posted on it and not complete (w.mu held)
 }
 
 // Connect creates an endpoint to the worker whose address is addr. It does
@@ -194,7 +210,14 @@ func (w *Worker) Connect(addr []byte) (*Endpoint, error) {
 func (e *Endpoint) Err() error {
 	e.w.mu.Lock()
 	defer e.w.mu.Unlock()
+	if e.h == 0 {
+		return errEndpointClosed("ucp endpoint")
+	}
 	return check("ucp endpoint", cEpStatus(e.h))
+}
+
+func errEndpointClosed(call string) error {
+	return gccl.Errorf(gccl.InvalidUsage, call, "the endpoint is closed")
 }
 
 // Flush waits up to d, progressing the worker, until everything posted on
@@ -206,6 +229,10 @@ func (e *Endpoint) Err() error {
 // worker must progress meanwhile.
 func (e *Endpoint) Flush(d time.Duration) error {
 	e.w.mu.Lock()
+	if e.h == 0 {
+		e.w.mu.Unlock()
+		return errEndpointClosed("ucp_ep_flush_nbx")
+	}
 	req, s := cEpFlush(e.h)
 	e.w.mu.Unlock()
 	if err := check("ucp_ep_flush_nbx", s); err != nil || req == 0 {
@@ -219,12 +246,32 @@ func (e *Endpoint) Flush(d time.Duration) error {
 
 // Close closes the endpoint (ucp_ep_close_nbx), flushing what was sent
 // unless force, and waits up to d for it; then it frees the endpoint.
+// Safe on nil and twice.
+//
+// A close is forced when operations posted on e are still pending (the
+// caller released them, or will): a flushing close would wait for the
+// peer to take them, and if it never does (it died, its link was cut)
+// nothing could end them any more: UCX 1.13 cancels a closed endpoint's
+// rendezvous sends only when its lanes are discarded (a forced close or
+// a transport error), and a worker destroyed with one still listed on an
+// endpoint aborts an assertion build (ucp_ep.c:437, "proto_reqs"). A
+// forced close completes them with ErrCanceled as the worker progresses.
+//
+// A close still pending after d is released to the worker like any
+// request (Request.Release), which hands it back to UCX before the
+// worker is destroyed (Worker.Close).
 func (e *Endpoint) Close(force bool, d time.Duration) error {
-	if e == nil || e.h == 0 {
+	if e == nil {
 		return nil
 	}
 	e.w.mu.Lock()
-	req, s := cEpClose(e.h, force)
+	if e.h == 0 {
+		e.w.mu.Unlock()
+		return nil
+	}
+	req, s := cEpClose(e.h, force || e.ops > 0)
+	cEpFree(e.h)
+	e.h = 0
 	e.w.mu.Unlock()
 	err := check("ucp_ep_close_nbx", s)
 	if req != 0 {
@@ -232,8 +279,6 @@ func (e *Endpoint) Close(force bool, d time.Duration) error {
 		err = r.Wait(d)
 		r.Release()
 	}
-	cEpFree(e.h)
-	e.h = 0
 	return err
 }
 
@@ -242,7 +287,8 @@ func (e *Endpoint) Close(force bool, d time.Duration) error {
 // still pending). Go memory it reads or writes stays pinned until then.
 type Request struct {
 	w    *Worker
-	h    uintptr // 0 once complete
+	ep   *Endpoint // the endpoint of a send or read, nil for others
+	h    uintptr   // 0 once complete
 	recv bool
 	done bool
 	n    int
@@ -256,10 +302,13 @@ type Request struct {
 func (e *Endpoint) Send(p unsafe.Pointer, n int, tag uint64, m *Mem, cuda bool) (*Request, error) {
 	e.w.mu.Lock()
 	defer e.w.mu.Unlock()
+	if e.h == 0 {
+		return nil, errEndpointClosed("ucp_tag_send_nbx")
+	}
 	if s := cEpStatus(e.h); s != OK {
 		return nil, check("ucp_tag_send_nbx", s)
 	}
-	r := &Request{w: e.w, n: n}
+	r := &Request{w: e.w, ep: e, n: n}
 	r.pin.Pin(p)
 	h, s := cTagSend(e.h, p, n, tag, m.handle(), cuda)
 	return r.posted("ucp_tag_send_nbx", h, s)
@@ -283,7 +332,10 @@ func (w *Worker) Recv(p unsafe.Pointer, n int, tag uint64, m *Mem, cuda bool) (*
 func (e *Endpoint) ReadBack(m *Mem, addr, dst unsafe.Pointer) (*Request, error) {
 	e.w.mu.Lock()
 	defer e.w.mu.Unlock()
-	r := &Request{w: e.w, n: 0}
+	if e.h == 0 {
+		return nil, errEndpointClosed("ucp_get_nbx")
+	}
+	r := &Request{w: e.w, ep: e}
 	r.pin.Pin(dst)
 	h, rkey, s := cReadBack(e.w.ctx.h, e.h, m.handle(), addr, dst)
 	r.rkey = rkey
@@ -299,6 +351,8 @@ func (r *Request) posted(call string, h uintptr, s Status) (*Request, error) {
 	if h == 0 {
 		r.done = true
 		r.finish()
+	} else if r.ep != nil {
+		r.ep.ops++
 	}
 	return r, nil
 }
@@ -341,9 +395,31 @@ func (r *Request) poll() {
 		r.err = check("ucx request", s)
 	}
 	r.done = true
+	r.free()
+	r.finish()
+}
+
+// free gives r's handle back to UCX (ucp_request_free; lock held): a
+// pending request is then freed by UCX when it completes.
+func (r *Request) free() {
 	cRequestFree(r.h)
 	r.h = 0
-	r.finish()
+	if r.ep != nil {
+		r.ep.ops--
+	}
+}
+
+// handBack gives a pending released request to UCX before the worker is
+// destroyed (lock held): a receive is cancelled first; the destroy
+// completes what is left, and UCX frees it then.
+func (r *Request) handBack() {
+	if r.h == 0 {
+		return
+	}
+	if r.recv {
+		cRequestCancel(r.w.h, r.h)
+	}
+	r.free()
 }
 
 // Wait tests r, sleeping on the worker's events in between, until it is

@@ -1,0 +1,105 @@
+package ucx
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gccl/gccl"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// progressing runs w's progress in a goroutine, as a live peer does, until
+// the returned function is called.
+func progressing(w *Worker) (stop func()) {
+	quit, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+				_ = w.Wait(time.Millisecond)
+			}
+		}
+	}()
+	return func() { close(quit); <-stopped }
+}
+
+// TestCloseWhileFlushStuck: a flushing close that cannot finish (the peer
+// takes nothing more, as behind a cut link) times out, and the worker is
+// destroyed with the close still pending in UCX. Before, the close's
+// request had not been handed back with ucp_request_free, and UCX 1.13
+// builds with assertions aborted the process in ucp_worker_destroy
+// (ucp_ep.c:382, "Assertion `req->flags & UCP_REQUEST_FLAG_RELEASED'
+// failed": the destroy purges the close's flush, which queues the
+// endpoint's disconnect callback, and removing that callback asserts that
+// its user released the request).
+func TestCloseWhileFlushStuck(t *testing.T) {
+	c := tcpContext(t)
+	a, b, ep := wiredPair(t, c)
+	// The peer stops progressing: fill the connection until a send
+	// completes with data still queued in UCX (an endpoint flush cannot
+	// finish), and no send of ours is pending.
+	msg := make([]byte, 4096)
+	stuck := false
+	for i := 0; i < 1<<16 && !stuck; i++ {
+		r, err := ep.Send(ptr(msg), len(msg), 1, nil, false)
+		require.NoError(t, err)
+		if done, _, err := r.Test(); !done || err != nil {
+			r.Release()
+			t.Skipf("send %d went pending before the connection filled: cannot stage a stuck flush", i)
+		}
+		stuck = errors.Is(ep.Flush(time.Millisecond), gccl.ErrTimeout)
+	}
+	require.True(t, stuck, "the connection never filled")
+	err := ep.Close(false, 100*time.Millisecond)
+	assert.True(t, errors.Is(err, gccl.ErrTimeout), "a close that cannot flush times out: %v", err)
+	start := time.Now()
+	a.Close()
+	assert.Less(t, time.Since(start), DrainTimeout+time.Second)
+	b.Close()
+}
+
+// TestCloseWithSendPending: a flushing close of an endpoint with a send
+// still pending (a rendezvous send nobody receives) is forced, so the
+// send ends with ErrCanceled and the worker is destroyed with nothing of
+// it listed. A flushing close would never finish, and the destroy would
+// abort an assertion build (ucp_ep.c:437, "proto_reqs").
+func TestCloseWithSendPending(t *testing.T) {
+	c := tcpContext(t)
+	a, b, ep := wiredPair(t, c)
+	stop := progressing(b)
+	big := make([]byte, 1<<20) // over any eager threshold: rendezvous
+	r, err := ep.Send(ptr(big), len(big), 1, nil, false)
+	require.NoError(t, err)
+	require.NoError(t, ep.Close(false, time.Second))
+	err = r.Wait(5 * time.Second)
+	assert.True(t, errors.Is(err, ErrCanceled), "%v", err)
+	r.Release()
+	_, err = ep.Send(ptr(big), 1, 1, nil, false)
+	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err), "a send on a closed endpoint: %v", err)
+	a.Close()
+	stop()
+	b.Close()
+}
+
+// wiredPair is an endpoint from a new worker a to a new worker b, wired
+// up (b progresses meanwhile); b no longer progresses after.
+func wiredPair(t *testing.T, c *Context) (a, b *Worker, ep *Endpoint) {
+	t.Helper()
+	a, err := c.NewWorker()
+	require.NoError(t, err)
+	b, err = c.NewWorker()
+	require.NoError(t, err)
+	addr, err := b.Address()
+	require.NoError(t, err)
+	ep, err = a.Connect(addr)
+	require.NoError(t, err)
+	stop := progressing(b)
+	defer stop()
+	require.NoError(t, ep.Flush(10*time.Second))
+	return a, b, ep
+}
