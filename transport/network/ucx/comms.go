@@ -26,15 +26,19 @@ type sendComm struct {
 // remoteClosing runs when the receiver closes: the endpoint is closed by
 // force (pending sends fail with ErrRemote, later ones are refused) and
 // the worker flushed, while the receiver waits to destroy its own.
+//
+// The flush runs without the connection's lock: towards a peer behind a
+// cut link it lasts its whole bound, and Test must not wait for it.
 func (s *sendComm) remoteClosing() {
 	s.peerGone.Store(true)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed || s.epClosed {
+		s.mu.Unlock()
 		return
 	}
 	s.epClosed = true
 	_ = s.ep.Close(true, closeLinger)
+	s.mu.Unlock()
 	_ = s.w.Flush(closeLinger)
 }
 
