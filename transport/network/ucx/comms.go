@@ -95,7 +95,7 @@ func (p *Provider) Connect(ctx context.Context, dev int, h network.Handle, cfg n
 		// trips an assertion in UCX 1.12 and 1.13 builds.
 		dl, _ := ctx.Deadline()
 		if err = ep.Flush(time.Until(dl)); err == nil {
-			err = wiredUp(ctx, oob)
+			err = wiredUp(ctx, oob, w)
 		}
 		if err != nil {
 			_ = ep.Close(true, closeLinger)
@@ -113,14 +113,20 @@ func (p *Provider) Connect(ctx context.Context, dev int, h network.Handle, cfg n
 	return s, nil
 }
 
-// wiredUp tells the receiver that the endpoint is wired up and waits,
-// within ctx, until its worker has flushed its side of the wire-up.
-func wiredUp(ctx context.Context, oob net.Conn) error {
+// wiredUp tells the receiver that the endpoint is wired up, with w's
+// address (see conn.adopt), and waits, within ctx, until its worker has
+// flushed its side of the wire-up.
+func wiredUp(ctx context.Context, oob net.Conn, w *ucx.Worker) error {
+	addr, err := w.Address()
+	if err != nil {
+		return err
+	}
 	dl, _ := ctx.Deadline()
 	_ = oob.SetDeadline(dl)
 	defer oob.SetDeadline(time.Time{})
 	var b [1]byte
-	if _, err := oob.Write([]byte{msgWired}); err != nil {
+	msg := binary.LittleEndian.AppendUint32([]byte{msgWired}, uint32(len(addr)))
+	if _, err := oob.Write(append(msg, addr...)); err != nil {
 		return handshakeError(ctx, err)
 	}
 	if _, err := io.ReadFull(oob, b[:]); err != nil {

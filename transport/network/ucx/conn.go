@@ -44,6 +44,7 @@ type conn struct {
 	// its worker goes, so that no wire-up between the two is in flight
 	// when it does (UCX 1.13 builds with assertions abort on one).
 	recvSide     bool
+	peerEp       *ucx.Endpoint // the sender's endpoint on our worker: set by watch
 	onClosing    func()
 	closingAcked chan struct{}
 	closingOnce  sync.Once
@@ -94,8 +95,13 @@ func (c *conn) watch() {
 		}
 		if err == nil && b[0] == msgWired {
 			// The sender's endpoint is wired up: our wire-up reply has
-			// arrived there. Let what else of ours is in flight towards
-			// it go before it may close.
+			// arrived there. Take the endpoint UCX made for it, then let
+			// what else of ours is in flight towards it go before it
+			// may close.
+			if err = c.adopt(); err != nil {
+				c.peerGone.Store(true)
+				return
+			}
 			_ = c.w.Flush(timeout(c.cfg))
 			_ = c.oob.SetWriteDeadline(time.Now().Add(timeout(c.cfg)))
 			_, _ = c.oob.Write([]byte{msgWiredAck})
@@ -118,6 +124,41 @@ func (c *conn) watch() {
 		_ = c.oob.SetWriteDeadline(time.Now().Add(closeLinger))
 		_, _ = c.oob.Write([]byte{msgAck})
 	}
+}
+
+// adopt reads the rest of a msgWired, the sender's worker address, and
+// takes the endpoint UCX created on our worker when the sender's wire-up
+// request arrived: ucp_ep_create to the address of a worker that already
+// connected to ours returns that endpoint (UCP's endpoint matching), not
+// a new one. Closing it by force at shutdown is what ends our receives
+// still inside a rendezvous with a sender that will never answer (a cut
+// link): only discarding the endpoint's lanes purges them, and UCX aborts
+// an assertion build when a worker is destroyed with one left
+// (ucp_ep.c:437, "proto_reqs").
+func (c *conn) adopt() error {
+	_ = c.oob.SetReadDeadline(time.Now().Add(timeout(c.cfg)))
+	defer c.oob.SetReadDeadline(time.Time{})
+	var h [4]byte
+	if _, err := readFull(c.oob, h[:]); err != nil {
+		return err
+	}
+	n := binary.LittleEndian.Uint32(h[:])
+	if n == 0 || n > maxWorkerAddr {
+		return gccl.Errorf(gccl.RemoteError, "ucx wire-up", "worker address of %d bytes", n)
+	}
+	addr := make([]byte, n)
+	if _, err := readFull(c.oob, addr); err != nil {
+		return err
+	}
+	if !c.recvSide || c.peerEp != nil {
+		return nil
+	}
+	ep, err := c.w.Connect(addr)
+	if err != nil {
+		return err
+	}
+	c.peerEp = ep
+	return nil
 }
 
 // idleWake bounds how long the progress goroutine sleeps with no event.
@@ -407,6 +448,9 @@ func (c *conn) shutdown() error {
 	c.mu.Unlock()
 	c.oob.Close()
 	<-c.watcher
+	// Force: our receives still pending end (ErrCanceled) as the worker
+	// drains in Close, those inside a rendezvous included.
+	_ = c.peerEp.Close(true, closeLinger)
 	c.stopping.Store(true)
 	_ = c.w.Signal()
 	<-c.progressed
