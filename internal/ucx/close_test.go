@@ -40,9 +40,21 @@ func progressing(w *Worker) (stop func()) {
 func TestCloseWhileFlushStuck(t *testing.T) {
 	c := tcpContext(t)
 	a, b, ep := wiredPair(t, c)
-	// The peer stops progressing: fill the connection until a send
-	// completes with data still queued in UCX (an endpoint flush cannot
-	// finish), and no send of ours is pending.
+	stuckFlush(t, ep)
+	err := ep.Close(false, 100*time.Millisecond)
+	assert.True(t, errors.Is(err, gccl.ErrTimeout), "a close that cannot flush times out: %v", err)
+	start := time.Now()
+	a.Close()
+	assert.Less(t, time.Since(start), DrainTimeout+time.Second)
+	b.Close()
+}
+
+// stuckFlush fills ep's connection, whose peer no longer progresses, until
+// a send completes with data still queued in UCX (an endpoint flush cannot
+// finish, as towards a peer behind a cut link), with no send of ours
+// pending.
+func stuckFlush(t *testing.T, ep *Endpoint) {
+	t.Helper()
 	msg := make([]byte, 4096)
 	stuck := false
 	for i := 0; i < 1<<16 && !stuck; i++ {
@@ -55,11 +67,24 @@ func TestCloseWhileFlushStuck(t *testing.T) {
 		stuck = errors.Is(ep.Flush(time.Millisecond), gccl.ErrTimeout)
 	}
 	require.True(t, stuck, "the connection never filled")
-	err := ep.Close(false, 100*time.Millisecond)
-	assert.True(t, errors.Is(err, gccl.ErrTimeout), "a close that cannot flush times out: %v", err)
+}
+
+// TestHurry: once a worker is hurried, a flushing close that cannot finish
+// and the worker's Close both end within the bound instead of their own
+// deadlines (closeLinger and DrainTimeout above: seconds each), and the
+// destroy with the close still pending in UCX does not abort (the close
+// is handed back as in TestCloseWhileFlushStuck). A Wait asleep when the
+// bound is set wakes up for it.
+func TestHurry(t *testing.T) {
+	c := tcpContext(t)
+	a, b, ep := wiredPair(t, c)
+	stuckFlush(t, ep)
 	start := time.Now()
+	time.AfterFunc(50*time.Millisecond, func() { a.Hurry(100 * time.Millisecond) })
+	err := ep.Close(false, 10*time.Second)
+	assert.True(t, errors.Is(err, gccl.ErrTimeout), "a close that cannot flush times out: %v", err)
 	a.Close()
-	assert.Less(t, time.Since(start), DrainTimeout+time.Second)
+	assert.Less(t, time.Since(start), time.Second, "the close and the destroy of a hurried worker")
 	b.Close()
 }
 

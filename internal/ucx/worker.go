@@ -3,6 +3,7 @@ package ucx
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -18,7 +19,8 @@ type Worker struct {
 	mu      sync.Mutex
 	h       uintptr
 	ctx     *Context
-	orphans []*Request // released before they completed: pinned until Close
+	orphans []*Request   // released before they completed: pinned until Close
+	hurry   atomic.Int64 // Hurry's bound on every wait (Unix ns), 0 for none
 }
 
 // NewWorker creates a worker of c.
@@ -54,7 +56,7 @@ func (w *Worker) Close() {
 	if w == nil {
 		return
 	}
-	deadline := time.Now().Add(DrainTimeout)
+	deadline := w.bound(time.Now().Add(DrainTimeout))
 	w.drainUntil(deadline)
 	_ = w.Flush(time.Until(deadline))
 	w.drainUntil(deadline)
@@ -77,7 +79,7 @@ func (w *Worker) Close() {
 // drainUntil progresses the worker, sleeping on its events, until the
 // released requests are done or deadline passes.
 func (w *Worker) drainUntil(deadline time.Time) {
-	for w.drain() && time.Now().Before(deadline) {
+	for w.drain() && time.Now().Before(w.bound(deadline)) {
 		_ = w.Wait(min(time.Until(deadline), 10*time.Millisecond))
 	}
 }
@@ -104,6 +106,31 @@ func (w *Worker) Flush(d time.Duration) error {
 
 // DrainTimeout bounds how long Close waits for released requests.
 const DrainTimeout = 5 * time.Second
+
+// Hurry bounds every wait on w, from now on, to d from now: the flushes
+// and closes in progress or to come, and Close's drain. It is for a
+// connection that must end without its peer (an abort; a peer behind a cut
+// link answers nothing, and a flush towards it never ends): what is still
+// pending then is handed back to UCX before the worker is destroyed, as
+// after any expired wait (see Close).
+func (w *Worker) Hurry(d time.Duration) {
+	at := time.Now().Add(d).UnixNano()
+	for {
+		old := w.hurry.Load()
+		if (old != 0 && old <= at) || w.hurry.CompareAndSwap(old, at) {
+			break
+		}
+	}
+	_ = w.Signal() // a Wait asleep in poll looks again
+}
+
+// bound is deadline, or Hurry's bound where that is sooner.
+func (w *Worker) bound(deadline time.Time) time.Time {
+	if h := w.hurry.Load(); h != 0 && h < deadline.UnixNano() {
+		return time.Unix(0, h)
+	}
+	return deadline
+}
 
 // drain progresses the worker, frees the released requests that are done
 // now, and reports whether any is left.
@@ -423,7 +450,7 @@ func (r *Request) handBack() {
 }
 
 // Wait tests r, sleeping on the worker's events in between, until it is
-// done or d passes (a TimeoutError).
+// done or d passes (a TimeoutError), or the worker's Hurry bound.
 func (r *Request) Wait(d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {
@@ -431,7 +458,7 @@ func (r *Request) Wait(d time.Duration) error {
 		if done {
 			return err
 		}
-		left := time.Until(deadline)
+		left := time.Until(r.w.bound(deadline))
 		if left <= 0 {
 			return gccl.Errorf(gccl.TimeoutError, "ucx request", "not done after %v", d)
 		}
