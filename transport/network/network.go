@@ -146,6 +146,24 @@ type Failer interface{ Fail(err error) }
 // the receiving end sent with Failer.Fail, nil if none came.
 type Refuser interface{ Refusal() error }
 
+// Aborter is an optional interface of SendComms and RecvComms: Abort
+// ends the connection as Close does, but at once, without waiting for the
+// peer to acknowledge or to take what is in flight (pending requests
+// fail; the peer sees gccl.ErrRemote): for a connection whose peer may be
+// unreachable (a link cut, a host frozen) or that is being aborted. Called
+// while a Close waits for the peer, it cuts that wait short. A provider
+// whose Close never waits for the peer needs no Abort; callers fall back
+// to Close (see Abort).
+type Aborter interface{ Abort() error }
+
+// Abort ends c with its Abort where it is an Aborter, else with Close.
+func Abort(c Comm) error {
+	if a, ok := c.(Aborter); ok {
+		return a.Abort()
+	}
+	return c.Close()
+}
+
 // Comm is what both ends of a connection can do.
 type Comm interface {
 	// Register registers r for transfers on this connection (regMr);

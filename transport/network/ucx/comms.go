@@ -220,30 +220,37 @@ func (s *sendComm) Close() error {
 	var err error
 	// A flushing close needs the receiver, and UCX must not be left with
 	// sends in flight when the worker goes: with the receiver gone or
-	// refusing, or sends pending, the endpoint is closed by force, which
-	// cancels them.
-	force := s.peerGone.Load() || s.refusal.Load() != nil || pending > 0
+	// refusing, sends pending, or an abort, the endpoint is closed by
+	// force, which cancels them.
+	force := s.peerGone.Load() || s.refusal.Load() != nil || pending > 0 || s.aborting()
 	if !epClosed {
 		err = s.ep.Close(force, min(timeout(s.cfg), closeLinger))
 	}
-	if gccl.Code(err) == gccl.RemoteError {
-		err = nil // the receiver left first: nothing more to flush to it
+	if gccl.Code(err) == gccl.RemoteError || s.aborting() {
+		err = nil // the receiver left first, or nobody waits for it: nothing more to flush to it
 	}
 	// Only now, with the endpoint closed, the bye: the receiver flushes
 	// its worker towards ours, what the close sent included, and
-	// acknowledges; ours goes after that (or once the receiver is gone).
+	// acknowledges; ours goes after that (or once the receiver is gone,
+	// or at once for an abort).
 	b := binary.LittleEndian.AppendUint64([]byte{msgBye}, uint64(n))
-	_ = s.oob.SetWriteDeadline(time.Now().Add(closeLinger))
-	_, _ = s.oob.Write(b)
-	select {
-	case <-s.acked:
-	case <-s.watcher:
-	case <-time.After(closeLinger):
+	_ = s.oob.SetWriteDeadline(time.Now().Add(s.linger()))
+	if _, werr := s.oob.Write(b); werr == nil {
+		s.awaitPeer(s.acked)
 	}
 	if e := s.shutdown(); err == nil {
 		err = e
 	}
 	return err
+}
+
+// Abort ends the connection without waiting for the receiver
+// (network.Aborter): the endpoint is closed by force, the bye is sent but
+// not waited for, and the worker goes within abortGrace. Called during a
+// Close, it cuts that Close's waits short.
+func (s *sendComm) Abort() error {
+	s.abort()
+	return s.Close()
 }
 
 // Irecv posts a receive of at most r.Len bytes with tag; nil, nil when
@@ -336,9 +343,17 @@ func (c *recvComm) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	if c.self != nil {
-		_ = c.self.Close(true, closeLinger)
+		_ = c.self.Close(true, c.linger())
 	}
 	return c.shutdown()
+}
+
+// Abort ends the connection without waiting for the sender
+// (network.Aborter): no closing handshake, the worker goes within
+// abortGrace. Called during a Close, it cuts that Close's waits short.
+func (c *recvComm) Abort() error {
+	c.abort()
+	return c.Close()
 }
 
 // doneRequest is a request that was done when posted.
@@ -352,4 +367,6 @@ var (
 	_ network.Waiter  = doneRequest{}
 	_ network.Failer  = (*recvComm)(nil)
 	_ network.Refuser = (*sendComm)(nil)
+	_ network.Aborter = (*sendComm)(nil)
+	_ network.Aborter = (*recvComm)(nil)
 )

@@ -18,6 +18,12 @@ import (
 // closeLinger bounds how long Close waits for UCX to flush what was sent.
 const closeLinger = 10 * time.Second
 
+// abortGrace bounds every wait of an abort (Abort, network.Aborter): the
+// forced closes of the connection's endpoints complete locally within it
+// as the worker progresses, and nothing waits for the peer, which may sit
+// behind a cut link and answer nothing, ever.
+const abortGrace = 100 * time.Millisecond
+
 // conn is what both ends of a connection share: its own worker (so tags
 // match per connection and closing it ends everything of it), the side
 // TCP socket that watches the peer, and the registrations.
@@ -30,6 +36,8 @@ type conn struct {
 	watcher    chan struct{} // closed when the watcher goroutine returns
 	progressed chan struct{} // closed when the progress goroutine returns
 	stopping   atomic.Bool
+	aborted    chan struct{} // closed by abort
+	abortOnce  sync.Once
 	tickMu     sync.Mutex
 	ticker     chan struct{}
 
@@ -57,7 +65,7 @@ type conn struct {
 }
 
 func newConn(p *Provider, dc *devContext, w *ucx.Worker, oob net.Conn, cfg network.Config, recvSide bool, onClosing func()) *conn {
-	c := &conn{p: p, dc: dc, w: w, oob: oob, cfg: cfg, watcher: make(chan struct{}), progressed: make(chan struct{}), ticker: make(chan struct{}), acked: make(chan struct{}), closingAcked: make(chan struct{}),
+	c := &conn{p: p, dc: dc, w: w, oob: oob, cfg: cfg, watcher: make(chan struct{}), progressed: make(chan struct{}), aborted: make(chan struct{}), ticker: make(chan struct{}), acked: make(chan struct{}), closingAcked: make(chan struct{}),
 		regs: map[*memHandle]bool{}, pending: map[*request]bool{}}
 	c.peerBye.Store(-1)
 	c.recvSide, c.onClosing = recvSide, onClosing
@@ -421,16 +429,56 @@ func (c *conn) peerFailure(r *request) error {
 	return nil
 }
 
+// abort makes the connection's close, in progress or to come, end
+// without its peer: no wait for an acknowledgement, every flush and close
+// of UCX bounded by abortGrace (ucx.Worker.Hurry), endpoints closed by
+// force. A peer behind a cut link would keep an orderly close waiting for
+// closeLinger at each of its steps.
+func (c *conn) abort() {
+	c.abortOnce.Do(func() {
+		c.w.Hurry(abortGrace)
+		close(c.aborted)
+	})
+}
+
+// aborting reports whether abort was called.
+func (c *conn) aborting() bool {
+	select {
+	case <-c.aborted:
+		return true
+	default:
+		return false
+	}
+}
+
+// linger bounds a wait for the peer during a close: closeLinger, or
+// abortGrace once aborting.
+func (c *conn) linger() time.Duration {
+	if c.aborting() {
+		return abortGrace
+	}
+	return closeLinger
+}
+
+// awaitPeer waits for ack, the peer's end (the watcher's return), the
+// linger or an abort, whichever comes first.
+func (c *conn) awaitPeer(ack <-chan struct{}) {
+	t := time.NewTimer(c.linger())
+	defer t.Stop()
+	select {
+	case <-ack:
+	case <-c.watcher:
+	case <-t.C:
+	case <-c.aborted:
+	}
+}
+
 // shutdown releases everything of c once its ends are done (lock not held).
 func (c *conn) shutdown() error {
 	if c.recvSide {
-		_ = c.oob.SetWriteDeadline(time.Now().Add(closeLinger))
+		_ = c.oob.SetWriteDeadline(time.Now().Add(c.linger()))
 		if _, err := c.oob.Write([]byte{msgClosing}); err == nil {
-			select {
-			case <-c.closingAcked:
-			case <-c.watcher:
-			case <-time.After(closeLinger):
-			}
+			c.awaitPeer(c.closingAcked)
 		}
 	}
 	c.mu.Lock()
@@ -450,7 +498,7 @@ func (c *conn) shutdown() error {
 	<-c.watcher
 	// Force: our receives still pending end (ErrCanceled) as the worker
 	// drains in Close, those inside a rendezvous included.
-	_ = c.peerEp.Close(true, closeLinger)
+	_ = c.peerEp.Close(true, c.linger())
 	c.stopping.Store(true)
 	_ = c.w.Signal()
 	<-c.progressed

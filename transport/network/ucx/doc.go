@@ -41,7 +41,15 @@
 // closing sender closes its endpoint, then waits for the receiver to have
 // flushed its worker, before destroying its own; an arrival closed
 // before it was accepted (Reject, the listener's Close) waits so for the
-// sender's Connect to finish its wire-up or fail. (UCX before 1.13 does
+// sender's Connect to finish its wire-up or fail. Abort (network.Aborter)
+// ends a connection without its peer: a peer behind a cut link answers
+// none of those messages and takes nothing of a flush, so an orderly close
+// would wait closeLinger (10 s) at each step; Abort closes the endpoints by
+// force, sends its message without waiting for an answer, and bounds every
+// UCX wait by abortGrace (ucx.Worker.Hurry), handing what is still
+// pending back to UCX before the worker goes. The transport aborts a
+// connection whose stream broke (a failed or timed-out transfer) and every
+// connection of an aborted communicator. (UCX before 1.13 does
 // not know UCX_RESOLVE_REMOTE_EP_ID: over TCP its wire-up then happens at
 // the first rendezvous send, and a close racing it can still abort an
 // assertion build of UCX 1.12.)

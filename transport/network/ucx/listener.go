@@ -217,9 +217,11 @@ func (l *listener) Close() error {
 	close(l.changed)
 	l.mu.Unlock()
 	l.wg.Wait()
+	var wg sync.WaitGroup // each may wait for its sender: all at once
 	for _, a := range l.arrived {
-		_ = a.shutdown()
+		wg.Go(func() { _ = a.shutdown() })
 	}
+	wg.Wait()
 	l.arrived = nil
 	l.p.release(l.dc)
 	if err != nil {

@@ -463,3 +463,56 @@ func TestFail(t *testing.T) {
 	assert.Equal(t, gccl.InvalidUsage, gccl.Code(err))
 	assert.Equal(t, gccl.InvalidUsage, gccl.Code(s.(network.Refuser).Refusal()))
 }
+
+// silence makes c's control socket deaf, as towards a peer behind a cut
+// link: its watcher stops reading (and so never answers a bye or a
+// closing), while the socket stays open (so the peer sees no end).
+func silence(t *testing.T, c *conn) {
+	t.Helper()
+	require.NoError(t, c.oob.SetReadDeadline(time.Unix(1, 0)))
+	select {
+	case <-c.watcher:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher did not stop")
+	}
+}
+
+// TestAbortSilentPeer: with a peer that answers nothing, an orderly Close
+// would wait closeLinger for its acknowledgement; Abort ends either side
+// at once (network.Aborter), and an Abort during such a Close cuts it
+// short.
+func TestAbortSilentPeer(t *testing.T) {
+	requireUCX(t)
+	for _, side := range []string{"sender", "receiver", "close then abort"} {
+		t.Run(side, func(t *testing.T) {
+			p := New()
+			lc, cc := configs()
+			l, err := p.Listen(0, lc)
+			require.NoError(t, err)
+			defer l.Close()
+			s, err := p.Connect(testCtx(t), 0, l.Handle(), cc, 0)
+			require.NoError(t, err)
+			r, err := l.Accept(testCtx(t), network.Peer{Rank: 1})
+			require.NoError(t, err)
+			end, peer := network.Comm(s), network.Comm(r)
+			if side == "receiver" {
+				end, peer = r, s
+				silence(t, s.(*sendComm).conn)
+			} else {
+				silence(t, r.(*recvComm).conn)
+			}
+			start := time.Now()
+			if side == "close then abort" {
+				closed := make(chan error, 1)
+				go func() { closed <- s.Close() }()
+				time.Sleep(100 * time.Millisecond)
+				require.NoError(t, network.Abort(s))
+				require.NoError(t, <-closed)
+			} else {
+				require.NoError(t, network.Abort(end))
+			}
+			assert.Less(t, time.Since(start), time.Second, "Abort with a silent peer")
+			require.NoError(t, network.Abort(peer))
+		})
+	}
+}
