@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
@@ -28,10 +29,11 @@ type Endpoint struct {
 	cpus topo.CPUSet        // where connections' progress goroutines run; nil: anywhere
 	ln   network.Listener
 
-	mu     sync.Mutex
-	conns  []Conn
-	used   map[[2]int]bool // (peer rank, channel) already connected
-	closed bool
+	mu       sync.Mutex
+	conns    []Conn
+	used     map[[2]int]bool // (peer rank, channel) already connected
+	closed   bool
+	aborting atomic.Bool // Abort: network connections end without waiting for peers
 }
 
 // Listen selects the network provider (Config.NetName, GCCL_NET), opens the
@@ -150,7 +152,10 @@ func (e *Endpoint) track(cs ...Conn) error {
 }
 
 // Close closes every Conn handed out (unlinking their ring files) and the
-// listener, and stops the endpoint's goroutines. Safe on nil and twice.
+// listener, and stops the endpoint's goroutines. A connection whose stream
+// broke is aborted (network.Aborter), not closed in order: its peer may be
+// unreachable. The Conns close concurrently, so a close that waits for its
+// peer costs one wait, not one per connection. Safe on nil and twice.
 func (e *Endpoint) Close() error {
 	if e == nil {
 		return nil
@@ -164,10 +169,24 @@ func (e *Endpoint) Close() error {
 	conns := e.conns
 	e.conns = nil
 	e.mu.Unlock()
-	var errs []error
-	for _, c := range conns {
-		errs = append(errs, c.Close())
+	errs := make([]error, len(conns)+1)
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() { errs[i] = c.Close() })
 	}
-	errs = append(errs, e.ln.Close())
+	wg.Wait()
+	errs[len(conns)] = e.ln.Close()
 	return errors.Join(errs...)
+}
+
+// Abort closes the endpoint as Close does, but every network connection
+// ends at once (network.Aborter) without waiting for its peer to
+// acknowledge: for a communicator's Abort, which must return promptly
+// even when peers are unreachable. Safe on nil, twice, and after Close.
+func (e *Endpoint) Abort() error {
+	if e == nil {
+		return nil
+	}
+	e.aborting.Store(true)
+	return e.Close()
 }

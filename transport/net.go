@@ -30,7 +30,7 @@ func (netTransport) Connect(ctx context.Context, e *Endpoint, peer PeerInfo, cha
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := newNetSend(sc, e.cfg.NetChunkSize, e.cfg.Timeout)
+	s, err := newNetSend(sc, e.cfg.NetChunkSize, e.cfg.Timeout, &e.aborting)
 	if err != nil {
 		sc.Close()
 		return nil, nil, err
@@ -42,7 +42,7 @@ func (netTransport) Connect(ctx context.Context, e *Endpoint, peer PeerInfo, cha
 		if err != nil {
 			return nil, err
 		}
-		r, err := newNetRecv(rc, e.cfg.NetChunkSize, e.cfg.Timeout)
+		r, err := newNetRecv(rc, e.cfg.NetChunkSize, e.cfg.Timeout, &e.aborting)
 		if err != nil {
 			rc.Close()
 			return nil, err

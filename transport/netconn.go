@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -21,6 +22,7 @@ type netSend struct {
 	timeout time.Duration
 	tag     uint32
 	err     error // sticky: a failed send breaks the stream
+	ender   ender
 	closed  bool
 	reqs    [netDepth + 1]network.Request
 	// staged is the transfer of the last short message, posted from the
@@ -29,12 +31,30 @@ type netSend struct {
 	staged network.Request
 }
 
-func newNetSend(sc network.SendComm, chunk int, timeout time.Duration) (*netSend, error) {
+func newNetSend(sc network.SendComm, chunk int, timeout time.Duration, aborting *atomic.Bool) (*netSend, error) {
 	st, err := newStaging(sc, netHeaderSize+netInline)
 	if err != nil {
 		return nil, err
 	}
-	return &netSend{sc: sc, stage: st, chunk: chunk, timeout: timeout}, nil
+	return &netSend{sc: sc, stage: st, chunk: chunk, timeout: timeout, ender: ender{aborting: aborting}}, nil
+}
+
+// ender ends a connection over a network provider: with Close while its
+// stream is sound, with network.Abort once it broke (a transfer failed or
+// timed out: the peer may be unreachable, behind a cut link, and an
+// orderly close would wait for it; the socket provider meets that at once,
+// the ucx provider would wait for acknowledgements, seconds each) or when
+// its endpoint is aborting.
+type ender struct {
+	broken   atomic.Bool
+	aborting *atomic.Bool // the endpoint's; nil for none
+}
+
+func (e *ender) end(c network.Comm) error {
+	if e.broken.Load() || (e.aborting != nil && e.aborting.Load()) {
+		return network.Abort(c)
+	}
+	return c.Close()
 }
 
 // netFailGrace bounds how long Fail and Close wait for the peer to take
@@ -79,6 +99,7 @@ func (s *netSend) Send(ctx context.Context, d Desc, p []byte) error {
 	}
 	if err != nil {
 		s.err = err
+		s.ender.broken.Store(true)
 	}
 	return err
 }
@@ -128,6 +149,7 @@ func (s *netSend) Free() int {
 		s.staged = nil
 		if err != nil {
 			s.err = err
+			s.ender.broken.Store(true)
 		}
 	}
 	return 1
@@ -206,8 +228,10 @@ func (s *netSend) Refusal() error {
 }
 
 // Fail sends err to the receiver as a failure record in place of the next
-// message (waiting at most netFailGrace, after the staged message); if the stream is already broken it
-// closes the connection instead. Later Sends return err.
+// message (waiting at most netFailGrace, after the staged message); if the
+// stream is already broken, or the record cannot go, it aborts the
+// connection instead (network.Abort: the peer may not answer a close).
+// Later Sends return err.
 func (s *netSend) Fail(err error) {
 	if err == nil {
 		return
@@ -218,7 +242,7 @@ func (s *netSend) Fail(err error) {
 		return
 	}
 	if s.err != nil {
-		_ = s.sc.Close()
+		_ = network.Abort(s.sc) // broken: the peer may not answer a close
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), netFailGrace)
@@ -226,7 +250,8 @@ func (s *netSend) Fail(err error) {
 	deadline := time.Now().Add(netFailGrace)
 	if s.unstage(ctx, deadline) != nil {
 		s.err = err
-		_ = s.sc.Close()
+		s.ender.broken.Store(true)
+		_ = network.Abort(s.sc) // the peer did not take the staged message
 		return
 	}
 	s.err = err
@@ -239,7 +264,8 @@ func (s *netSend) Fail(err error) {
 	netHeader{flags: netFlagFail, length: uint64(len(msg)), code: uint32(code)}.put(s.stage.b)
 	n := netHeaderSize + copy(s.stage.b[netHeaderSize:], msg)
 	if s.transfer(ctx, deadline, s.stage.region(0, n), s.stage.m) != nil {
-		_ = s.sc.Close()
+		s.ender.broken.Store(true)
+		_ = network.Abort(s.sc)
 	}
 }
 
@@ -250,18 +276,20 @@ func (s *netSend) Recv(context.Context, func(Desc, int) error, func([]byte) erro
 
 // Close finishes the staged message's transfer (within netFailGrace: the
 // peer may be gone or stalled), closes the SendComm (interrupting a Send
-// in progress, which then returns) and frees the staging buffer. Safe
-// twice.
+// in progress, which then returns; aborting it where the stream broke or
+// the endpoint aborts) and frees the staging buffer. Safe twice.
 func (s *netSend) Close() error {
 	if s.mu.TryLock() { // else a Send is in progress: interrupt it
 		if !s.closed && s.err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), netFailGrace)
-			_ = s.unstage(ctx, time.Now().Add(netFailGrace))
+			if err := s.unstage(ctx, time.Now().Add(netFailGrace)); err != nil {
+				s.ender.broken.Store(true) // the peer did not take it: do not wait for it again
+			}
 			cancel()
 		}
 		s.mu.Unlock()
 	}
-	err := s.sc.Close()
+	err := s.ender.end(s.sc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -29,16 +30,17 @@ type netRecv struct {
 	tag      uint32 // the tag of the next receive to post
 	timeout  time.Duration
 	err      error // sticky
+	ender    ender
 	closed   bool
 }
 
-func newNetRecv(rc network.RecvComm, chunk int, timeout time.Duration) (*netRecv, error) {
+func newNetRecv(rc network.RecvComm, chunk int, timeout time.Duration, aborting *atomic.Bool) (*netRecv, error) {
 	slot := max(chunk, netHeaderSize+netInline)
 	st, err := newStaging(rc, netDepth*slot)
 	if err != nil {
 		return nil, err
 	}
-	r := &netRecv{rc: rc, ring: st, slot: slot, timeout: timeout}
+	r := &netRecv{rc: rc, ring: st, slot: slot, timeout: timeout, ender: ender{aborting: aborting}}
 	ctx, deadline := context.Background(), time.Now().Add(timeout)
 	for i := range netDepth {
 		if err := r.repost(ctx, deadline, i); err != nil {
@@ -117,10 +119,14 @@ func (r *netRecv) Recv(ctx context.Context, accept func(d Desc, n int) error, co
 		if gccl.Code(err) != gccl.TimeoutError {
 			r.err = err
 		}
+		// A timeout leaves the stream usable, but its peer silent: a
+		// close after it must not wait for that peer.
+		r.ender.broken.Store(true)
 		return err
 	}
 	if err := r.message(ctx, deadline, b, accept, consume); err != nil {
 		r.err = err
+		r.ender.broken.Store(true)
 		return err
 	}
 	return nil
@@ -176,7 +182,8 @@ func (r *netRecv) Fail(err error) {
 	if f, ok := r.rc.(network.Failer); ok {
 		f.Fail(err)
 	} else {
-		_ = r.rc.Close()
+		r.ender.broken.Store(true)
+		_ = network.Abort(r.rc)
 	}
 	r.mu.Lock()
 	if r.err == nil {
@@ -190,10 +197,11 @@ func (r *netRecv) Send(context.Context, Desc, []byte) error {
 	return gccl.Errorf(gccl.InvalidUsage, "conn", "Send on the receiving direction of a network connection")
 }
 
-// Close closes the RecvComm (a Recv in progress returns) and frees the
-// staging ring. Safe twice.
+// Close closes the RecvComm (a Recv in progress returns; aborting it where
+// the stream broke or the endpoint aborts) and frees the staging ring.
+// Safe twice.
 func (r *netRecv) Close() error {
-	err := r.rc.Close()
+	err := r.ender.end(r.rc)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {

@@ -182,7 +182,10 @@ func (b *Backend) localRanks() int {
 // a zero-copy barrier fail at once. Safe twice.
 func (b *Backend) Close(abort bool) error {
 	err := b.zc.Close(abort)
-	if b.ep != nil {
+	switch {
+	case b.ep != nil && abort:
+		err = errs.First(err, b.ep.Abort())
+	case b.ep != nil:
 		err = errs.First(err, b.ep.Close())
 	}
 	return err
