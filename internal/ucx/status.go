@@ -22,6 +22,7 @@ const (
 	errLinkFirst      Status = -40 // UCS_ERR_FIRST_LINK_FAILURE
 	errEndpointLast   Status = -89 // UCS_ERR_LAST_ENDPOINT_FAILURE
 	errUnreachable    Status = -6
+	errNotConnected   Status = -24 // the peer closed its end (its worker went)
 	errConnectionRset Status = -25
 	errNotLoaded      Status = -120 // the shim's own: no library
 )
@@ -30,9 +31,11 @@ const (
 func (s Status) Error() string { return fmt.Sprintf("%s (ucs_status_t %d)", cStatusString(s), int(s)) }
 
 // PeerFailure reports whether s says the peer or the path to it failed
-// (unreachable, connection reset, link and endpoint failures, timeouts).
+// (unreachable, not connected any more, connection reset, link and
+// endpoint failures, timeouts).
 func (s Status) PeerFailure() bool {
-	return s == errUnreachable || s == errConnectionRset || (s <= errLinkFirst && s >= errEndpointLast)
+	return s == errUnreachable || s == errNotConnected || s == errConnectionRset ||
+		(s <= errLinkFirst && s >= errEndpointLast)
 }
 
 // ErrNoLibrary is the cause of Load's error when libucp.so.0 cannot be used.

@@ -323,3 +323,16 @@ func TestMissingLibrary(t *testing.T) {
 	assert.Contains(t, err.Error(), "libucp-gccl-test-missing.so.0 was not found")
 	assert.Contains(t, err.Error(), "GCCL_NET=socket")
 }
+
+// TestPeerStatuses: the statuses that say the peer went or cannot be
+// reached are RemoteError (a closing sender whose receiver closed first
+// gets UCS_ERR_NOT_CONNECTED from its endpoint's flush); others are not.
+func TestPeerStatuses(t *testing.T) {
+	for s, want := range map[Status]gccl.Result{
+		errUnreachable: gccl.RemoteError, errNotConnected: gccl.RemoteError, errConnectionRset: gccl.RemoteError,
+		errLinkFirst: gccl.RemoteError, errEndpointLast: gccl.RemoteError,
+		ErrNoResource: gccl.SystemError, ErrMsgTruncated: gccl.InvalidUsage, OK: gccl.Success,
+	} {
+		assert.Equal(t, want, gccl.Code(check("call", s)), "status %d", int(s))
+	}
+}
