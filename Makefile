@@ -9,7 +9,8 @@
 #   make gpu-bundle   binaries + run script for the GPU machine, in ./bundle
 #   make kernels      rebuild the CUDA fatbin (needs nvcc)
 #   make perf         the benchmark under mpirun -np $(NP)
-#   make multihost    testing tier 3: the suite across simulated hosts (network namespaces; root)
+#   make multihost    testing tier 3: the suite across simulated hosts (network namespaces; root),
+#                     over the socket and ucx network providers (MULTIHOST_NET)
 #   make multihost-perf  gccl-perf against Open MPI over TCP on 2 simulated hosts, and the links' TCP rate
 #   make fault        the fault suite: in-process faults, then kill -9 and SIGSTOP of one rank under mpirun
 #   make soak         $(OPS) random verified operations, resources counted before and after
@@ -58,9 +59,11 @@ mpi-tests:
 # Testing tier 3 (needs root): every collective, p2p pattern and a group on
 # beds of 2-4 simulated hosts × 1-3 ranks (socket bootstrap), a rank
 # killed on another host and a host's link cut, over each network provider of MULTIHOST_NET (the
-# ranks' GCCL_NET); then tier 2's MPI suite and mpiboot's local-rank test
+# ranks' GCCL_NET): socket, and ucx over UCX's TCP transport (UCX_TLS=tcp unless set; the
+# ucx runs fail, naming the reason, where libucp.so.0 is missing: deps installs libucx0);
+# then tier 2's MPI suite and mpiboot's local-rank test
 # under mpirun with 2 hosts × 2 ranks (Open MPI over TCP between hosts).
-MULTIHOST_NET ?= socket
+MULTIHOST_NET ?= socket,ucx
 MULTIHOST_ARGS ?=
 MH := out/multihost
 multihost: deps

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # deps.sh [openmpi|mpich] — install what gccl's build and tests need, only
 # when it is missing: an MPI implementation (headers, pkg-config module,
-# launcher) and pkg-config. Uses apt-get on Debian/Ubuntu, as root, non-interactively.
+# launcher), pkg-config, and UCX's libucp.so.0 (libucx0: the ucx network
+# provider, which the multi-host tier runs; Debian's Open MPI and MPICH
+# depend on it, but a machine may have MPI from elsewhere). Uses apt-get on
+# Debian/Ubuntu, as root, non-interactively.
 set -euo pipefail
 
 mpi=${1:-openmpi}
@@ -11,13 +14,19 @@ mpich) module=mpich launcher=mpiexec.mpich pkgs="libmpich-dev mpich" ;;
 *) echo "deps.sh: unknown MPI '$mpi' (openmpi or mpich)" >&2; exit 2 ;;
 esac
 
-if command -v pkg-config >/dev/null && pkg-config --exists "$module" && command -v "$launcher" >/dev/null; then
-	exit 0
+missing=""
+if ! { command -v pkg-config >/dev/null && pkg-config --exists "$module" && command -v "$launcher" >/dev/null; }; then
+	missing="$mpi (pkg-config module '$module', launcher '$launcher')"
 fi
+if ! /sbin/ldconfig -p 2>/dev/null | grep -q 'libucp\.so\.0 '; then
+	missing="${missing:+$missing, }UCX (libucp.so.0)"
+	pkgs="$pkgs libucx0"
+fi
+[ -z "$missing" ] && exit 0
 
 if ! command -v apt-get >/dev/null; then
-	echo "deps.sh: $mpi is missing (pkg-config module '$module', launcher '$launcher') and apt-get is not" \
-		"available; install $mpi and pkg-config with your package manager" >&2
+	echo "deps.sh: $missing missing and apt-get is not available; install $pkgs pkg-config" \
+		"(or their equivalents) with your package manager" >&2
 	exit 1
 fi
 sudo=""

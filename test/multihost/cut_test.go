@@ -137,8 +137,8 @@ func TestCutLink(t *testing.T) {
 				require.NoError(t, err)
 				var out strings.Builder
 				job, err := b.Launch(shape.per, []string{exe, "-test.run=^TestRank$", "-test.count=1", "-test.v"},
-					[]string{roleEnv + "=cut", workloadEnv + "=" + w, syncEnv + "=" + dir,
-						cutRankEnv + "=" + strings.Join(behind, ","), "GCCL_NET=" + prov}, &out)
+					append(netEnv(t, prov), roleEnv+"=cut", workloadEnv+"="+w, syncEnv+"="+dir,
+						cutRankEnv+"="+strings.Join(behind, ",")), &out)
 				require.NoError(t, err)
 				ready := wait.Poller{Deadline: time.Now().Add(time.Minute), What: "the ranks' readiness", MaxSleep: 10 * time.Millisecond}
 				for r := 0; r < shape.hosts*shape.per; {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/gccl/gccl/internal/ucx"
 )
 
 var (
@@ -15,6 +17,28 @@ var (
 
 // providers returns the -multihost.net list.
 func providers() []string { return strings.Split(*nets, ",") }
+
+// netEnv is the environment of a job's ranks over provider prov: GCCL_NET,
+// and for ucx UCX_TLS=tcp unless the caller set UCX_TLS. The simulated
+// hosts share one machine, where UCX would otherwise pick its shared
+// memory transports between them, which no network namespace, cut link
+// or netem delay reaches. A provider that cannot run here fails the test
+// with the reason (libucp.so.0 missing: install libucx0), never skips: it
+// was asked for.
+func netEnv(t *testing.T, prov string) []string {
+	t.Helper()
+	e := []string{"GCCL_NET=" + prov}
+	if prov != "ucx" {
+		return e
+	}
+	if err := ucx.Load(); err != nil {
+		t.Fatalf("-multihost.net=ucx: %v (make deps installs libucx0)", err)
+	}
+	if _, set := os.LookupEnv("UCX_TLS"); !set {
+		e = append(e, "UCX_TLS=tcp")
+	}
+	return e
+}
 
 func TestMain(m *testing.M) {
 	flag.Parse()

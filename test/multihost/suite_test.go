@@ -65,7 +65,7 @@ func TestMatrix(t *testing.T) {
 		for _, shape := range parseBeds(t) {
 			t.Run(prov+"/"+shape.String(), func(t *testing.T) {
 				start := time.Now()
-				errs, out := runJob(t, shape, roleEnv+"=matrix", "GCCL_NET="+prov)
+				errs, out := runJob(t, shape, append(netEnv(t, prov), roleEnv+"=matrix")...)
 				if err := testbed.Failed(errs); err != nil {
 					t.Errorf("%v\n%s", err, out)
 				}
@@ -85,8 +85,8 @@ func TestKillRank(t *testing.T) {
 		for i, w := range fault.Workloads {
 			victim := shape.per + i%shape.per // a rank of host 1
 			t.Run(fmt.Sprintf("%s/%s/victim%d", prov, w.Name, victim), func(t *testing.T) {
-				errs, out := runJob(t, shape, roleEnv+"=kill", workloadEnv+"="+w.Name,
-					victimEnv+"="+strconv.Itoa(victim), "GCCL_NET="+prov)
+				errs, out := runJob(t, shape, append(netEnv(t, prov), roleEnv+"=kill", workloadEnv+"="+w.Name,
+					victimEnv+"="+strconv.Itoa(victim))...)
 				for r, err := range errs {
 					if r == victim {
 						if !killed(err) {
