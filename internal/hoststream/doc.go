@@ -15,7 +15,10 @@
 //
 // Close releases a stream the way cudaStreamDestroy does: it returns at once,
 // the work already enqueued still runs, and the goroutine exits when the
-// queue is empty. Enqueue on a closed stream returns gccl.ErrInvalidUsage.
+// queue is empty. An open stream's goroutine waits, parked, up to a second
+// for new work before it exits, so that an idle stream holds no goroutine
+// for long while work launched now and then starts none (a goroutine's
+// stack grows by copies to the depth of a launch). Enqueue on a closed stream returns gccl.ErrInvalidUsage.
 //
 // The registry maps gccl.Stream handles (the values the public API passes
 // around) to *Stream values: Register, Lookup and Unregister. Handles are
@@ -26,6 +29,6 @@
 // Every wait takes a context or a deadline; an expired one gives
 // gccl.ErrTimeout. Where host streams spin (package futex: GCCL_HOST_SPIN,
 // StreamSpinTime: none where ranks are more than half the CPUs) the worker polls that long for new work
-// before it leaves, and Synchronize polls that long before it sleeps, so
+// before it parks, and Synchronize polls that long before it sleeps, so
 // that a launch and its synchronisation cost no goroutine wake-up.
 package hoststream

@@ -41,9 +41,12 @@ type Stream struct {
 	mu       sync.Mutex
 	queue    []task // queue[head:] waits; its storage is reused
 	head     int
-	running  bool   // a worker goroutine owns the queue
-	err      error  // sticky: the first failure
-	errAt    uint64 // the number of the task that failed (finished counts them)
+	running  bool          // a worker goroutine owns the queue
+	parked   bool          // the worker waits on wake for work (awaitWork)
+	wake     chan struct{} // cap 1: push or Close tells a parked worker
+	idle     *time.Timer   // the parked worker's bound (the worker's own)
+	err      error         // sticky: the first failure
+	errAt    uint64        // the number of the task that failed (finished counts them)
 	closed   bool
 	enqueued atomic.Uint64 // written under mu
 	finished atomic.Uint64 // written under mu
@@ -65,7 +68,7 @@ func NewWithTimeout(d time.Duration) *Stream {
 	if d <= 0 {
 		d = DefaultTimeout
 	}
-	return &Stream{timeout: d}
+	return &Stream{timeout: d, wake: make(chan struct{}, 1)}
 }
 
 // Enqueue appends f to the stream. Tasks run one at a time in the order they
@@ -97,18 +100,34 @@ func (s *Stream) push(t task) error {
 	}
 	s.queue = append(s.queue, t)
 	s.enqueued.Add(1)
-	if !s.running {
+	switch {
+	case !s.running:
 		s.running = true
 		go s.work()
+	case s.parked:
+		s.unpark()
 	}
 	return nil
 }
 
-// work drains the queue; it exits when the queue is empty, so an idle
-// stream holds no goroutine. Where host streams spin (package futex:
-// StreamSpinTime, none where ranks are more than half the CPUs) it first polls for new work
-// that long, so that a caller launching one operation after another hands
-// each to a running goroutine instead of starting one.
+// unpark wakes the parked worker (s.mu held).
+func (s *Stream) unpark() {
+	s.parked = false
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// work drains the queue. Between tasks it waits for the next: where host
+// streams spin (package futex: StreamSpinTime, none where ranks are more
+// than half the CPUs) it first polls that long, then parks for up to
+// parkIdle, and exits only then (or once the stream is closed), so that an
+// idle stream holds no goroutine while a caller launching one operation
+// after another hands each to a running goroutine instead of starting
+// one. A new goroutine's stack grows, copied each time, as deep as a
+// launch runs: starting one per launch cost more than the launch's own
+// work on the host backend's small-message path.
 func (s *Stream) work() {
 	for {
 		s.mu.Lock()
@@ -149,20 +168,59 @@ func (s *Stream) work() {
 	}
 }
 
-// awaitWork polls for work for the spin time while the queue is empty.
-// It returns false, the worker's ownership given up, once the queue is
-// still empty after it.
+// parkIdle is how long a stream's worker waits for work, parked, before
+// it exits.
+const parkIdle = time.Second
+
+// awaitWork waits for work while the queue is empty: it polls for the spin
+// time, then parks until push or Close wakes it or parkIdle passes. It
+// returns false, the worker's ownership given up, once the queue is still
+// empty after that, or the stream is closed.
 func (s *Stream) awaitWork() bool {
 	seen := s.enqueued.Load()
-	spinUntil(func() bool { return s.enqueued.Load() != seen })
+	if spinUntil(func() bool { return s.enqueued.Load() != seen }) {
+		return true
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.head < len(s.queue) {
+		s.mu.Unlock()
+		return true
+	}
+	woken := false
+	if !s.closed {
+		s.parked = true
+		s.mu.Unlock()
+		woken = s.park()
+		s.mu.Lock()
+	}
+	defer s.mu.Unlock()
+	s.parked = false
+	select { // a wake-up that crossed the timer's expiry
+	case <-s.wake:
+	default:
+	}
+	if s.head < len(s.queue) || woken && !s.closed {
 		return true
 	}
 	s.running = false
 	s.queue, s.head = s.queue[:0], 0
 	return false
+}
+
+// park waits for a wake-up, at most parkIdle; true if woken.
+func (s *Stream) park() bool {
+	if s.idle == nil {
+		s.idle = time.NewTimer(parkIdle)
+	} else {
+		s.idle.Reset(parkIdle)
+	}
+	select {
+	case <-s.wake:
+		s.idle.Stop()
+		return true
+	case <-s.idle.C:
+		return false
+	}
 }
 
 // spinUntil polls cond for the host streams' spin time
@@ -340,6 +398,9 @@ func (s *Stream) Close() error {
 	}
 	s.mu.Lock()
 	s.closed = true
+	if s.parked {
+		s.unpark() // the worker exits
+	}
 	s.mu.Unlock()
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -220,4 +222,54 @@ func TestSynchronizeWithinTimesOut(t *testing.T) {
 	err := s.SynchronizeWithin(20 * time.Millisecond)
 	require.ErrorIs(t, err, gccl.ErrTimeout)
 	assert.Equal(t, "stream", err.(*gccl.Error).Arg)
+}
+
+// goid is the calling goroutine's id, from its stack's first line.
+func goid() string {
+	var b [64]byte
+	f := strings.Fields(string(b[:runtime.Stack(b[:], false)]))
+	return f[1]
+}
+
+// TestParkedWorkerRunsNextTask: without spinning, a task enqueued after
+// the queue emptied runs on the same worker goroutine, woken from its
+// park, not on a new one.
+func TestParkedWorkerRunsNextTask(t *testing.T) {
+	futex.SetSpin(0)
+	defer futex.SetSpin(-1)
+	s := New()
+	defer s.Close()
+	var ids [2]string
+	for i := range ids {
+		require.NoError(t, s.Enqueue(func() error { ids[i] = goid(); return nil }))
+		require.NoError(t, s.SynchronizeWithin(10*time.Second))
+		require.Eventually(t, func() bool { // the worker parked
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.parked
+		}, 5*time.Second, 100*time.Microsecond)
+	}
+	assert.Equal(t, ids[0], ids[1], "each task on its own goroutine")
+}
+
+// TestCloseEndsParkedWorker: Close wakes a parked worker, which exits.
+func TestCloseEndsParkedWorker(t *testing.T) {
+	futex.SetSpin(0)
+	defer futex.SetSpin(-1)
+	s := New()
+	require.NoError(t, s.Enqueue(func() error { return nil }))
+	require.NoError(t, s.SynchronizeWithin(10*time.Second))
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.parked
+	}, 5*time.Second, 100*time.Microsecond)
+	start := time.Now()
+	require.NoError(t, s.Close())
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.running
+	}, 5*time.Second, 100*time.Microsecond)
+	assert.Less(t, time.Since(start), parkIdle/2, "the worker stayed parked after Close")
 }
