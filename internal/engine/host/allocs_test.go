@@ -12,29 +12,61 @@ import (
 
 // maxLaunchAllocs bounds the allocations of one rank's small Send/Recv
 // launch and its stream synchronisation on the host backend (the engine,
-// the host stream and the shared-memory transport). What remains is the
-// stream's worker goroutine, started again when the stream was idle
-// (where waits spin, the worker waits for the next launch instead).
-// Raise it only with a reason: every other allocation on this path was
-// taken out once.
+// the host stream and the shared-memory transport). None remain: the
+// stream's worker parks between launches instead of being started again.
+// Raise it only with a reason: every allocation on this path was taken
+// out once.
 const maxLaunchAllocs = 1
 
 // TestLaunchAllocations: a small Send/Recv exchange between two ranks,
 // launched and synchronised, allocates at most maxLaunchAllocs per rank.
 func TestLaunchAllocations(t *testing.T) {
+	allocs := opsAllocs(t, "", 256, func(r int, sp, rp uintptr) []engine.Op {
+		return []engine.Op{
+			{Kind: algo.P2PSend, Send: sp, Count: 256, Type: gccl.Uint8, Peer: 1 - r},
+			{Kind: algo.P2PRecv, Recv: rp, Count: 256, Type: gccl.Uint8, Peer: 1 - r},
+		}
+	})
+	t.Logf("%.2f allocations per rank's launch and synchronisation", allocs)
+	require.LessOrEqual(t, allocs, float64(maxLaunchAllocs))
+}
+
+// maxCollectiveAllocs bounds the allocations of one rank's small
+// collective, repeated, over the message path (not zero-copy): the plan,
+// its peers and the runner are kept from the last one, and the runner's
+// receives make no closures (what remains is the reduction's closure,
+// Backend.arith).
+const maxCollectiveAllocs = 1
+
+// TestCollectiveAllocations: a repeated small AllReduce of two ranks over
+// the step schedule, launched and synchronised, allocates at most
+// maxCollectiveAllocs per rank.
+func TestCollectiveAllocations(t *testing.T) {
+	allocs := opsAllocs(t, "direct", 8*256, func(r int, sp, rp uintptr) []engine.Op {
+		return []engine.Op{{Kind: algo.AllReduce, Send: sp, Recv: rp, Count: 256, Type: gccl.Float64, Op: gccl.Sum}}
+	})
+	t.Logf("%.2f allocations per rank's collective and synchronisation", allocs)
+	require.LessOrEqual(t, allocs, float64(maxCollectiveAllocs))
+}
+
+// opsAllocs makes two ranks allowed algoList, each with a send and a
+// receive buffer of the given bytes, launches mk's ops of each rank (on
+// its stream) and synchronises once, to connect, then returns the
+// allocations per rank of doing it again.
+func opsAllocs(t *testing.T, algoList string, bytes int, mk func(r int, sp, rp uintptr) []engine.Op) float64 {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	const n, count = 2, 256
-	w := newWorld(t, n, "")
+	const n = 2
+	w := newWorld(t, n, algoList)
 	rng := rand.New(rand.NewPCG(7, 8))
 	ops := make([][]engine.Op, n)
 	for r := range n {
-		sp, _ := w.alloc(t, r, count, rng)
-		rp, _ := w.alloc(t, r, count, rng)
-		ops[r] = []engine.Op{
-			{Kind: algo.P2PSend, Send: sp, Count: count, Type: gccl.Uint8, Peer: 1 - r, Stream: w.streams[r]},
-			{Kind: algo.P2PRecv, Recv: rp, Count: count, Type: gccl.Uint8, Peer: 1 - r, Stream: w.streams[r]},
+		sp, _ := w.alloc(t, r, bytes, rng)
+		rp, _ := w.alloc(t, r, bytes, rng)
+		ops[r] = mk(r, sp, rp)
+		for i := range ops[r] {
+			ops[r][i].Stream = w.streams[r]
 		}
 	}
 	step := func() {
@@ -50,7 +82,5 @@ func TestLaunchAllocations(t *testing.T) {
 		}
 	}
 	step() // connects
-	allocs := testing.AllocsPerRun(500, step) / n
-	t.Logf("%.2f allocations per rank's launch and synchronisation", allocs)
-	require.LessOrEqual(t, allocs, float64(maxLaunchAllocs))
+	return testing.AllocsPerRun(500, step) / n
 }

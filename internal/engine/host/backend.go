@@ -64,6 +64,8 @@ type Backend struct {
 
 	p2p       p2pRun         // runSendRecv's lanes; used under the engine's issue order only
 	scratch   []byte         // grown on demand; used under the engine's issue order only
+	sched     schedule       // the last collective's plan; as scratch
+	runner    runner         // runs the collectives' plans; as scratch
 	premulBuf []byte         // PreMulSum's scaled input (premulInput); as scratch
 	zc        *zerocopy.Path // nil where the ranks cannot map each other's memory
 	tasks     sync.Pool      // *task, reused by Submit

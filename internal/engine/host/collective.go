@@ -89,31 +89,56 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opdesc.Desc
 		}
 	}
 	es := o.Type.Size()
-	plan, err := algo.Build(algo.Params{Kind: kind, Algo: b.choose(kind, o.Count*es), NRanks: b.nranks,
+	sc, err := b.sched.get(algo.Params{Kind: kind, Algo: b.choose(kind, o.Count*es), NRanks: b.nranks,
 		Rank: b.rank, Root: o.Root, Count: o.Count, ElemSize: es, ChunkBytes: b.chunk})
 	if err != nil {
 		return gccl.Errorf(gccl.InternalError, "plan", "%v", err)
 	}
 	send, recv := o.Sizes(b.nranks)
-	sendTo, recvFrom := plan.Peers()
-	if err := b.connect(ctx, d.String, append(sendTo, recvFrom...)); err != nil {
+	if err := b.connect(ctx, d.String, sc.peers); err != nil {
 		return err
 	}
-	if len(b.scratch) < plan.ScratchBytes {
-		b.scratch = make([]byte, plan.ScratchBytes)
+	if len(b.scratch) < sc.plan.ScratchBytes {
+		b.scratch = make([]byte, sc.plan.ScratchBytes)
 	}
-	r := newRunner(ctx, b.conns, es, combine, countSends(plan.Steps))
+	r := &b.runner
+	r.reset(ctx, b.conns, es, combine, sc.sends)
 	r.me, r.desc, r.wire = b.rank, d, d.Wire()
 	r.bufs[algo.SendBuf] = device.HostBytes(o.Send, send)
 	r.bufs[algo.RecvBuf] = device.HostBytes(o.Recv, recv)
 	r.bufs[algo.ScratchBuf] = b.scratch
-	if err := r.run(plan.Steps); err != nil {
+	if err := r.run(sc.plan.Steps); err != nil {
 		return err
 	}
 	if post != nil && (kind != algo.Reduce || b.rank == o.Root) {
 		return post(r.bufs[algo.RecvBuf])
 	}
 	return nil
+}
+
+// schedule is a collective's plan with what the runner needs of it, kept
+// for the next collective of the same parameters (an application repeats
+// its collectives), so that a repeated one builds nothing.
+type schedule struct {
+	params algo.Params
+	plan   *algo.Plan
+	peers  []int       // sent to, then received from
+	sends  map[int]int // countSends of the steps
+}
+
+// get returns the schedule of p, building it unless it is the last one's.
+// The runner reads its plan and sends only during the collective.
+func (s *schedule) get(p algo.Params) (*schedule, error) {
+	if s.plan != nil && s.params == p {
+		return s, nil
+	}
+	plan, err := algo.Build(p)
+	if err != nil {
+		return nil, err
+	}
+	sendTo, recvFrom := plan.Peers()
+	*s = schedule{params: p, plan: plan, peers: append(sendTo, recvFrom...), sends: countSends(plan.Steps)}
+	return s, nil
 }
 
 // choose picks the algorithm for a collective of the given per-rank bytes.

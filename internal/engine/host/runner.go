@@ -24,7 +24,8 @@ type combineFunc func(dst, a, b []byte) error
 // order); receives block; before a step writes a range it waits for the
 // posted sends that still read that range.
 type runner struct {
-	ctx     context.Context
+	parent  context.Context // the launch's
+	ctx     context.Context // parent, or a child of it once a sender goroutine runs
 	cancel  context.CancelFunc
 	conns   []*peerConn
 	es      int
@@ -39,6 +40,19 @@ type runner struct {
 	wg      sync.WaitGroup
 	pending []*sendReq
 	waits   []error // the timed-out waits of sends (opdesc.WaitError)
+
+	rx      recvState
+	acceptF func(transport.Desc, int) error // r.accept, bound once
+	pieceF  func([]byte) error              // r.piece, bound once
+}
+
+// recvState is the receive in progress (runner.recv): where its pieces go.
+type recvState struct {
+	peer, n, off int
+	dst, src     []byte // reduce: dst = src ⊕ received; else dst = received
+	reduce       bool
+	carry        []byte // a piece's split element; storage reused
+	refused      bool
 }
 
 type sendReq struct {
@@ -48,12 +62,28 @@ type sendReq struct {
 	err  error
 }
 
-// newRunner prepares a runner; sends[p] is how many sends the steps make
-// to peer p, so that posting never blocks.
-func newRunner(ctx context.Context, conns []*peerConn, es int, combine combineFunc, sends map[int]int) *runner {
-	r := &runner{conns: conns, es: es, combine: combine, sends: sends, senders: map[int]chan *sendReq{}}
-	r.ctx, r.cancel = context.WithCancel(ctx)
-	return r
+// reset prepares r, kept by the backend from one collective to the next,
+// for a plan; sends[p] is how many sends the steps make to peer p, so that
+// posting never blocks. Its context is ctx until a send is posted to a
+// sender goroutine (post), which makes the cancellable child that stops
+// those goroutines: the runner's own waits are ended by nothing else.
+func (r *runner) reset(ctx context.Context, conns []*peerConn, es int, combine combineFunc, sends map[int]int) {
+	r.parent, r.ctx, r.cancel = ctx, ctx, nil
+	r.conns, r.es, r.combine, r.sends = conns, es, combine, sends
+	if r.senders == nil {
+		r.senders = map[int]chan *sendReq{}
+		r.acceptF, r.pieceF = r.accept, r.piece
+	}
+	clear(r.senders)
+	clear(r.pending)
+	r.pending, r.waits = r.pending[:0], nil
+}
+
+// stop cancels the sender goroutines' context, if there is one.
+func (r *runner) stop() {
+	if r.cancel != nil {
+		r.cancel()
+	}
 }
 
 // countSends returns how many sends steps post to each peer.
@@ -71,7 +101,7 @@ func countSends(steps []algo.Step) map[int]int {
 func (r *runner) run(steps []algo.Step) error {
 	err := r.steps(steps)
 	if err != nil {
-		r.cancel()
+		r.stop()
 	}
 	err = errs.First(err, r.finish())
 	if w := opdesc.Merge(append([]error{err}, r.waits...)...); w != nil {
@@ -117,16 +147,11 @@ func (r *runner) step(s algo.Step) error {
 	case algo.LocalReduce:
 		return r.combine(dst, dst, r.at(s.Src, s.Len))
 	case algo.Recv, algo.RecvCopySend:
-		err := r.recv(s.From, s.Len, func(off int, p []byte) error { copy(dst[off:], p); return nil })
-		if err != nil {
+		if err := r.recv(s.From, dst, nil); err != nil {
 			return err
 		}
 	case algo.RecvReduce, algo.RecvReduceSend:
-		src := r.at(s.Src, s.Len)
-		err := r.recv(s.From, s.Len, func(off int, p []byte) error {
-			return r.combine(dst[off:off+len(p)], src[off:off+len(p)], p)
-		})
-		if err != nil {
+		if err := r.recv(s.From, dst, r.at(s.Src, s.Len)); err != nil {
 			return err
 		}
 	}
@@ -136,50 +161,67 @@ func (r *runner) step(s algo.Step) error {
 	return nil
 }
 
-// recv receives n bytes from peer, handing consume whole elements only
-// (transport pieces may split an element), with their offset.
-func (r *runner) recv(peer, n int, consume func(off int, p []byte) error) error {
-	off := 0
-	var carry []byte
+// recv receives len(dst) bytes from peer into dst, or, with src, their
+// combination with src (dst = src ⊕ received), element by element (pieces
+// of the transport may split an element).
+func (r *runner) recv(peer int, dst, src []byte) error {
+	r.rx = recvState{peer: peer, n: len(dst), dst: dst, src: src, reduce: src != nil, carry: r.rx.carry[:0]}
 	c := r.conns[peer].recv
-	refused := false
-	accept := func(w transport.Desc, got int) error {
-		err := r.desc.Check(r.me, peer, w, got, n)
-		refused = err != nil
-		if err == nil {
-			r.conns[peer].heard(r.desc)
-		}
-		return err
-	}
-	err := c.Recv(r.ctx, accept, func(p []byte) error {
-		if len(carry) > 0 {
-			k := min(r.es-len(carry), len(p))
-			carry = append(carry, p[:k]...)
-			p = p[k:]
-			if len(carry) < r.es {
-				return nil
-			}
-			if err := consume(off, carry); err != nil {
-				return err
-			}
-			off += r.es
-			carry = carry[:0]
-		}
-		whole := len(p) - len(p)%r.es
-		if whole > 0 {
-			if err := consume(off, p[:whole]); err != nil {
-				return err
-			}
-			off += whole
-		}
-		carry = append(carry, p[whole:]...)
-		return nil
-	})
-	if refused {
+	err := c.Recv(r.ctx, r.acceptF, r.pieceF)
+	if r.rx.refused {
 		c.Fail(err) // the sender's Send fails with it too
 		return err
 	}
 	return r.waited(wrapPeer(err, peer, "receiving from"), peer, func() string { return r.conns[peer].note(r.desc.Label()) })
+}
+
+// accept checks the descriptor of the message recv receives.
+func (r *runner) accept(w transport.Desc, got int) error {
+	x := &r.rx
+	err := r.desc.Check(r.me, x.peer, w, got, x.n)
+	x.refused = err != nil
+	if err == nil {
+		r.conns[x.peer].heard(r.desc)
+	}
+	return err
+}
+
+// piece takes a piece of the message recv receives, whole elements at a
+// time, carrying a split one over to the next piece.
+func (r *runner) piece(p []byte) error {
+	x := &r.rx
+	if len(x.carry) > 0 {
+		k := min(r.es-len(x.carry), len(p))
+		x.carry = append(x.carry, p[:k]...)
+		p = p[k:]
+		if len(x.carry) < r.es {
+			return nil
+		}
+		if err := r.consume(x.carry); err != nil {
+			return err
+		}
+		x.carry = x.carry[:0]
+	}
+	whole := len(p) - len(p)%r.es
+	if whole > 0 {
+		if err := r.consume(p[:whole]); err != nil {
+			return err
+		}
+	}
+	x.carry = append(x.carry, p[whole:]...)
+	return nil
+}
+
+// consume puts whole elements p at the receive's current offset.
+func (r *runner) consume(p []byte) error {
+	x := &r.rx
+	off := x.off
+	x.off += len(p)
+	if !x.reduce {
+		copy(x.dst[off:], p)
+		return nil
+	}
+	return r.combine(x.dst[off:off+len(p)], x.src[off:off+len(p)], p)
 }
 
 // waited makes a timeout of a wait on peer an opdesc.WaitError with note,
@@ -211,6 +253,9 @@ func (r *runner) send(peer int, p []byte) error {
 func (r *runner) post(peer int, p []byte) {
 	q := r.senders[peer]
 	if q == nil {
+		if r.cancel == nil {
+			r.ctx, r.cancel = context.WithCancel(r.parent)
+		}
 		q = make(chan *sendReq, r.sends[peer])
 		r.senders[peer] = q
 		r.wg.Add(1)
@@ -281,13 +326,13 @@ func (r *runner) finish() error {
 		err = errs.First(err, werr)
 	}
 	if err != nil {
-		r.cancel()
+		r.stop()
 	}
 	for _, q := range r.senders {
 		close(q)
 	}
 	r.wg.Wait()
-	r.cancel()
+	r.stop()
 	return err
 }
 
