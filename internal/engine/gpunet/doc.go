@@ -24,7 +24,7 @@
 // AcceptNet: every rank dials, then accepts) that the proxy serves. Every
 // rank must use the same slot size (GCCL_NET_BUFFSIZE, 8 slots, default 4
 // MiB), channel count (GCCL_NET_NCHANNELS, 1 to kernels.RingMaxChannels,
-// default 2) and GCCL_P2P_DISABLE; a rank that differs fails Open with
+// default 4) and GCCL_P2P_DISABLE; a rank that differs fails Open with
 // gccl.ErrInvalidUsage naming the setting.
 //
 // # Operations

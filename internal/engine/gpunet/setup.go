@@ -25,8 +25,14 @@ const (
 	// DefaultBuffSize is a FIFO's slots: NCCL_BUFFSIZE's 4 MiB per
 	// connection, 8 slots of 512 KiB.
 	DefaultBuffSize = kernels.FIFOSlots * proxy.DefaultSlotBytes
-	// DefaultChannels is the ring's channels.
-	DefaultChannels = 2
+	// DefaultChannels is the ring's channels: 4, because one TCP
+	// connection is held back by the CPU that serves it. Measured on
+	// nvidia-h100-x1 (2 simulated hosts, socket provider, all-reduce 16–256
+	// MiB, docs/perf-notes.md): 2 channels 2.8–3.0 GB/s busbw, 4 channels
+	// 3.9–4.6 eager and 4.5–4.9 captured, against 2.6–3.6 GB/s for one
+	// plain TCP stream. An operation only uses the channels its size needs
+	// (one per slot of data), so small ones are not slowed.
+	DefaultChannels = 4
 	// p2pChannel is the network channel of point-to-point connections;
 	// the ring's are 0..RingMaxChannels-1.
 	p2pChannel = kernels.RingMaxChannels
