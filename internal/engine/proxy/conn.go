@@ -52,10 +52,11 @@ func (c *conn) failed(s uint64, err error) error {
 	return c.errorf(gccl.Code(err), "slot %d: %w", s, err)
 }
 
-// release closes the connection, which fails its pending requests, then
-// deregisters the FIFO (a provider may release it in Close already).
-func (c *conn) release() error {
-	cerr := c.comm.Close()
+// release ends the connection with end (its Close, or network.Abort),
+// which fails its pending requests, then deregisters the FIFO (a provider
+// may release it in Close already).
+func (c *conn) release(end func(network.Comm) error) error {
+	cerr := end(c.comm)
 	derr := c.comm.Deregister(c.mh)
 	if cerr != nil {
 		cerr = c.errorf(gccl.Code(cerr), "closing: %w", cerr)

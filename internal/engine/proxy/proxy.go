@@ -74,7 +74,10 @@ type Proxy struct {
 	bell     uint32        // bumped (atomically) by Kick, add and Close; the idle goroutine sleeps on it
 	sleeping atomic.Bool   // the goroutine sleeps on bell: ringing it needs a wake-up
 	wake     chan struct{} // cap 1: rung, for a goroutine asleep on a Go timer
-	quit     chan struct{}
+	flush    chan struct{} // closed by Stop: end once every posted slot is sent
+	quit     chan struct{} // closed (quitOnce) to end the goroutine at once
+	quitOnce sync.Once
+	stopOnce sync.Once
 	done     chan struct{}
 	err      atomic.Pointer[error]
 
@@ -94,7 +97,7 @@ func New(cfg Config) *Proxy {
 	p := &Proxy{
 		rank: cfg.Rank, log: cfg.Logger, status: cfg.Status, timeout: cfg.Timeout, spin: cfg.Spin,
 		epoch: time.Now(),
-		wake:  make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		wake:  make(chan struct{}, 1), flush: make(chan struct{}), quit: make(chan struct{}), done: make(chan struct{}),
 		closedAll: make(chan struct{}),
 	}
 	if p.log == nil {
@@ -170,12 +173,75 @@ func (p *Proxy) Err() error {
 	return nil
 }
 
+// Stop ends the goroutine's service without closing any connection, for
+// an orderly teardown: the goroutine first sends every slot the GPU
+// posted and waits for those sends to complete (the peer's proxy, still
+// serving, receives them), then ends. From then on the proxy watches no
+// connection, so a peer that closes its ends is not reported: the backend
+// stops its proxy, waits for every peer's to stop (a barrier), then
+// closes. If ctx ends first, the goroutine ends at once and Stop returns
+// a gccl.ErrTimeout naming the connections with slots left. Safe on nil,
+// twice and after Close; a failure the goroutine met stays Err's.
+func (p *Proxy) Stop(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	p.stopOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true // adds no more
+		p.mu.Unlock()
+		close(p.flush)
+		p.ring()
+	})
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+	}
+	p.quit1()
+	<-p.done
+	if left := p.unsent(); len(left) > 0 {
+		return gccl.Errorf(gccl.TimeoutError, "proxy", "rank %d: stopping the network proxy: slots of %v were still unsent or unacknowledged at the deadline", p.rank, left)
+	}
+	return nil
+}
+
+// quit1 tells the goroutine to end at once.
+func (p *Proxy) quit1() {
+	p.quitOnce.Do(func() {
+		close(p.quit)
+		p.ring()
+	})
+}
+
+// unsent is the sending connections with slots the GPU posted that are
+// not all sent and acknowledged (the goroutine's lists: call it from the
+// goroutine or once it ended).
+func (p *Proxy) unsent() []Label {
+	var left []Label
+	for _, c := range p.sends {
+		if c.done < c.f.Tail() {
+			left = append(left, c.label)
+		}
+	}
+	return left
+}
+
 // Close stops the goroutine, then closes every connection the proxy owns
 // (which fails their pending requests: once Close returns, no provider
 // writes into or reads from a FIFO any more, so the caller may free the
 // memory) and deregisters the FIFOs. It is safe on nil and twice, and
-// returns the first Close's errors of closing and deregistering.
-func (p *Proxy) Close() error {
+// returns the first Close's (or Abort's) errors of closing and
+// deregistering.
+func (p *Proxy) Close() error { return p.shut(network.Comm.Close) }
+
+// Abort is Close for an aborted communicator: every connection ends with
+// network.Abort, at once, without waiting for its peer (which may be
+// unreachable) to acknowledge.
+func (p *Proxy) Abort() error { return p.shut(network.Abort) }
+
+// shut is Close and Abort: end closes each connection.
+func (p *Proxy) shut(end func(network.Comm) error) error {
 	if p == nil {
 		return nil
 	}
@@ -185,8 +251,7 @@ func (p *Proxy) Close() error {
 		links := p.added
 		p.added = nil
 		p.mu.Unlock()
-		close(p.quit)
-		p.ring()
+		p.quit1()
 		<-p.done
 		for _, c := range p.sends {
 			links = append(links, c)
@@ -200,7 +265,7 @@ func (p *Proxy) Close() error {
 		close(p.closedAll)
 		var errs []error
 		for _, c := range links {
-			errs = append(errs, c.base().release())
+			errs = append(errs, c.base().release(end))
 		}
 		p.closeErr = errors.Join(errs...)
 	})
@@ -310,6 +375,10 @@ func (p *Proxy) run() {
 		select {
 		case <-p.quit:
 			return
+		case <-p.flush:
+			if len(p.unsent()) == 0 {
+				return
+			}
 		default:
 		}
 		w.check(now)
