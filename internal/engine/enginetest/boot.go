@@ -3,6 +3,7 @@ package enginetest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/gccl/gccl"
@@ -21,6 +22,7 @@ type Net struct {
 
 type gather struct {
 	vals [][]byte
+	in   []bool // the ranks that joined
 	left int
 	done chan struct{}
 }
@@ -45,7 +47,7 @@ func (n *Net) gather(round int) *gather {
 	defer n.mu.Unlock()
 	g, ok := n.rounds[round]
 	if !ok {
-		g = &gather{vals: make([][]byte, n.n), left: n.n, done: make(chan struct{})}
+		g = &gather{vals: make([][]byte, n.n), in: make([]bool, n.n), left: n.n, done: make(chan struct{})}
 		n.rounds[round] = g
 	}
 	return g
@@ -77,16 +79,30 @@ func (b *Boot) AllGather(ctx context.Context, v []byte) ([][]byte, error) {
 	g := b.net.gather(b.round)
 	b.round++
 	b.net.mu.Lock()
-	g.vals[b.rank] = bytes.Clone(v)
+	g.vals[b.rank], g.in[b.rank] = bytes.Clone(v), true
 	g.left--
 	if g.left == 0 {
 		close(g.done)
 	}
 	b.net.mu.Unlock()
 	if err := b.wait(ctx, g.done); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (ranks %v have not joined)", err, b.net.absent(g))
 	}
 	return g.vals, nil
+}
+
+// absent is the ranks that have not joined g (as the real bootstrap's
+// errors, which name the ranks a collective lacks).
+func (n *Net) absent(g *gather) []int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var rs []int
+	for r, in := range g.in {
+		if !in {
+			rs = append(rs, r)
+		}
+	}
+	return rs
 }
 
 // Barrier waits for every rank.

@@ -147,8 +147,12 @@ func (g *Backend) launch(name string, grid int, s cuda.Stream, args func(*cuda.A
 }
 
 // Close waits for the device's work (the kernels' waits have deadlines;
-// with abort they are told to give up first), stops the proxy (closing
-// every connection), then frees the FIFOs and the module. Safe twice.
+// with abort they are told to give up first), ends the network
+// connections, then frees the FIFOs and the module. Safe twice.
+//
+// An orderly Close (abort false) reports nothing about peers that close
+// too (leave); with abort, or when leaving fails, every connection ends
+// at once (network.Abort), whatever its peer does.
 func (g *Backend) Close(abort bool) error {
 	g.mu.Lock()
 	if g.closed {
@@ -165,12 +169,53 @@ func (g *Backend) Close(abort bool) error {
 		first = g.drv.CtxSynchronize()
 		return nil
 	})
-	first = errs.First(first, g.px.Close(), g.ep.Close())
+	if abort {
+		first = errs.First(first, g.px.Abort(), g.ep.Abort())
+	} else {
+		first = errs.First(first, g.leave())
+	}
 	_ = g.dev.Do(func() error {
 		first = errs.First(first, g.free())
 		return nil
 	})
 	return first
+}
+
+// leave ends the network connections in order, within the engine's
+// timeout: it stops the proxy (which first sends what this rank's
+// kernels posted), waits at a barrier for every rank's proxy to have
+// stopped too, then closes the connections. A peer's proxy that still
+// served would see the close as its peer failing (a WARN, a status word
+// holding kernels.StatusNetwork); past the barrier none serves. Ranks
+// with no network connection between any two of them skip the barrier
+// (every rank decides alike, from the setup's host hashes), so that
+// there ranks may close one after the other in one goroutine. If a rank
+// does not reach its Close in time (it died, aborted, or is not closing),
+// the barrier fails: the connections are aborted and the error says so.
+func (g *Backend) leave() error {
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	err := g.px.Stop(ctx)
+	if err == nil && g.anyNet() {
+		if err = g.boot.Barrier(ctx); err != nil {
+			err = gccl.Errorf(gccl.Code(err), "comm", "rank %d: closing in order: not every rank reached Close within %v (GCCL_TIMEOUT), so this rank's network connections were aborted: %w; close every rank, or use Abort", g.rank, g.timeout, err)
+		}
+	}
+	if err != nil {
+		return errs.First(err, g.px.Abort(), g.ep.Abort())
+	}
+	return errs.First(g.px.Close(), g.ep.Close())
+}
+
+// anyNet reports whether some pair of ranks connects over the network
+// (the same answer on every rank).
+func (g *Backend) anyNet() bool {
+	for r := 1; r < g.nranks; r++ {
+		if g.kind(0, r) == edgeNet {
+			return true
+		}
+	}
+	return false
 }
 
 // Stats: the ring kernels stage nothing through communication buffers of

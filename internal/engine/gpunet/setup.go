@@ -107,9 +107,9 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 	g := &Backend{rank: s.Rank, nranks: s.NRanks, timeout: s.Timeout, log: s.Log, dev: dev, drv: drv, boot: s.Boot,
 		slotBytes: int(set.SlotBytes), nch: int(set.Channels), p2pOff: set.P2POff, peers: map[int]*peerConn{}, fns: map[string]cuda.Function{}}
 	g.links = streamjoin.New(drv)
-	fail := func(err error) (*Backend, error) {
-		_ = g.px.Close()
-		_ = g.ep.Close()
+	fail := func(err error) (*Backend, error) { // peers fail too: end at once
+		_ = g.px.Abort()
+		_ = g.ep.Abort()
 		_ = dev.Do(g.free)
 		return nil, err
 	}
@@ -315,14 +315,15 @@ func (g *Backend) connectRing(ctx context.Context, boot engine.Bootstrap) error 
 }
 
 // addSend hands a sending FIFO and its connection to the proxy, which
-// owns sc from then on; on an error sc is closed.
+// owns sc from then on; on an error sc is aborted (network.Abort: the
+// peer fails this setup too).
 func (g *Backend) addSend(f fifoMem, sc network.SendComm, l proxy.Label) error {
 	v, err := g.view(f)
 	if err == nil {
 		err = g.px.AddSend(v, sc, l)
 	}
 	if err != nil {
-		_ = sc.Close()
+		_ = network.Abort(sc)
 	}
 	return err
 }
@@ -334,7 +335,7 @@ func (g *Backend) addRecv(f fifoMem, rc network.RecvComm, l proxy.Label) error {
 		err = g.px.AddRecv(v, rc, l)
 	}
 	if err != nil {
-		_ = rc.Close()
+		_ = network.Abort(rc)
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package gpunet
 import (
 	"context"
 	"crypto/rand"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,6 +73,13 @@ func newWorldOn(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, 
 // openWorld is newWorldOn that returns each rank's Open error.
 func openWorld(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, p2pOff []bool) (*world, []error) {
 	t.Helper()
+	return openWorldLog(t, hosts, buff, ch, timeout, p2pOff, nil)
+}
+
+// openWorldLog is openWorld with the engines logging to log (nil:
+// slog.Default()).
+func openWorldLog(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, p2pOff []bool, log *slog.Logger) (*world, []error) {
+	t.Helper()
 	n := len(hosts)
 	w := &world{n: n, fakes: make([]*cudafake.Fake, n), devs: make([]*device.CUDADevice, n), streams: make([]gccl.Stream, n),
 		engines: make([]*engine.Engine, n), backs: make([]*Backend, n)}
@@ -100,18 +108,36 @@ func openWorld(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, p
 				w.backs[r] = b
 				return orNil(b, err)
 			}
-			w.engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: w.devs[r], Timeout: timeout, Backend: open})
+			w.engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: w.devs[r], Timeout: timeout, Backend: open, Log: log})
 		})
 	}
 	wg.Wait()
-	t.Cleanup(func() { // one after the other: a Close never waits for a peer's
-		for _, e := range w.engines {
-			if e != nil {
-				assert.NoError(t, e.Close())
-			}
+	t.Cleanup(func() { // together: an orderly Close waits for the peers' (Backend.leave)
+		for r, err := range w.closeAll(nil) {
+			assert.NoError(t, err, "rank %d's Close", r)
 		}
 	})
 	return w, errs
+}
+
+// closeAll closes every rank's engine at once, rank r after delay(r) (nil:
+// none), and returns each Close's error.
+func (w *world) closeAll(delay func(r int) time.Duration) []error {
+	errs := make([]error, w.n)
+	var wg sync.WaitGroup
+	for r, e := range w.engines {
+		if e == nil {
+			continue
+		}
+		wg.Go(func() {
+			if delay != nil {
+				time.Sleep(delay(r))
+			}
+			errs[r] = e.Close()
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // orNil is b as an engine.Backend, nil on an error.
