@@ -14,26 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// warnings records the log lines at WARN and above.
-type warnings struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *warnings) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *warnings) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
-func (w *warnings) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+// warnLogger logs the lines at WARN and above into b (slog's handler
+// serialises the writes; read b once every rank's Close returned).
+func warnLogger(b *bytes.Buffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // allReduce runs one all-reduce on every rank, so that every connection
@@ -63,8 +47,8 @@ func TestCloseOrderly(t *testing.T) {
 		{"staggered", func(r int) time.Duration { return time.Duration(3-r) * 100 * time.Millisecond }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs warnings
-			w, errs := openWorldLog(t, []int{0, 1, 2, 2}, 8*4096, 2, 10*time.Second, nil, logs.logger())
+			var logs bytes.Buffer
+			w, errs := openWorldLog(t, []int{0, 1, 2, 2}, 8*4096, 2, 10*time.Second, nil, warnLogger(&logs))
 			for r, err := range errs {
 				require.NoError(t, err, "rank %d", r)
 			}

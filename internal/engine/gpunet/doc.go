@@ -61,10 +61,22 @@
 // failed network transfer makes the proxy store kernels.StatusNetwork,
 // which stops every kernel wait at once. Status turns the word into the
 // typed error (the proxy's own error for a network failure), which the
-// core reports as the communicator's async error. Close(abort) raises the
-// abort word, waits for the device, stops the proxy (closing every
-// connection), unmaps the peers' direct FIFOs and frees its own FIFOs (a
-// direct FIFO's memory lives on while a peer still maps it, so Close
-// never waits for a peer). A kernel waiting on a direct peer that died
+// core reports as the communicator's async error.
+//
+// # Teardown
+//
+// Close waits for the device (with abort it first raises the abort word),
+// ends the network connections, unmaps the peers' direct FIFOs and frees
+// its own FIFOs (a direct FIFO's memory lives on while a peer still maps
+// it). An orderly Close stops the proxy (it sends what the kernels
+// posted, then stops serving, keeping the connections), meets every rank
+// at a bootstrap barrier, then closes the connections, so that no peer's
+// proxy sees them close while it serves (it would report a failure):
+// where any two ranks connect over the network, every rank must Close,
+// concurrently; one that does not within the engine's timeout fails the
+// barrier, and the others' Close returns that error with their
+// connections aborted. Abort ends every connection with network.Abort,
+// without waiting for any peer. docs/gpunet.md, "Teardown of the network
+// connections". A kernel waiting on a direct peer that died
 // stops at the timeout: no proxy watches a direct connection.
 package gpunet

@@ -85,7 +85,9 @@
 // posted ahead of any launch, so an idle peer cannot be told from a stuck
 // one there. A stuck peer is caught by its own proxy's send deadline and
 // by the kernels' timeout (kernels.StatusTimeout), a dead one by the
-// provider's error. Peers close at different times at teardown, so a
-// proxy may see its peer's Close (gccl.ErrRemote) before its own: once
-// its closing barrier passed, the backend does not report Err.
+// provider's error. A serving proxy cannot tell a peer's orderly Close
+// from its death, so an orderly teardown stops every rank's proxy (Stop:
+// the posted slots are sent first, the connections stay open) before any
+// rank closes a connection (the backend's barrier); Close then closes
+// them, and Abort ends them with network.Abort, not waiting for peers.
 package proxy
