@@ -2,6 +2,7 @@ package network
 
 import (
 	"context"
+	"errors"
 	"time"
 	"unsafe"
 
@@ -155,6 +156,15 @@ type Refuser interface{ Refusal() error }
 // whose Close never waits for the peer needs no Abort; callers fall back
 // to Close (see Abort).
 type Aborter interface{ Abort() error }
+
+// ErrPeerClosed is the cause (errors.Is) of a request's gccl.ErrRemote
+// when the peer ended the connection in order, with its Close (not Abort,
+// not by dying), and nothing more will come: a receive no transfer will
+// fill, a send after the receiver closed. A caller may take it as the end
+// of an idle connection rather than a failure; a transfer it still needed
+// fails all the same. A provider that cannot tell an orderly close from a
+// failure never returns it.
+var ErrPeerClosed = errors.New("the peer closed its end of the connection in order")
 
 // Abort ends c with its Abort where it is an Aborter, else with Close.
 func Abort(c Comm) error {

@@ -2,6 +2,7 @@ package net
 
 import (
 	"context"
+	"errors"
 	gonet "net"
 	"testing"
 	"time"
@@ -71,4 +72,46 @@ func TestReceiverCloseAfterAllReceived(t *testing.T) {
 		}
 		return gccl.Code(err) == gccl.RemoteError
 	}, 5*time.Second, time.Millisecond, "sends after the receiver closed")
+}
+
+// TestOrderlyCloseIsPeerClosed: an end that closes with Close says bye,
+// so its peer's receive (the sender closed) or send (the receiver
+// closed) fails with network.ErrPeerClosed, a gccl.ErrRemote; one that
+// ends with Abort, as a killed process does, fails its peer's requests
+// with gccl.ErrRemote alone.
+func TestOrderlyCloseIsPeerClosed(t *testing.T) {
+	for _, abort := range []bool{false, true} {
+		end := func(c network.Comm) {
+			if abort {
+				require.NoError(t, network.Abort(c))
+			} else {
+				require.NoError(t, c.Close())
+			}
+		}
+		check := func(err error, what string) {
+			require.ErrorIs(t, err, gccl.ErrRemote, "%s, abort %v", what, abort)
+			require.Equal(t, !abort, errors.Is(err, network.ErrPeerClosed), "%s, abort %v: %v", what, abort, err)
+		}
+		s, r := commPair(t, 3)
+		rq := postOn(t, r, make([]byte, 10), func(g network.Region, m network.MemHandle) (network.Request, error) { return r.Irecv(g, m, 1) })
+		end(s)
+		_, err := waitFor(t, rq)
+		check(err, "a receive the closed sender leaves unfilled")
+
+		s, r = commPair(t, 3)
+		end(r)
+		buf := make([]byte, 10)
+		m, err := s.Register(network.HostRegion(buf))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			q, err := s.Isend(network.HostRegion(buf), m, 1)
+			if err == nil && q != nil {
+				_, err = waitFor(t, q)
+			}
+			if err != nil {
+				check(err, "a send after the receiver closed")
+			}
+			return err != nil
+		}, 5*time.Second, time.Millisecond)
+	}
 }

@@ -125,6 +125,14 @@ func (c *conn) close() {
 	}
 }
 
+// Abort ends the connection as Close does, but without the bye
+// (network.Aborter): the peer sees the end as a failure, as it would a
+// killed process's, never as network.ErrPeerClosed.
+func (c *conn) Abort() error {
+	c.close()
+	return nil
+}
+
 // classify turns a socket error into a gccl error.
 func (c *conn) classify(err error, what string) error {
 	if berr := c.broken(); berr != nil {

@@ -50,7 +50,15 @@
 // FIN, so the transfers it announced are still received, pieces included,
 // and only receives that no transfer will fill fail (gccl.ErrRemote).
 // Likewise a receiver that closes cleanly fails the sender's later Isends,
-// not those posted, whose bytes it may have taken whole before it closed. A receiver's Fail writes a failure record back on the
+// not those posted, whose bytes it may have taken whole before it closed.
+// Close says bye first (a flagBye frame: a sender's after its last
+// control frame, where no frame is left to the control writer; a
+// receiver's on the back channel, unless a failure record went), so that
+// the peer's requests that can no longer complete fail with
+// network.ErrPeerClosed, a gccl.ErrRemote: an orderly end, which a caller
+// may take as the end of an idle connection. Abort (network.Aborter) says
+// no bye, as a killed process does not: the peer's requests then fail
+// with gccl.ErrRemote alone. A receiver's Fail writes a failure record back on the
 // control socket (the only bytes that travel back), which the sender's
 // Isends and Refusal report.
 //

@@ -21,6 +21,7 @@ const (
 	flagXfer  = 1 // control socket: a transfer's header (and, inline, its bytes)
 	flagPiece = 2 // data socket: one piece of a transfer
 	flagFail  = 4 // a failure record: the payload is the error's message
+	flagBye   = 8 // control socket: an orderly Close, no payload; the last frame
 
 	// MaxInline is the largest transfer sent inline on the control socket:
 	// header and bytes in one write from Isend itself, no hand-off.
@@ -96,6 +97,8 @@ func parseHeader(b []byte, wantSeq uint64) (header, error) {
 		ok = h.length > 0 && h.length <= MaxPiece
 	case flagFail:
 		ok = h.length <= maxFailMsg
+	case flagBye:
+		ok = h.length == 0
 	default:
 		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "unknown flags %#x", h.flags)
 	}
@@ -133,11 +136,25 @@ func failureFrame(seq uint64, err error) []byte {
 	return b
 }
 
-// writeFailure writes err's failure record to sock, giving up after
-// 200 ms (best effort: the peer may be gone or stalled).
+// writeFailure writes err's failure record to sock (see writeLast).
 func writeFailure(sock gonet.Conn, seq uint64, err error) {
+	writeLast(sock, failureFrame(seq, err))
+}
+
+// writeBye writes the bye of an orderly Close to sock (see writeLast): a
+// peer that reads it knows the connection ended in order, not by a
+// failure or a death (network.ErrPeerClosed).
+func writeBye(sock gonet.Conn, seq uint64) {
+	var b [HeaderSize]byte
+	header{flags: flagBye, seq: seq, crc: crc32c(nil)}.put(b[:])
+	writeLast(sock, b[:])
+}
+
+// writeLast writes a connection's last frame b to sock, giving up after
+// 200 ms (best effort: the peer may be gone or stalled).
+func writeLast(sock gonet.Conn, b []byte) {
 	_ = sock.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-	_, _ = sock.Write(failureFrame(seq, err))
+	_, _ = sock.Write(b)
 }
 
 // failure is the error a failure record carries.

@@ -18,6 +18,7 @@ func TestHeaderRoundTripAndRejects(t *testing.T) {
 		{flags: flagXfer, seq: 2, total: 1 << 30, tag: 1, piece: MaxPiece},
 		{flags: flagPiece, seq: 3, length: MaxPiece, crc: 1},
 		{flags: flagFail, seq: 0, length: 10, code: uint32(gccl.InvalidUsage)},
+		{flags: flagBye, seq: 4, crc: crc32c(nil)},
 	} {
 		h.put(b[:])
 		got, err := parseHeader(b[:], h.seq)
@@ -33,7 +34,7 @@ func TestHeaderRoundTripAndRejects(t *testing.T) {
 		}
 	}
 	for _, bad := range []header{
-		{flags: 0}, {flags: flagXfer | flagPiece}, {flags: 8},
+		{flags: 0}, {flags: flagXfer | flagPiece}, {flags: 16}, {flags: flagBye, length: 1},
 		{flags: flagXfer, length: 10, total: 9}, {flags: flagXfer, length: MaxInline + 1, total: MaxInline + 1},
 		{flags: flagXfer, total: 100, piece: MaxPiece + 1}, {flags: flagXfer, length: 5, total: 100, piece: 10},
 		{flags: flagXfer, total: 0, piece: 10},

@@ -65,6 +65,7 @@ type ctrlState struct {
 	ndst   int
 	seq    uint64 // the next control frame's sequence number
 	ending status // stEOF or stErr once the stream ended, else stMore
+	bye    bool   // the stream ended with the sender's bye (an orderly Close)
 	err    error
 }
 
@@ -324,6 +325,10 @@ func (r *RecvComm) readHeader(read func([]byte) (int, error)) (status, error) {
 		return stMore, nil
 	}
 	h, err := parseHeader(c.hdr[:], c.seq)
+	if err == nil && h.flags == flagBye {
+		c.bye = true
+		return stEOF, nil
+	}
 	if err == nil && h.flags != flagFail && h.flags != flagXfer {
 		err = gccl.Errorf(gccl.RemoteError, "net recv", "control frame %d has flags %#x: the stream is corrupted", c.seq, h.flags)
 	}
@@ -379,8 +384,10 @@ func (r *RecvComm) readPayload(read func([]byte) (int, error)) (status, error) {
 func (r *RecvComm) drain() {
 	r.pmu.Lock()
 	defer r.pmu.Unlock()
-	if r.ended == nil {
-		r.ended = gccl.Errorf(gccl.RemoteError, "net recv", "the peer closed the connection after %d transfers", r.rd.seq)
+	if r.ended == nil && r.rd.bye {
+		r.ended = gccl.Errorf(gccl.RemoteError, "net recv", "%w (Close) after %d transfers", network.ErrPeerClosed, r.rd.seq)
+	} else if r.ended == nil {
+		r.ended = gccl.Errorf(gccl.RemoteError, "net recv", "the peer closed the connection after %d transfers, without a bye: it died or aborted", r.rd.seq)
 	}
 	for ; r.n > 0; r.head, r.n = (r.head+1)%InFlight, r.n-1 {
 		r.ring[r.head].finish(0, r.ended)
@@ -453,21 +460,32 @@ func (r *RecvComm) Fail(err error) {
 	if err == nil || r.closed.Load() {
 		return
 	}
-	r.failMu.Lock()
-	sent := r.failSent
-	r.failSent = true
-	r.failMu.Unlock()
-	if !sent {
+	if r.last() {
 		writeFailure(r.ctrl, 0, err)
 	}
 	r.fail(err)
 }
 
-// Close closes the sockets and stops the goroutines; posted requests fail.
-// Safe on nil and twice.
+// last reports whether the caller is the first to write the one record
+// that travels back (a failure, or the bye).
+func (r *RecvComm) last() bool {
+	r.failMu.Lock()
+	defer r.failMu.Unlock()
+	first := !r.failSent
+	r.failSent = true
+	return first
+}
+
+// Close writes the bye back to the sender (its later Isends fail with
+// network.ErrPeerClosed) unless the connection failed or Fail wrote a
+// failure, then closes the sockets and stops the goroutines; posted
+// requests fail. Safe on nil and twice (Abort: no bye).
 func (r *RecvComm) Close() error {
 	if r == nil {
 		return nil
+	}
+	if !r.closed.Load() && r.broken() == nil && r.last() {
+		writeBye(r.ctrl, 0)
 	}
 	r.close()
 	return nil

@@ -217,6 +217,11 @@ func (s *SendComm) readBack() {
 		return
 	}
 	h, err := parseHeader(hdr[:], 0)
+	if err == nil && h.flags == flagBye {
+		gone := gccl.Errorf(gccl.RemoteError, "net send", "%w (Close)", network.ErrPeerClosed)
+		s.gone.Store(&gone)
+		return
+	}
 	if err == nil && h.flags != flagFail {
 		err = gccl.Errorf(gccl.RemoteError, "net send", "the receiver sent a frame with flags %#x: the stream is corrupted", h.flags)
 	}
@@ -246,12 +251,21 @@ func (s *SendComm) Refusal() error {
 	return nil
 }
 
-// Close closes the sockets and stops the goroutines; posted requests fail.
-// Safe on nil and twice.
+// Close writes the bye after the last control frame, where the control
+// socket is at a frame boundary (no frame left to the control writer),
+// so that the receiver takes the end as orderly (network.ErrPeerClosed);
+// then it closes the sockets and stops the goroutines; posted requests
+// fail. Safe on nil and twice (Abort: no bye).
 func (s *SendComm) Close() error {
 	if s == nil {
 		return nil
 	}
+	s.mu.Lock()
+	if !s.closed.Load() && s.broken() == nil && s.busy.Load() == 0 {
+		writeBye(s.ctrl, s.ctrlSeq)
+		s.ctrlSeq++
+	}
+	s.mu.Unlock()
 	s.close()
 	return nil
 }

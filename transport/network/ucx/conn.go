@@ -417,7 +417,7 @@ func (c *conn) peerFailure(r *request) error {
 	bye := c.peerBye.Load()
 	switch {
 	case r.recv && bye >= 0 && c.posted >= bye:
-		return gccl.Errorf(gccl.RemoteError, "ucx receive", "the sender closed the connection after %d messages, all received", bye)
+		return gccl.Errorf(gccl.RemoteError, "ucx receive", "%w: the sender closed the connection after %d messages, all received", network.ErrPeerClosed, bye)
 	case bye < 0 && c.peerGone.Load():
 		c.w.Progress()
 		if done, n, err := r.r.Test(); done {
