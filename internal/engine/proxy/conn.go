@@ -49,6 +49,9 @@ func (c *conn) errorf(code gccl.Result, format string, a ...any) error {
 
 // failed wraps a provider's failure of slot s, keeping its code.
 func (c *conn) failed(s uint64, err error) error {
+	if errors.Is(err, network.ErrPeerClosed) {
+		return c.errorf(gccl.Code(err), "slot %d: peer rank %d closed its communicator before this rank was done with it: %w", s, c.label.Peer, err)
+	}
 	return c.errorf(gccl.Code(err), "slot %d: %w", s, err)
 }
 
@@ -192,6 +195,7 @@ func (c *sendConn) timeWire(start int64, active bool, clock func() int64) {
 type recvConn struct {
 	*conn
 	rc     network.RecvComm
+	left   bool // the peer closed its end in order (Proxy.peerLeft): served no more
 	posted uint64
 	done   uint64
 	head   uint64

@@ -85,9 +85,11 @@
 // posted ahead of any launch, so an idle peer cannot be told from a stuck
 // one there. A stuck peer is caught by its own proxy's send deadline and
 // by the kernels' timeout (kernels.StatusTimeout), a dead one by the
-// provider's error. A serving proxy cannot tell a peer's orderly Close
-// from its death, so an orderly teardown stops every rank's proxy (Stop:
-// the posted slots are sent first, the connections stay open) before any
-// rank closes a connection (the backend's barrier); Close then closes
-// them, and Abort ends them with network.Abort, not waiting for peers.
+// provider's error. A peer's orderly Close is no failure: the provider
+// says so (network.ErrPeerClosed, its bye), and the proxy stops serving
+// that receiving connection quietly; a slot posted towards that peer, or
+// a launch kicked after it, fails (StatusNetwork, naming the peer). Stop
+// (Finalize's quiesce, and Close's first step) sends the posted slots,
+// then stops serving, keeping the connections; Close then closes them,
+// and Abort ends them with network.Abort (no bye), not waiting for peers.
 package proxy

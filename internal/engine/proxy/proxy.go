@@ -80,6 +80,8 @@ type Proxy struct {
 	stopOnce sync.Once
 	done     chan struct{}
 	err      atomic.Pointer[error]
+	left     error // the goroutine's own: the first peer that closed its end in order (peerLeft)
+	leftAt   int64 // when left was seen (ns since epoch)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -177,9 +179,9 @@ func (p *Proxy) Err() error {
 // an orderly teardown: the goroutine first sends every slot the GPU
 // posted and waits for those sends to complete (the peer's proxy, still
 // serving, receives them), then ends. From then on the proxy watches no
-// connection, so a peer that closes its ends is not reported: the backend
-// stops its proxy, waits for every peer's to stop (a barrier), then
-// closes. If ctx ends first, the goroutine ends at once and Stop returns
+// connection, so nothing a peer does to them is reported: Finalize stops
+// every rank's proxy before its barrier, and Close stops it before it
+// closes the connections. If ctx ends first, the goroutine ends at once and Stop returns
 // a gccl.ErrTimeout naming the connections with slots left. Safe on nil,
 // twice and after Close; a failure the goroutine met stays Err's.
 func (p *Proxy) Stop(ctx context.Context) error {
@@ -413,13 +415,40 @@ func (p *Proxy) serve(now int64) (busy, moved bool, err error) {
 		busy, moved = busy || b, moved || m
 	}
 	for _, c := range p.recvs {
+		if c.left {
+			continue
+		}
 		m, err := c.step()
+		if errors.Is(err, network.ErrPeerClosed) {
+			p.peerLeft(c, err, now)
+			continue
+		}
 		if err != nil {
 			return false, false, err
 		}
 		moved = moved || m
 	}
+	if p.left != nil && p.kicked.Load() > p.leftAt {
+		return false, false, gccl.Errorf(gccl.RemoteError, "proxy", "rank %d: an operation was launched after %w", p.rank, p.left)
+	}
 	return busy, moved, nil
+}
+
+// peerLeft ends receiving connection c, whose peer closed its end in
+// order (network.ErrPeerClosed: it sent all it meant to, then closed its
+// communicator; a rank that died or aborted says no bye), without a
+// failure: peers close their communicators one after the other, and none
+// is to report another's Close. A use of the connection still fails: a
+// launch kicked from now on (the communicator can only be closed), and a
+// slot posted towards the peer (the provider's Isend fails). A kernel
+// already waiting for more from the peer waits for what the peer never
+// sent: the kernels' timeout ends it, as any mismatch.
+func (p *Proxy) peerLeft(c *recvConn, err error, now int64) {
+	c.left = true
+	if p.left == nil {
+		p.left, p.leftAt = c.errorf(gccl.RemoteError, "peer rank %d closed its communicator: %w", c.label.Peer, network.ErrPeerClosed), now
+	}
+	p.log.Debug("network peer closed its connection in order", "rank", p.rank, "conn", c.label.String(), "err", err)
 }
 
 // fail records err, stores StatusNetwork in the status word if it holds
