@@ -40,6 +40,11 @@ func (c *Comm) finalize() error {
 	if err := c.eng.Drain(ctx); err != nil {
 		return err
 	}
+	// Before the barrier: past it no rank's proxy watches its connections,
+	// so the Closes that follow, in any order, report nothing.
+	if err := c.eng.Quiesce(ctx); err != nil {
+		return err
+	}
 	if err := c.boot.Barrier(ctx); err != nil {
 		return gccl.Errorf(gccl.Code(err), "comm", "finalizing: %w", err)
 	}

@@ -73,6 +73,18 @@ type Meeter interface {
 	Meets(l *Launch) bool
 }
 
+// Quiescer is a Backend with work of its own between ranks that goes on
+// after the launches ended (the GPU-across-hosts backend's network
+// proxy). Finalize, which is collective, calls Quiesce once the engine
+// drained and before the ranks' closing barrier: the backend finishes
+// what it owes its peers (the slots its kernels posted) and stops
+// watching its connections, so that past the barrier, where every rank
+// quiesced, any rank may close them, in any order, and no peer reports
+// it. It must not wait for a peer's Quiesce. After it only Close follows.
+type Quiescer interface {
+	Quiesce(ctx context.Context) error
+}
+
 // Reporter is a Backend that reports on its work (the GPU backend): how
 // it ran operations, which the core's Stats and LastGPUPath ask, and
 // failures that its work reports in memory after the launch ended (the

@@ -72,7 +72,8 @@
 // which launches fail at once. Every wait is bounded by Config.Timeout and
 // cut short by Abort, whose cause replaces the error of what it cut short.
 // Drain waits for every launched operation and returns the async error;
-// comm.Finalize calls it before its closing barrier.
+// comm.Finalize calls it, then Quiesce (a Quiescer backend stops
+// watching its peers), before its closing barrier.
 //
 // # Words
 //

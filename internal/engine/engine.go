@@ -166,6 +166,22 @@ func (e *Engine) Drain(ctx context.Context) error {
 	return e.AsyncError()
 }
 
+// Quiesce has a Quiescer backend finish its work with peers and stop
+// watching them (nil for other backends): Finalize calls it after Drain,
+// before its barrier.
+func (e *Engine) Quiesce(ctx context.Context) error {
+	if e == nil {
+		return nil
+	}
+	q, ok := e.backend.(Quiescer)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	return q.Quiesce(ctx)
+}
+
 // Close waits (up to the timeout) for launched operations to finish, then
 // closes the backend. Safe on nil and twice.
 func (e *Engine) Close() error {

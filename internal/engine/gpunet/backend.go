@@ -150,9 +150,13 @@ func (g *Backend) launch(name string, grid int, s cuda.Stream, args func(*cuda.A
 // with abort they are told to give up first), ends the network
 // connections, then frees the FIFOs and the module. Safe twice.
 //
-// An orderly Close (abort false) reports nothing about peers that close
-// too (leave); with abort, or when leaving fails, every connection ends
-// at once (network.Abort), whatever its peer does.
+// Close is local: it never waits for a peer. An orderly Close (abort
+// false) stops the proxy, which first sends what this rank's kernels
+// posted, then closes the connections with their providers' bye, which a
+// peer's proxy still serving takes as the end of an idle connection, not
+// a failure (network.ErrPeerClosed); with abort, or when the sends do not
+// finish in time, every connection ends at once (network.Abort), which
+// peers see as a failure, as a death.
 func (g *Backend) Close(abort bool) error {
 	g.mu.Lock()
 	if g.closed {
@@ -169,10 +173,10 @@ func (g *Backend) Close(abort bool) error {
 		first = g.drv.CtxSynchronize()
 		return nil
 	})
-	if abort {
-		first = errs.First(first, g.px.Abort(), g.ep.Abort())
-	} else {
+	if !abort {
 		first = errs.First(first, g.leave())
+	} else {
+		first = errs.First(first, g.px.Abort(), g.ep.Abort())
 	}
 	_ = g.dev.Do(func() error {
 		first = errs.First(first, g.free())
@@ -181,41 +185,28 @@ func (g *Backend) Close(abort bool) error {
 	return first
 }
 
+// Quiesce stops the proxy (engine.Quiescer) once Finalize drained the
+// engine: it sends what this rank's kernels posted, then watches no
+// connection, so that past Finalize's barrier no peer reports the Closes
+// that follow. It waits for no peer's Quiesce.
+func (g *Backend) Quiesce(ctx context.Context) error {
+	if err := g.px.Stop(ctx); err != nil {
+		return gccl.Errorf(gccl.Code(err), "comm", "rank %d: finalizing: %w", g.rank, err)
+	}
+	return nil
+}
+
 // leave ends the network connections in order, within the engine's
-// timeout: it stops the proxy (which first sends what this rank's
-// kernels posted), waits at a barrier for every rank's proxy to have
-// stopped too, then closes the connections. A peer's proxy that still
-// served would see the close as its peer failing (a WARN, a status word
-// holding kernels.StatusNetwork); past the barrier none serves. Ranks
-// with no network connection between any two of them skip the barrier
-// (every rank decides alike, from the setup's host hashes), so that
-// there ranks may close one after the other in one goroutine. If a rank
-// does not reach its Close in time (it died, aborted, or is not closing),
-// the barrier fails: the connections are aborted and the error says so.
+// timeout: it stops the proxy (sending what the kernels posted), then
+// closes the connections; if the sends do not finish in time, it aborts
+// them and says so.
 func (g *Backend) leave() error {
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
-	err := g.px.Stop(ctx)
-	if err == nil && g.anyNet() {
-		if err = g.boot.Barrier(ctx); err != nil {
-			err = gccl.Errorf(gccl.Code(err), "comm", "rank %d: closing in order: not every rank reached Close within %v (GCCL_TIMEOUT), so this rank's network connections were aborted: %w; close every rank, or use Abort", g.rank, g.timeout, err)
-		}
-	}
-	if err != nil {
+	if err := g.px.Stop(ctx); err != nil {
 		return errs.First(err, g.px.Abort(), g.ep.Abort())
 	}
 	return errs.First(g.px.Close(), g.ep.Close())
-}
-
-// anyNet reports whether some pair of ranks connects over the network
-// (the same answer on every rank).
-func (g *Backend) anyNet() bool {
-	for r := 1; r < g.nranks; r++ {
-		if g.kind(0, r) == edgeNet {
-			return true
-		}
-	}
-	return false
 }
 
 // Stats: the ring kernels stage nothing through communication buffers of
@@ -235,4 +226,5 @@ func (g *Backend) LastPath() string {
 var (
 	_ engine.Reporter = (*Backend)(nil)
 	_ engine.Meeter   = (*Backend)(nil)
+	_ engine.Quiescer = (*Backend)(nil)
 )

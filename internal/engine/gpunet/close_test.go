@@ -2,6 +2,8 @@ package gpunet
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -33,8 +35,8 @@ func (w *world) allReduce(t *testing.T, count int) {
 }
 
 // TestCloseOrderly: ranks across hosts (network connections, and direct
-// ones on the two-rank host) that close at different times, in different
-// orders, log no warning, their proxies report no failure (so their
+// ones on the two-rank host) that close concurrently, at different times,
+// in different orders, log no warning, their proxies report no failure (so their
 // status words stayed clean), and every Close returns nil.
 func TestCloseOrderly(t *testing.T) {
 	for _, tc := range []struct {
@@ -63,28 +65,89 @@ func TestCloseOrderly(t *testing.T) {
 	}
 }
 
-// TestCloseWithoutPeer: a rank that never calls Close makes the others'
-// Close return an error naming it once the timeout passed, not hang;
-// their connections are aborted.
-func TestCloseWithoutPeer(t *testing.T) {
-	const timeout = 2 * time.Second
-	w := newWorld(t, 3, 8*4096, 2, timeout)
-	w.allReduce(t, 1000)
-	start := time.Now()
+// finalize is comm.Finalize's part on every rank at once: drain, quiesce
+// (the proxy stops), then the barrier.
+func (w *world) finalize(t *testing.T) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for r := range 2 {
-		wg.Go(func() { errs[r] = w.engines[r].Close() })
+	errs := make([]error, w.n)
+	for r, e := range w.engines {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			errs[r] = errors.Join(e.Drain(ctx), e.Quiesce(ctx), w.boots[r].Barrier(ctx))
+		})
 	}
 	wg.Wait()
-	took := time.Since(start)
 	for r, err := range errs {
-		require.Error(t, err, "rank %d", r)
-		assert.ErrorIs(t, err, gccl.ErrTimeout, "rank %d", r)
-		assert.Contains(t, err.Error(), "ranks [2]", "rank %d", r)
-		t.Logf("rank %d: %v", r, err)
+		require.NoError(t, err, "rank %d's finalize", r)
 	}
-	assert.GreaterOrEqual(t, took, timeout)
-	assert.Less(t, took, 2*timeout)
-	require.NoError(t, w.engines[2].Abort()) // rank 2 gives up too
+}
+
+// TestCloseOneAfterAnother: one goroutine closes the ranks one after the
+// other (NCCL's loop of ncclCommDestroy over a process's ranks), with and
+// without a Finalize first, with network edges between hosts and direct
+// ones on the two-rank host: every Close returns nil at once (a Close
+// waits for no peer), no rank logs a warning, and the ranks still open
+// keep clean status words while their peers close.
+func TestCloseOneAfterAnother(t *testing.T) {
+	const timeout = 10 * time.Second
+	for _, tc := range []struct {
+		name     string
+		finalize bool
+		order    []int
+	}{{"in order", false, []int{0, 1, 2, 3}}, {"reversed", false, []int{3, 2, 1, 0}}, {"finalized", true, []int{1, 3, 0, 2}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			w, errs := openWorldLog(t, []int{0, 1, 2, 2}, 8*4096, 2, timeout, nil, warnLogger(&logs))
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+			}
+			w.allReduce(t, 50000)
+			if tc.finalize {
+				w.finalize(t)
+			}
+			closed := map[int]bool{}
+			for _, r := range tc.order {
+				start := time.Now()
+				require.NoError(t, w.engines[r].Close(), "rank %d's Close", r)
+				assert.Less(t, time.Since(start), timeout/5, "rank %d's Close", r)
+				assert.NoError(t, w.backs[r].px.Err(), "rank %d's proxy", r)
+				closed[r] = true
+				time.Sleep(50 * time.Millisecond) // the others' proxies see the close
+				for o := range w.n {
+					if !closed[o] {
+						assert.NoError(t, w.backs[o].Status(), "rank %d's status word once rank %d closed", o, r)
+						assert.NoError(t, w.engines[o].AsyncError(), "rank %d", o)
+					}
+				}
+			}
+			assert.Empty(t, logs.String(), "warnings while ranks closed one after the other")
+		})
+	}
+}
+
+// TestLaunchAfterPeerClosed: a rank that closed its communicator in order
+// fails the others' later operations fast, with gccl.ErrRemote naming it
+// where a rank sees it (a receive from it, a send to it), never a
+// timeout.
+func TestLaunchAfterPeerClosed(t *testing.T) {
+	const timeout = 10 * time.Second
+	w := newWorld(t, 4, 8*4096, 2, timeout)
+	w.allReduce(t, 1000)
+	require.NoError(t, w.engines[0].Close())
+	time.Sleep(50 * time.Millisecond) // the others' proxies see the close
+	start := time.Now()
+	errs := w.allReduceOn(t, []int{1, 2, 3}, 20000)
+	assert.Less(t, time.Since(start), timeout/2)
+	for r := 1; r < w.n; r++ {
+		t.Logf("rank %d: %v", r, errs[r])
+		assert.ErrorIs(t, errs[r], gccl.ErrRemote, "rank %d", r)
+	}
+	for _, r := range []int{1, 3} { // rank 0's ring neighbours
+		assert.Contains(t, errs[r].Error(), "peer rank 0 closed its communicator", "rank %d", r)
+	}
+	for r := 1; r < w.n; r++ {
+		require.NoError(t, w.engines[r].Abort())
+	}
 }

@@ -68,15 +68,15 @@
 // Close waits for the device (with abort it first raises the abort word),
 // ends the network connections, unmaps the peers' direct FIFOs and frees
 // its own FIFOs (a direct FIFO's memory lives on while a peer still maps
-// it). An orderly Close stops the proxy (it sends what the kernels
-// posted, then stops serving, keeping the connections), meets every rank
-// at a bootstrap barrier, then closes the connections, so that no peer's
-// proxy sees them close while it serves (it would report a failure):
-// where any two ranks connect over the network, every rank must Close,
-// concurrently; one that does not within the engine's timeout fails the
-// barrier, and the others' Close returns that error with their
-// connections aborted. Abort ends every connection with network.Abort,
-// without waiting for any peer. docs/gpunet.md, "Teardown of the network
+// it). Close never waits for a peer: an orderly Close stops the proxy
+// (it sends what the kernels posted, then stops serving, keeping the
+// connections), then closes the connections with the provider's bye, which
+// a peer's proxy still serving takes as the end of an idle connection
+// (network.ErrPeerClosed), not a failure; a later use of it fails at once,
+// naming this rank. Finalize quiesces the backend (Quiesce: the same stop)
+// before its barrier, so after it no proxy serves at all. Abort ends every
+// connection with network.Abort, without waiting for any peer, and without
+// a bye. docs/gpunet.md, "Teardown of the network
 // connections". A kernel waiting on a direct peer that died
 // stops at the timeout: no proxy watches a direct connection.
 package gpunet
