@@ -142,7 +142,7 @@ func TestAddWhileRunning(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// TestPeerCloses: a peer whose proxy closes mid-stream (a rank that died)
+// TestPeerCloses: a peer whose proxy closes mid-stream, kernels still sending to it,
 // fails the survivor's proxy with a typed error naming the peer, sets its
 // status word to StatusNetwork, and its kernels stop.
 func TestPeerCloses(t *testing.T) {

@@ -27,7 +27,7 @@ func TestStopThenPeerCloses(t *testing.T) {
 	require.NoError(t, w.ranks[0].p.Stop(ctx))
 	require.NoError(t, w.ranks[0].p.Stop(ctx), "a second Stop")
 	require.NoError(t, w.ranks[1].p.Close())
-	time.Sleep(50 * time.Millisecond) // a serving proxy would fail at once (TestPeerCloses)
+	time.Sleep(50 * time.Millisecond) // a serving proxy with slots to send would fail (TestPeerCloses)
 	assert.NoError(t, w.ranks[0].p.Err())
 	assert.Zero(t, w.statusOf(0))
 }
