@@ -103,7 +103,7 @@ func (p *PeerInfo) UnmarshalBinary(b []byte) error {
 		return bad("bad magic or version")
 	}
 	q := PeerInfo{Rank: int(le.Uint32(body[5:])), HostHash: le.Uint64(body[9:])}
-	rest := body[17:]
+	rest := string(body[17:]) // one copy backs every string field
 	var ok bool
 	if q.ShmPrefix, rest, ok = cutString(rest); !ok {
 		return bad("truncated shared-memory prefix")
@@ -126,11 +126,11 @@ func (p *PeerInfo) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// cutString takes a one-byte-length-prefixed string off the front of b.
-func cutString(b []byte) (string, []byte, bool) {
-	if len(b) < 1 || len(b) < 1+int(b[0]) {
-		return "", nil, false
+// cutString takes a one-byte-length-prefixed string off the front of s.
+func cutString(s string) (field, rest string, ok bool) {
+	if len(s) < 1 || len(s) < 1+int(s[0]) {
+		return "", "", false
 	}
-	n := int(b[0])
-	return string(b[1 : 1+n]), b[1+n:], true
+	n := int(s[0])
+	return s[1 : 1+n], s[1+n:], true
 }

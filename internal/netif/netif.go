@@ -3,6 +3,9 @@ package netif
 import (
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -69,11 +72,14 @@ func usableAddr(addrs []net.Addr) (netip.Addr, bool) {
 	return v6, v6.IsValid()
 }
 
-// Interface is an interface a spec allows: its name and the address to
-// listen on.
+// Interface is an interface a spec allows: its name, the address to
+// listen on, and what sysfs says of it (read with the list, so kept with
+// it: hundreds of ranks of one process would each read it).
 type Interface struct {
-	Name string
-	Addr netip.Addr
+	Name    string
+	Addr    netip.Addr
+	PCIPath string // its device's path in sysfs, "" for virtual interfaces
+	Speed   int    // link speed in Mbit/s, 0 where sysfs reports none
 }
 
 // Interfaces lists the interfaces that are up, have a usable address and
@@ -83,7 +89,7 @@ type Interface struct {
 // (SystemError with an empty spec) that names the interfaces that are up.
 //
 // A successful list is kept for cacheTTL: listing the interfaces is a
-// netlink dump, and hundreds of ranks initialising in one process would
+// netlink dump and reads of sysfs, and hundreds of ranks initialising in one process would
 // each make it (twice: bootstrap and transport); a later init still sees
 // interfaces that changed.
 func Interfaces(spec string) ([]Interface, error) {
@@ -133,9 +139,9 @@ func listInterfaces(spec string) ([]Interface, error) {
 		switch {
 		case !ok || (filtered && !filter.Match(ifc.Name)):
 		case filtered || ifc.Flags&net.FlagLoopback == 0:
-			found = append(found, Interface{ifc.Name, ip})
+			found = append(found, describe(ifc.Name, ip))
 		default:
-			loops = append(loops, Interface{ifc.Name, ip})
+			loops = append(loops, describe(ifc.Name, ip))
 		}
 	}
 	if found = append(found, loops...); len(found) > 0 {
@@ -148,6 +154,33 @@ func listInterfaces(spec string) ([]Interface, error) {
 	return nil, gccl.Errorf(gccl.InvalidArgument, "GCCL_SOCKET_IFNAME",
 		"no interface that is up with a usable address matches %q (up: %s); set GCCL_SOCKET_IFNAME to one of them",
 		spec, strings.Join(seen, ", "))
+}
+
+func describe(name string, ip netip.Addr) Interface {
+	return Interface{Name: name, Addr: ip, PCIPath: pciPath(name), Speed: speed(name)}
+}
+
+// speed is the link speed sysfs reports in Mbit/s, 0 where it has none
+// (loopback, virtual interfaces report -1 or nothing).
+func speed(ifname string) int {
+	b, err := os.ReadFile(filepath.Join("/sys/class/net", ifname, "speed"))
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// pciPath is the interface's device path in sysfs, "" for virtual ones.
+func pciPath(ifname string) string {
+	p, err := filepath.EvalSymlinks(filepath.Join("/sys/class/net", ifname, "device"))
+	if err != nil || !strings.Contains(p, "/pci") {
+		return ""
+	}
+	return p
 }
 
 // ListenAddr chooses the address to listen on: that of the first of

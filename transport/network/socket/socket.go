@@ -2,10 +2,7 @@ package socket
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/gccl/gccl"
@@ -98,8 +95,8 @@ func (p *Provider) Devices() ([]network.Properties, error) {
 	for i, ifc := range ifs {
 		props[i] = network.Properties{
 			Name:      ifc.Name,
-			PCIPath:   pciPath(ifc.Name),
-			Speed:     speed(ifc.Name),
+			PCIPath:   ifc.PCIPath,
+			Speed:     ifc.Speed,
 			Memory:    network.MemHost,
 			MaxRecvs:  1,
 			InFlight:  tnet.InFlight,
@@ -107,29 +104,6 @@ func (p *Provider) Devices() ([]network.Properties, error) {
 		}
 	}
 	return props, nil
-}
-
-// speed is the link speed sysfs reports in Mbit/s, 0 where it has none
-// (loopback, virtual interfaces report -1 or nothing).
-func speed(ifname string) int {
-	b, err := os.ReadFile(filepath.Join("/sys/class/net", ifname, "speed"))
-	if err != nil {
-		return 0
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
-}
-
-// pciPath is the interface's device path in sysfs, "" for virtual ones.
-func pciPath(ifname string) string {
-	p, err := filepath.EvalSymlinks(filepath.Join("/sys/class/net", ifname, "device"))
-	if err != nil || !strings.Contains(p, "/pci") {
-		return ""
-	}
-	return p
 }
 
 func (p *Provider) device(dev int) (netif.Interface, error) {
