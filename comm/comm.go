@@ -9,6 +9,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/auth"
 	"github.com/gccl/gccl/internal/bootstrap"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/choose"
@@ -16,6 +17,7 @@ import (
 	"github.com/gccl/gccl/internal/progress"
 	"github.com/gccl/gccl/internal/regcache"
 	"github.com/gccl/gccl/internal/wire"
+	"github.com/gccl/gccl/transport"
 )
 
 // Lifecycle states of a Comm.
@@ -153,8 +155,20 @@ func (c *Comm) build(ctx context.Context, roots []wire.RootID) error {
 	c.regs = regcache.New(regcache.Owner{Device: c.dev, Rank: c.rank, NRanks: c.nranks, Net: boot})
 	s := env.Get()
 	c.eng, err = engine.New(engine.Config{Rank: c.rank, NRanks: c.nranks, Boot: boot, Device: c.dev, ID: engineID(roots),
-		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Backend: choose.Backend(choose.Config{Regs: c.regs, Algos: s.Algos, ChunkBytes: s.ChunkSize})})
+		Timeout: c.cfg.Timeout, Log: env.Logger("COLL"), Backend: choose.Backend(choose.Config{Regs: c.regs, Algos: s.Algos, ChunkBytes: s.ChunkSize, Transport: transportIdentity(roots[0])})})
 	return err
+}
+
+// transportIdentity is the transport endpoint's CommID and Secret, derived
+// from the communicator's first unique ID without a message: every rank
+// holds that ID's key and secret (the bootstrap's mesh admits only peers
+// that prove them), so every rank derives the same pair. The secret is keyed
+// by the ID's secret, so only its holders can predict it, and neither it
+// nor the ID's secret ever crosses the wire; the CommID is bound to the ID's
+// key, fresh for every communicator (an ID creates one; Split makes new ones).
+func transportIdentity(id wire.RootID) transport.Config {
+	return transport.Config{CommID: auth.Derive(id.Secret[:], "transport comm id", id.Key[:]),
+		Secret: auth.Derive(id.Secret[:], "transport secret", id.Key[:])}
 }
 
 // engineID is the communicator's identity for its engine (engine.Config.ID):

@@ -55,3 +55,20 @@ func Check(got MAC, secret []byte, role Role, context []byte, listener, dialer N
 	want := Prove(secret, role, context, listener, dialer)
 	return hmac.Equal(got[:], want[:])
 }
+
+// Derive returns a 128-bit key for purpose, derived from secret and info:
+// HMAC-SHA256(secret, "gccl derive v1" ‖ purpose ‖ 0 ‖ info), truncated.
+// Anyone who holds secret gets the same key without a message; anyone who
+// does not cannot predict it. Keys for different purposes are unrelated,
+// and none is ever a handshake's proof (those start with another label), so
+// a key derived for one protocol is no use against another.
+func Derive(secret []byte, purpose string, info []byte) [16]byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("gccl derive v1"))
+	m.Write([]byte(purpose))
+	m.Write([]byte{0})
+	m.Write(info)
+	var sum MAC
+	m.Sum(sum[:0])
+	return [16]byte(sum[:16])
+}
