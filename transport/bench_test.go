@@ -79,7 +79,7 @@ func benchEndpoints(b *testing.B, m mode) ([2]*Endpoint, [2]PeerInfo) {
 	var eps [2]*Endpoint
 	var infos [2]PeerInfo
 	for r := range 2 {
-		cfg := Config{Rank: r, IfName: "lo", ShmDir: dir, Timeout: time.Minute}
+		cfg := Config{Rank: r, CommID: [16]byte{1}, Secret: [16]byte{2}, IfName: "lo", ShmDir: dir, Timeout: time.Minute}
 		if !m.shm {
 			cfg.HostHash = uint64(100 + r)
 		}

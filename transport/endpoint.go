@@ -43,6 +43,9 @@ func Listen(cfg Config) (*Endpoint, error) {
 	if cfg.Rank < 0 || cfg.Rank >= tnet.MaxRank {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "Rank", "rank %d out of range (0..%d)", cfg.Rank, tnet.MaxRank-1)
 	}
+	if cfg.CommID == ([16]byte{}) || cfg.Secret == ([16]byte{}) {
+		return nil, gccl.Errorf(gccl.InvalidArgument, "CommID", "the CommID or Secret is zero: set both, the same on every rank and secret from outsiders (comm derives them from the unique ID)")
+	}
 	if cfg.NetChunkSize < 1 || cfg.NetChunkSize > MaxNetChunkSize {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "NetChunkSize", "chunk of %d bytes out of range (1..%d)", cfg.NetChunkSize, MaxNetChunkSize)
 	}

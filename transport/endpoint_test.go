@@ -263,8 +263,14 @@ func TestEndpointMisuse(t *testing.T) {
 
 	_, err = Listen(Config{Rank: -1})
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
-	_, err = Listen(Config{Rank: 0, IfName: "=no-such-interface"})
+	_, err = Listen(Config{Rank: 0, CommID: [16]byte{1}, Secret: [16]byte{2}, IfName: "=no-such-interface"})
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "interface")
+	for _, cfg := range []Config{{}, {CommID: [16]byte{1}}, {Secret: [16]byte{2}}} {
+		_, err = Listen(cfg)
+		require.ErrorIs(t, err, gccl.ErrInvalidArgument, "%+v", cfg)
+		require.Contains(t, err.Error(), "CommID or Secret is zero")
+	}
 }
 
 func TestWrongSecretRejected(t *testing.T) {

@@ -48,13 +48,13 @@ func TestNetSelection(t *testing.T) {
 	}
 	t.Setenv("GCCL_NET", "verbs")
 	reloadEnv()
-	_, err := Listen(Config{Rank: 0, IfName: "lo"})
+	_, err := Listen(Config{Rank: 0, CommID: [16]byte{1}, Secret: [16]byte{2}, IfName: "lo"})
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), `"verbs"`)
 	assert.Contains(t, err.Error(), "socket")
 	t.Setenv("GCCL_NET", "")
 	reloadEnv()
-	_, err = Listen(Config{Rank: 0, IfName: "=no-such-interface", NetName: "socket"})
+	_, err = Listen(Config{Rank: 0, CommID: [16]byte{1}, Secret: [16]byte{2}, IfName: "=no-such-interface", NetName: "socket"})
 	require.ErrorIs(t, err, gccl.ErrInvalidArgument, "an explicit provider that cannot run")
 	assert.Contains(t, err.Error(), "GCCL_NET")
 }

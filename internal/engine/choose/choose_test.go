@@ -45,7 +45,7 @@ func TestHostDevice(t *testing.T) {
 	d, err := device.Open(device.Host, 0)
 	require.NoError(t, err)
 	s := engine.Setup{Rank: 0, NRanks: 1, Boot: enginetest.NewNet(1).Rank(0), Device: d, Timeout: 10 * time.Second}
-	b, err := Backend(Config{Algos: algo.AllAlgorithms})(context.Background(), s)
+	b, err := Backend(Config{Transport: enginetest.Identity(), Algos: algo.AllAlgorithms})(context.Background(), s)
 	require.NoError(t, err)
 	_, isHost := b.(*host.Backend)
 	assert.True(t, isHost, "%T", b)

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"crypto/rand"
 	"log/slog"
 	"sync"
 	"time"
@@ -106,27 +105,11 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-// exchange agrees on the communicator id and secret, opens the endpoint and
+// exchange opens the endpoint (tc's CommID and Secret, the same on every
+// rank, come from the caller: comm derives them from the unique ID) and
 // all-gathers every rank's PeerInfo.
 func (b *Backend) exchange(ctx context.Context, boot engine.Bootstrap, tc transport.Config) error {
 	tc.Rank = b.rank
-	if tc.CommID == ([16]byte{}) {
-		var mine [32]byte
-		if _, err := rand.Read(mine[:]); err != nil {
-			return gccl.Wrap(gccl.SystemError, "random", err)
-		}
-		all, err := boot.AllGather(ctx, mine[:])
-		if err != nil {
-			return gccl.Errorf(gccl.Code(err), "bootstrap", "agreeing on the communicator id: %w", err)
-		}
-		if len(all) != b.nranks || len(all[0]) != 32 {
-			return gccl.Errorf(gccl.InternalError, "bootstrap", "all-gather returned %d entries, want %d of 32 bytes", len(all), b.nranks)
-		}
-		copy(tc.CommID[:], all[0][:16])
-		if tc.Secret == ([16]byte{}) {
-			copy(tc.Secret[:], all[0][16:])
-		}
-	}
 	ep, err := transport.Listen(tc)
 	if err != nil {
 		return err

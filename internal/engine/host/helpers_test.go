@@ -79,7 +79,7 @@ func newWorld(t *testing.T, n int, algoList string) *world {
 
 func newWorldTimeout(t *testing.T, n int, algoList string, timeout time.Duration) *world {
 	t.Helper()
-	net := enginetest.NewNet(n)
+	net, id := enginetest.NewNet(n), enginetest.Identity()
 	w := &world{engines: make([]*engine.Engine, n), backends: make([]*Backend, n), devs: make([]device.Device, n), streams: make([]gccl.Stream, n)}
 	algos, err := algo.ParseAllowed(algoList)
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ func newWorldTimeout(t *testing.T, n int, algoList string, timeout time.Duration
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cfg := Config{Reducer: testReducer{}, Algos: algos, ChunkBytes: 4096}
+			cfg := Config{Transport: id, Reducer: testReducer{}, Algos: algos, ChunkBytes: 4096}
 			w.engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, Timeout: timeout,
 				Backend: func(ctx context.Context, s engine.Setup) (engine.Backend, error) {
 					b, err := Open(ctx, s, cfg)

@@ -50,13 +50,13 @@ func fakeGPUs(t *testing.T, n int) ([]*device.CUDADevice, []gccl.Stream, []*cuda
 func viaHostComm(t *testing.T, devs []*device.CUDADevice, id uint64) []*engine.Engine {
 	t.Helper()
 	n := len(devs)
-	net := enginetest.NewNet(n)
+	net, tc := enginetest.NewNet(n), enginetest.Identity()
 	engines, errs := make([]*engine.Engine, n), make([]error, n)
 	var wg sync.WaitGroup
 	for r, d := range devs {
 		wg.Go(func() {
 			engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, ID: id, Timeout: 10 * time.Second,
-				Backend: New(host.Config{Algos: algo.AllAlgorithms})})
+				Backend: New(host.Config{Transport: tc, Algos: algo.AllAlgorithms})})
 		})
 	}
 	wg.Wait()
