@@ -9,6 +9,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/internal/ctlblock"
@@ -57,6 +58,8 @@ type Backend struct {
 	args  cuda.Args                // reused by every launch, under the turn
 	chain streamjoin.Chain
 	links *streamjoin.Events
+	side  cuda.Stream // the branch of captured launches that kicks the proxy (graphKick), made on first use
+	kick  func()      // the proxy's Kick: Submit calls it, a captured launch's host node at every replay
 
 	last atomic.Pointer[string] // LastPath
 
@@ -89,8 +92,8 @@ func (g *Backend) Submit(l *engine.Launch) error {
 		l.Fail(err)
 		return err
 	}
-	if g.px != nil {
-		g.px.Kick()
+	if g.kick != nil {
+		g.kick()
 	}
 	l.Done(nil)
 	return nil
@@ -103,8 +106,55 @@ func (g *Backend) Meets(l *engine.Launch) bool { return len(g.newPeers(l.Ops)) >
 // enqueue issues l's collectives in order, then its point-to-point ops,
 // on l's stream, chained after the communicator's previous launch and
 // joined with l's other streams (device context current, in l's turn).
-func (g *Backend) enqueue(l *engine.Launch) error {
+func (g *Backend) enqueue(l *engine.Launch) (err error) {
+	s := cuda.Stream(l.Stream)
+	forked, err := g.graphKick(s)
+	if err != nil {
+		return err
+	}
+	if forked {
+		defer func() { // the branch joins back whatever happened: a capture ends only with every branch joined
+			if jerr := g.links.Link(g.side, s); jerr != nil && err == nil {
+				err = gccl.Errorf(gccl.Code(jerr), "stream", "joining the proxy's kick back into the captured stream: %w", jerr)
+			}
+		}()
+	}
 	return g.chain.Enqueue(g.drv, g.links, l, g.collective, g.sendRecv)
+}
+
+// graphKick makes a launch that is being captured into a CUDA graph wake
+// the proxy at every replay, as Submit's Kick does for an eager launch:
+// without it a replay's slots wait until the idle proxy's next poll (its
+// sleeps grow to proxy.MaxSleep, about 150 µs with the kernel's timer
+// slack). The graph gets a branch off s, a host node that calls Kick
+// (cuLaunchHostFunc on the backend's side stream, forked from s by an
+// event), joined back into s after the launch's kernels (enqueue), so the
+// kernels never wait for the host node and the graph's end waits for it.
+// NCCL posts its proxy's work from a host node of the graph the same way.
+// It reports whether it forked; nothing is done for an eager launch or a
+// communicator with no proxy (device context current, in the turn).
+func (g *Backend) graphKick(s cuda.Stream) (bool, error) {
+	if g.kick == nil {
+		return false, nil
+	}
+	info, err := capture.Info(g.drv, gccl.Stream(s))
+	if err != nil || !info.Active {
+		return false, err
+	}
+	if g.side == 0 {
+		if g.side, err = g.drv.StreamCreate(cuda.StreamNonBlocking); err != nil {
+			g.side = 0
+			return false, gccl.Errorf(gccl.Code(err), "stream", "creating the stream of the proxy's kick in captured launches: %w", err)
+		}
+	}
+	if err := g.links.Link(s, g.side); err != nil {
+		return false, err
+	}
+	if err := g.drv.LaunchHostFunc(g.side, g.kick); err != nil {
+		err = gccl.Errorf(gccl.Code(err), "stream", "adding the proxy's kick to the captured graph: %w", err)
+		return false, errs.First(err, g.links.Link(g.side, s)) // the fork must not stay unjoined
+	}
+	return true, nil
 }
 
 // Status is the failure a kernel or the proxy reported in the status

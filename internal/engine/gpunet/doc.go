@@ -35,8 +35,9 @@
 // per collective with Grid channels (every rank computes the same grid
 // from the operation and the settings), then the launch's Sends and
 // Recvs, and kicks the proxy. Nothing on the host waits for the GPU, so
-// launches can be captured into CUDA graphs and replayed; the proxy finds
-// a replay's work by polling the FIFO counters.
+// launches can be captured into CUDA graphs and replayed: the proxy finds
+// a replay's work in the FIFO counters, and a host node on a branch of
+// the graph beside the kernels kicks it at every replay (graphKick).
 //
 // Point-to-point: one connection pair per peer, made on first use: both
 // ranks of a pair have an op naming the other, so each connects in its

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,8 +18,8 @@ import (
 
 // TestGraphReplay: an all-reduce and a ring shift captured into a CUDA
 // graph on every rank, replayed 3 times with new inputs between replays:
-// each replay computes from the inputs of its time, with no Submit (the
-// proxy finds the work by polling the FIFO counters).
+// each replay computes from the inputs of its time, with no Submit, and
+// kicks the proxy once (the graph's host node, graphKick).
 func TestGraphReplay(t *testing.T) {
 	runGraphReplay(t, newWorld(t, 3, 8*4096, 2, 20*time.Second))
 }
@@ -31,6 +32,12 @@ func runGraphReplay(t *testing.T, w *world) {
 	in, out, rin, rout := make([]uintptr, n), make([]uintptr, n), make([]uintptr, n), make([]uintptr, n)
 	execs := make([]cuda.GraphExec, n)
 	var wg sync.WaitGroup
+	kicks := make([]atomic.Int64, n)
+	for r := range n {
+		kick := w.backs[r].kick
+		require.NotNil(t, kick, "rank %d has no proxy kick", r)
+		w.backs[r].kick = func() { kicks[r].Add(1); kick() }
+	}
 	for r := range n {
 		in[r], out[r] = w.buf(t, r, make([]byte, 4*count)), w.buf(t, r, make([]byte, 4*count))
 		rin[r], rout[r] = w.buf(t, r, make([]byte, 4*count)), w.buf(t, r, make([]byte, 4*count))
@@ -52,6 +59,10 @@ func runGraphReplay(t *testing.T, w *world) {
 		})
 	}
 	wg.Wait()
+	before := make([]int64, n)
+	for r := range n {
+		before[r] = kicks[r].Load() // the eager Submit's kick
+	}
 	for replay := range 3 {
 		ins := make([][]byte, n)
 		sum := make([]byte, 4*count)
@@ -73,6 +84,7 @@ func runGraphReplay(t *testing.T, w *world) {
 			assert.Equal(t, sum, w.out(t, r, out[r], 4*count), "replay %d rank %d all-reduce", replay, r)
 			assert.Equal(t, ins[(r+n-1)%n], w.out(t, r, rout[r], 4*count), "replay %d rank %d receive", replay, r)
 			require.NoError(t, w.engines[r].AsyncError())
+			assert.Equal(t, before[r]+int64(replay+1), kicks[r].Load(), "replay %d rank %d: kicks of the proxy", replay, r)
 		}
 	}
 	for r := range n {

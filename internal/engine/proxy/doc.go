@@ -45,9 +45,10 @@
 // connection or Close wakes it. It sleeps on a futex (internal/futex),
 // not a Go timer, because Go rounds timers under a millisecond up to about
 // one on Linux when the process is otherwise idle; the kernel's timer
-// slack (about 50 µs) still lengthens the short sleeps. Graph replays,
-// which have no launch to kick, are found within about 150 µs and then
-// served hot. In steady state a transfer allocates nothing (the socket
+// slack (about 50 µs) still lengthens the short sleeps. Graph replays
+// have no launch to kick, so package gpunet adds a host node that kicks to
+// every captured launch; without a kick, work is found within about 150 µs
+// and then served hot. In steady state a transfer allocates nothing (the socket
 // provider reuses its requests too): TestNoAllocations checks it.
 //
 // Spinning and futex sleeps keep the goroutine's P. That is harmless while
