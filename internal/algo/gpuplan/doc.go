@@ -18,6 +18,16 @@
 // engine reads them rather than restating them; a test pins what they
 // restate of package kernels.
 //
+// Across hosts (package gpunet, ring.go): RingOrder is the ring a GPU
+// communicator across hosts connects at setup (ranks grouped by host, so
+// it crosses the network once out of each host whatever the rank
+// placement) and RingNetEdges how many of its edges cross the network;
+// Ring.Channels is one collective's grid, the fewest channels within
+// 1/16 of the best time of an alpha-beta model of the ring's direct and
+// network edges (per-hop latency, per-channel bandwidth, the proxy's cost
+// per channel), at most GCCL_NET_NCHANNELS. Golden tables:
+// testdata/ring-order.txt and testdata/ring-channels.txt (same -update).
+//
 // Link: the only rule that reads a peer's link (transport/topo.LinkKind)
 // is P2PChannels, which gives a pair over PCIe at most P2PChannelsPCIe
 // channels. The collectives' grids, LL and push limits still assume the
