@@ -121,17 +121,21 @@ func gpuBase(k algo.Kind, bytes, nranks int) Input {
 // diff: every changed cell is a kernel the GPU backend now runs differently.
 func TestGolden(t *testing.T) {
 	for _, n := range []int{1, 2, 4, 8} {
-		t.Run(fmt.Sprintf("n%d", n), func(t *testing.T) {
-			path := filepath.Join("testdata", fmt.Sprintf("n%d.txt", n))
-			got := gpuTable(n)
-			if *update {
-				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-				require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-				return
-			}
-			want, err := os.ReadFile(path)
-			require.NoError(t, err, "run go test -run TestGolden -update to create it")
-			require.Equal(t, string(want), got)
-		})
+		t.Run(fmt.Sprintf("n%d", n), func(t *testing.T) { checkGolden(t, fmt.Sprintf("n%d.txt", n), gpuTable(n)) })
 	}
+}
+
+// checkGolden compares got with testdata/name, or rewrites it with
+// -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -run TestGolden -update to create it")
+	require.Equal(t, string(want), got)
 }

@@ -3,8 +3,6 @@ package gpuplan
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -144,20 +142,6 @@ func channelTable() string {
 		lines[i] = strings.TrimRight(l, " ")
 	}
 	return strings.Join(lines, "\n")
-}
-
-// checkGolden compares got with testdata/name, or rewrites it with
-// -update.
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -run TestGolden -update to create it")
-	require.Equal(t, string(want), got)
 }
 
 // TestGoldenRing checks RingOrder and Ring.Channels against
