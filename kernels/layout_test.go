@@ -75,3 +75,43 @@ func TestCommLayoutMatchesC(t *testing.T) {
 	}
 	require.Equal(t, strings.Join(wantS, " "), strings.TrimSpace(string(got)))
 }
+
+// TestRingLayoutMatchesC compiles the ring module's descriptor structs
+// (ring/ring.cu, from its first #define to the end of struct
+// gcclNetP2PDesc: plain C) with the host C++ compiler and checks their
+// layout against RingDesc.Put and NetP2PDesc.Put.
+func TestRingLayoutMatchesC(t *testing.T) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++ to check the C layout")
+	}
+	src, err := os.ReadFile("ring/ring.cu")
+	require.NoError(t, err)
+	s := string(src)
+	from, to := strings.Index(s, "#define GCCL_RING_MAX_CHANNELS"), strings.Index(s, "struct gcclNetP2PDesc {")
+	require.True(t, from >= 0 && to > from, "ring.cu's descriptor structs not found")
+	end := strings.Index(s[to:], "};")
+	require.Positive(t, end)
+	main := s[from:to+end+2] + `
+#include <cstdio>
+#include <cstddef>
+int main() {
+	printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(gcclRingDesc), alignof(gcclRingDesc),
+	       offsetof(gcclRingDesc, nranks), offsetof(gcclRingDesc, pos), offsetof(gcclRingDesc, root),
+	       offsetof(gcclRingDesc, ranks), offsetof(gcclRingDesc, ch), sizeof(gcclNetP2PDesc), alignof(gcclNetP2PDesc));
+}
+`
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.cpp"), []byte(main), 0o644))
+	bin := filepath.Join(dir, "layout")
+	out, err := exec.Command(cxx, "-std=c++17", "-o", bin, filepath.Join(dir, "main.cpp")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	got, err := exec.Command(bin).Output()
+	require.NoError(t, err)
+	want := []int{RingDescBytes, RingDescAlign, 36, 40, 44, 48, ringDescHeadBytes, NetP2PDescBytes, NetP2PDescAlign}
+	var wantS []string
+	for _, v := range want {
+		wantS = append(wantS, strconv.Itoa(v))
+	}
+	require.Equal(t, strings.Join(wantS, " "), strings.TrimSpace(string(got)))
+}

@@ -30,7 +30,7 @@ const (
 	FIFOHeadOffset    = 64
 	FIFOSizesOffset   = 128
 	ringFifoBytes     = 4 * 8
-	ringDescHeadBytes = 4*8 + 4*4
+	ringDescHeadBytes = 4*8 + 4*4 + 8
 )
 
 // FIFO is one direction of one connection as a kernel sees it (struct
@@ -59,15 +59,20 @@ func (f *FIFO) put(b []byte) {
 type RingConn struct{ Send, Recv FIFO }
 
 // RingDesc is a ring collective (struct gcclRingDesc), passed after the
-// DevComm, whose In/Out/Scratch/Flags the ring kernels do not read.
+// DevComm, whose In/Out/Scratch/Flags the ring kernels do not read. The
+// ring is the ranks in the order of the device array at Ranks (NRanks
+// int32s: the rank at each ring position); the kernels step by ring
+// position and place the per-rank blocks of reduce-scatter and
+// all-gather by rank.
 type RingDesc struct {
 	In, Out   uintptr
 	Count     uint64 // see the kernel names
 	SlotBytes uint64
 	NSlots    int32
 	NRanks    int32
-	Rank      int32
-	Root      int32
+	Pos       int32                     // this rank's ring position
+	Root      int32                     // the root's ring position (broadcast, reduce)
+	Ranks     uintptr                   // device memory: the rank at each ring position
 	Ch        [RingMaxChannels]RingConn // the grid's channels, in block order
 }
 
@@ -87,8 +92,9 @@ func (d *RingDesc) Put(b []byte) {
 	le.PutUint64(b[24:], d.SlotBytes)
 	le.PutUint32(b[32:], uint32(d.NSlots))
 	le.PutUint32(b[36:], uint32(d.NRanks))
-	le.PutUint32(b[40:], uint32(d.Rank))
+	le.PutUint32(b[40:], uint32(d.Pos))
 	le.PutUint32(b[44:], uint32(d.Root))
+	le.PutUint64(b[48:], uint64(d.Ranks))
 	at := b[ringDescHeadBytes:]
 	for i := range d.Ch {
 		d.Ch[i].Send.put(at[i*2*ringFifoBytes:])

@@ -31,7 +31,10 @@ struct gcclRingConn {
 
 // gcclRingDesc is a ring collective, passed by value after the gcclComm
 // (whose in/out/scratch/flags are unused: the ring may have more ranks
-// than they address).
+// than they address). The ring is ranks[0] -> ranks[1] -> ... ->
+// ranks[nranks-1] -> ranks[0]; the steps go by ring position, and the
+// per-rank blocks of reduce-scatter and all-gather by rank (ranks[q] is
+// the block that position q owns).
 struct gcclRingDesc {
 	char *in;
 	char *out;
@@ -39,8 +42,9 @@ struct gcclRingDesc {
 	unsigned long long slotBytes;
 	int nslots;
 	int nranks;
-	int rank;
-	int root;
+	int pos;          // this rank's ring position
+	int root;         // the root's ring position (broadcast, reduce)
+	const int *ranks; // device memory: ranks[q] is the rank at ring position q
 	gcclRingConn ch[GCCL_RING_MAX_CHANNELS];
 };
 
@@ -359,7 +363,7 @@ __device__ __forceinline__ void ring_allreduce(const gcclComm &c, const gcclRing
 	__shared__ RingShared sh;
 	Ring ring(c, d, sh);
 	const RingMove<T, OP> mv{red};
-	const int n = d.nranks, p = d.rank;
+	const int n = d.nranks, p = d.pos;
 	const size_t slotElems = d.slotBytes / sizeof(T);
 	size_t b, e;
 	channelSlice<T>(d.count, b, e);
@@ -400,7 +404,7 @@ __device__ __forceinline__ void ring_reducescatter(const gcclComm &c, const gccl
 	__shared__ RingShared sh;
 	Ring ring(c, d, sh);
 	const RingMove<T, OP> mv{red};
-	const int n = d.nranks, p = d.rank;
+	const int n = d.nranks, p = d.pos;
 	const size_t slotElems = d.slotBytes / sizeof(T);
 	const size_t count = d.count;
 	size_t b, e;
@@ -410,13 +414,13 @@ __device__ __forceinline__ void ring_reducescatter(const gcclComm &c, const gccl
 	for (size_t rb = b; rb < e;) {
 		const size_t re = smin(e, rb + slotElems);
 		const size_t len = re - rb;
-		const int first = ringMod((long long)p - 1, n);
+		const int first = d.ranks[ringMod((long long)p - 1, n)];
 		if (!ring.step(true, false, len * sizeof(T), [&](char *snd, char *) {
 			    mv.run(reinterpret_cast<const char *>(in + (size_t)first * count + rb), nullptr, snd, nullptr, len, false);
 		    }))
 			return;
 		for (int j = 1; j < n; j++) {
-			const int blk = ringMod((long long)p - 1 - j, n);
+			const int blk = d.ranks[ringMod((long long)p - 1 - j, n)];
 			const bool last = j == n - 1;
 			if (!ring.step(!last, true, len * sizeof(T), [&](char *snd, char *rcv) {
 				    mv.run(reinterpret_cast<const char *>(in + (size_t)blk * count + rb), rcv,
@@ -434,7 +438,7 @@ __device__ __forceinline__ void ring_reduce(const gcclComm &c, const gcclRingDes
 	Ring ring(c, d, sh);
 	const RingMove<T, OP> mv{red};
 	const int n = d.nranks;
-	const int q = ringMod((long long)d.rank - d.root - 1, n); // the root is q = n-1
+	const int q = ringMod((long long)d.pos - d.root - 1, n); // the root is q = n-1
 	const size_t slotElems = d.slotBytes / sizeof(T);
 	size_t b, e;
 	channelSlice<T>(d.count, b, e);
@@ -463,21 +467,21 @@ __device__ __forceinline__ void ring_reduce(const gcclComm &c, const gcclRingDes
 __device__ __forceinline__ void ringAllGather(const gcclComm &c, const gcclRingDesc &d) {
 	__shared__ RingShared sh;
 	Ring ring(c, d, sh);
-	const int n = d.nranks, p = d.rank;
+	const int n = d.nranks, p = d.pos;
 	const size_t nbytes = d.count;
 	size_t b, e;
 	byteSlice(nbytes, b, e);
 	for (size_t rb = b; rb < e;) {
 		const size_t re = smin(e, rb + d.slotBytes);
 		const size_t len = re - rb;
-		char *mine = d.out + (size_t)p * nbytes + rb;
+		char *mine = d.out + (size_t)d.ranks[p] * nbytes + rb;
 		const char *src = d.in + rb;
 		if (!ring.step(true, false, len, [&](char *snd, char *) {
 			    moveBytes(src, false, snd, mine == src ? nullptr : mine, len);
 		    }))
 			return;
 		for (int j = 1; j < n; j++) {
-			const int blk = ringMod((long long)p - j, n);
+			const int blk = d.ranks[ringMod((long long)p - j, n)];
 			const bool fwd = j < n - 1;
 			if (!ring.step(fwd, true, len, [&](char *snd, char *rcv) {
 				    moveBytes(rcv, true, d.out + (size_t)blk * nbytes + rb, snd, len);
@@ -493,7 +497,7 @@ __device__ __forceinline__ void ringBroadcast(const gcclComm &c, const gcclRingD
 	__shared__ RingShared sh;
 	Ring ring(c, d, sh);
 	const int n = d.nranks;
-	const int q = ringMod((long long)d.rank - d.root, n);
+	const int q = ringMod((long long)d.pos - d.root, n);
 	size_t b, e;
 	byteSlice(d.count, b, e);
 	for (size_t pb = b; pb < e;) {

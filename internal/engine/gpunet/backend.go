@@ -40,6 +40,10 @@ type Backend struct {
 	slotBytes int
 	nch       int              // channels of the ring (GCCL_NET_NCHANNELS, agreed at setup)
 	p2pOff    bool             // GCCL_P2P_DISABLE (agreed at setup): no direct connections
+	order     []int            // the ring: order[p] is the rank at position p (gpuplan.RingOrder)
+	pos       []int            // pos[r] is rank r's ring position
+	netEdges  int              // the ring's edges over the network (gpuplan.RingNetEdges)
+	ranksDev  uintptr          // order in device memory (int32s), for the kernels
 	ring      []ringCh         // per channel: to next, from prev
 	fifos     []fifoMem        // every FIFO in pinned host memory, for free
 	exports   []uintptr        // this rank's direct FIFO allocations (memalloc), for free

@@ -30,7 +30,10 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	}
 	grid := Grid(o.Kind, o.Count*o.Type.Size(), g.nranks, g.slotBytes, g.nch)
 	d := kernels.RingDesc{In: o.Send, Out: o.Recv, Count: uint64(o.Count), SlotBytes: uint64(g.slotBytes), NSlots: kernels.FIFOSlots,
-		NRanks: int32(g.nranks), Rank: int32(g.rank), Root: int32(o.Root)}
+		NRanks: int32(g.nranks), Pos: int32(g.pos[g.rank]), Ranks: g.ranksDev}
+	if o.Kind.Rooted() {
+		d.Root = int32(g.pos[o.Root])
+	}
 	for c := range grid {
 		d.Ch[c] = kernels.RingConn{Send: kernels.FIFOAt(g.ring[c].send.dev), Recv: kernels.FIFOAt(g.ring[c].recv.dev)}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/stretchr/testify/assert"
@@ -22,19 +23,42 @@ type bed struct {
 }
 
 // beds are the mixed layouts: block-mapped hosts (direct edges inside a
-// host, the network across), a round-robin mapping (every ring edge
-// crosses hosts, only point-to-point pairs are direct) and one host of
-// more ranks than the peer-memory kernels address (every edge direct).
+// host, the network across), round-robin mappings (rank r on host r % H:
+// the ring, grouped by host, still crosses the network once per host;
+// rank order would cross it on every edge) and one host of more ranks
+// than the peer-memory kernels address (every edge direct).
 var beds = []bed{
 	{"2hostsx2", hostsOf(4, 2)},
 	{"3hostsx2", hostsOf(6, 2)},
 	{"1hostx9", hostsOf(9, 9)},
-	{"roundrobin2x2", []int{0, 1, 0, 1}},
+	{"roundrobin2x2", roundRobin(4, 2)},
+	{"roundrobin3x2", roundRobin(6, 3)},
 }
 
-// checkKinds fails unless every ring connection of w, and every
-// point-to-point one made so far, is direct exactly when both ends are on
-// one host of hosts and p2pOff is false.
+// roundRobin is n ranks on h hosts, rank r on host r % h (mpirun's
+// --map-by node).
+func roundRobin(n, h int) []int {
+	hosts := make([]int, n)
+	for r := range hosts {
+		hosts[r] = r % h
+	}
+	return hosts
+}
+
+// ringOf is the ring order the ranks of hosts must agree on: the hosts'
+// hashes (newWorldOn's) through gpuplan.RingOrder.
+func ringOf(hosts []int) []int {
+	hashes := make([]uint64, len(hosts))
+	for r, h := range hosts {
+		hashes[r] = uint64(h) + 1
+	}
+	return gpuplan.RingOrder(hashes)
+}
+
+// checkKinds fails unless every rank of w built the ring of ringOf(hosts)
+// and every ring connection, and every point-to-point one made so far,
+// is direct exactly when both ends are on one host of hosts and p2pOff is
+// false.
 func checkKinds(t *testing.T, w *world, hosts []int, p2pOff bool) {
 	t.Helper()
 	want := func(a, b int) edgeKind {
@@ -43,8 +67,11 @@ func checkKinds(t *testing.T, w *world, hosts []int, p2pOff bool) {
 		}
 		return edgeNet
 	}
+	order := ringOf(hosts)
 	for r, g := range w.backs {
-		next, prev := (r+1)%w.n, (r+w.n-1)%w.n
+		require.Equal(t, order, g.order, "rank %d's ring", r)
+		p := g.pos[r]
+		next, prev := order[(p+1)%w.n], order[(p+w.n-1)%w.n]
 		require.Len(t, g.ring, g.nch)
 		for c, ch := range g.ring {
 			assert.Equal(t, want(r, next), ch.send.kind(), "rank %d channel %d send", r, c)
@@ -82,6 +109,52 @@ func TestEdgeKinds(t *testing.T) {
 		checkKinds(t, w, hosts, true)
 		runColl(t, w, collCase{kind: algo.AllReduce, t: gccl.Float32, op: gccl.Sum, count: 20000}, rng)
 		runSendRecv(t, w, rng)
+		checkKinds(t, w, hosts, true)
+	})
+}
+
+// TestRingNetworkEdges: on every bed the built ring crosses the network
+// exactly once out of each host (H network edges for H >= 2 hosts, none
+// on one host), counted on the connections each rank made, and every
+// rank's model input (netEdges) says the same; with GCCL_P2P_DISABLE
+// every edge is a network one.
+func TestRingNetworkEdges(t *testing.T) {
+	count := func(w *world) (sends, recvs int) {
+		for _, g := range w.backs {
+			if g.ring[0].send.kind() == edgeNet {
+				sends++
+			}
+			if g.ring[0].recv.kind() == edgeNet {
+				recvs++
+			}
+		}
+		return sends, recvs
+	}
+	for _, b := range append(beds, bed{"roundrobin2x4", roundRobin(8, 2)}) {
+		t.Run(b.name, func(t *testing.T) {
+			w := newWorldOn(t, b.hosts, 8*4096, 1, 30*time.Second, nil)
+			hosts := map[int]bool{}
+			for _, h := range b.hosts {
+				hosts[h] = true
+			}
+			want := len(hosts)
+			if want == 1 {
+				want = 0
+			}
+			sends, recvs := count(w)
+			assert.Equal(t, want, sends, "network edges, by their senders")
+			assert.Equal(t, want, recvs, "network edges, by their receivers")
+			for r, g := range w.backs {
+				assert.Equal(t, want, g.netEdges, "rank %d", r)
+			}
+		})
+	}
+	t.Run("GCCL_P2P_DISABLE", func(t *testing.T) {
+		hosts := roundRobin(4, 2)
+		w := newWorldOn(t, hosts, 8*4096, 1, 30*time.Second, []bool{true, true, true, true})
+		sends, recvs := count(w)
+		assert.Equal(t, 4, sends)
+		assert.Equal(t, 4, recvs)
 		checkKinds(t, w, hosts, true)
 	})
 }

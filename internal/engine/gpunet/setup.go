@@ -6,6 +6,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
@@ -199,7 +200,8 @@ func (g *Backend) view(f fifoMem) (proxy.FIFO, error) {
 }
 
 // exchange all-gathers the settings and every rank's transport PeerInfo,
-// and checks that the ranks agree on the settings.
+// checks that the ranks agree on the settings, and orders the ring by
+// the ranks' host hashes (gpuplan.RingOrder: every rank the same).
 func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, set settings) error {
 	info, err := g.ep.Info().MarshalBinary()
 	if err != nil {
@@ -236,6 +238,16 @@ func (g *Backend) exchange(ctx context.Context, boot engine.Bootstrap, set setti
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d's network handle: %w", r, err)
 		}
 	}
+	hosts := make([]uint64, g.nranks)
+	for r, in := range g.infos {
+		hosts[r] = in.HostHash
+	}
+	g.order = gpuplan.RingOrder(hosts)
+	g.pos = make([]int, g.nranks)
+	for p, r := range g.order {
+		g.pos[r] = p
+	}
+	g.netEdges = gpuplan.RingNetEdges(hosts, g.order, g.p2pOff)
 	return nil
 }
 
@@ -247,17 +259,22 @@ func boolByte(b bool) byte {
 	return 0
 }
 
-// connectRing connects every channel to the next rank and from the
+// connectRing puts the ring order in device memory for the kernels and
+// connects every channel to the next rank of the ring and from the
 // previous one: a direct edge (direct.go) through FIFOs in the
 // receiver's GPU memory, which every rank shares when any edge of the
 // ring is direct; a network edge through FIFOs in pinned host memory
 // that it hands to the proxy. Dials never wait for the peer, so every
 // rank dials first, then accepts.
 func (g *Backend) connectRing(ctx context.Context, boot engine.Bootstrap) error {
-	next, prev := (g.rank+1)%g.nranks, (g.rank+g.nranks-1)%g.nranks
+	p, n := g.pos[g.rank], g.nranks
+	next, prev := g.order[(p+1)%n], g.order[(p+n-1)%n]
 	sendKind, recvKind := g.kind(g.rank, next), g.kind(prev, g.rank)
 	g.ring = make([]ringCh, g.nch)
 	err := g.dev.Do(func() error {
+		if err := g.putOrder(); err != nil {
+			return err
+		}
 		for c := range g.ring {
 			var err error
 			if sendKind == edgeNet {
@@ -276,13 +293,13 @@ func (g *Backend) connectRing(ctx context.Context, boot engine.Bootstrap) error 
 	if err != nil {
 		return err
 	}
-	for r := range g.nranks {
-		if g.kind(r, (r+1)%g.nranks) == edgeDirect {
-			if err := g.shareRing(ctx, boot, next, prev); err != nil {
-				return err
-			}
-			break
+	if g.netEdges < n { // some edge is direct
+		if err := g.shareRing(ctx, boot, next, prev); err != nil {
+			return err
 		}
+	}
+	if g.log != nil {
+		g.log.Info("GPU ring", "rank", g.rank, "position", p, "next", next, "prev", prev, "networkEdges", g.netEdges, "ranks", n)
 	}
 	for c := range g.ring {
 		g.logConn("send", next, c, sendKind)
@@ -313,6 +330,20 @@ func (g *Backend) connectRing(ctx context.Context, boot engine.Bootstrap) error 
 		}
 	}
 	return nil
+}
+
+// putOrder copies the ring order into device memory as int32s
+// (kernels.RingDesc.Ranks; current context set); free frees it.
+func (g *Backend) putOrder() error {
+	b := make([]byte, 4*len(g.order))
+	for p, r := range g.order {
+		binary.LittleEndian.PutUint32(b[4*p:], uint32(r))
+	}
+	var err error
+	if g.ranksDev, err = g.drv.MemAlloc(len(b)); err != nil {
+		return gccl.Errorf(gccl.Code(err), "comm", "allocating the ring order (%d bytes) on the GPU: %w", len(b), err)
+	}
+	return g.drv.MemcpyHtoD(g.ranksDev, b)
 }
 
 // addSend hands a sending FIFO and its connection to the proxy, which
@@ -362,7 +393,10 @@ func (g *Backend) free() error {
 	for _, p := range g.exports {
 		first = errs.First(first, memalloc.Free(p))
 	}
-	g.fifos, g.ring, g.imports, g.exports = nil, nil, nil, nil
+	if g.ranksDev != 0 {
+		first = errs.First(first, g.drv.MemFree(g.ranksDev))
+	}
+	g.fifos, g.ring, g.imports, g.exports, g.ranksDev = nil, nil, nil, nil, 0
 	first = errs.First(first, g.ctl.Free(g.drv))
 	if g.mod != 0 {
 		first = errs.First(first, g.drv.ModuleUnload(g.mod))

@@ -42,9 +42,10 @@ func decodeFIFO(b []byte) kernels.FIFO {
 func decodeRing(b []byte) kernels.RingDesc {
 	le := binary.LittleEndian
 	d := kernels.RingDesc{In: uintptr(le.Uint64(b)), Out: uintptr(le.Uint64(b[8:])), Count: le.Uint64(b[16:]), SlotBytes: le.Uint64(b[24:]),
-		NSlots: int32(le.Uint32(b[32:])), NRanks: int32(le.Uint32(b[36:])), Rank: int32(le.Uint32(b[40:])), Root: int32(le.Uint32(b[44:]))}
+		NSlots: int32(le.Uint32(b[32:])), NRanks: int32(le.Uint32(b[36:])), Pos: int32(le.Uint32(b[40:])), Root: int32(le.Uint32(b[44:])),
+		Ranks: uintptr(le.Uint64(b[48:]))}
 	for i := range d.Ch {
-		at := b[48+i*64:]
+		at := b[56+i*64:]
 		d.Ch[i] = kernels.RingConn{Send: decodeFIFO(at), Recv: decodeFIFO(at[32:])}
 	}
 	return d
@@ -248,6 +249,12 @@ func must(err error) {
 
 func ringMod(x, n int) int { return ((x % n) + n) % n }
 
+// rankAt is d.ranks[q] of ring.cu: the rank at ring position q, whose
+// block of reduce-scatter and all-gather position q owns.
+func (g *ring) rankAt(q int) int {
+	return int(binary.LittleEndian.Uint32(g.mem(g.d.Ranks+uintptr(4*q), 4)))
+}
+
 // channelSlice and byteSlice are common.cuh's and reduce.cuh's.
 func channelSlice(count, es, grid, blk int) (b, e int) {
 	align := 16 / es
@@ -267,7 +274,7 @@ func roundChunk(n, nranks, slotElems, es int) int {
 }
 
 func (g *ring) allReduce(m mover, es, grid int) {
-	n, p := int(g.d.NRanks), int(g.d.Rank)
+	n, p := int(g.d.NRanks), int(g.d.Pos)
 	slotElems := int(g.d.SlotBytes) / es
 	b, e := channelSlice(int(g.d.Count), es, grid, g.blk)
 	in := func(i, l int) []byte { return g.mem(g.d.In+uintptr(i*es), l*es) }
@@ -304,7 +311,7 @@ func (g *ring) allReduce(m mover, es, grid int) {
 }
 
 func (g *ring) reduceScatter(m mover, es, grid int) {
-	n, p := int(g.d.NRanks), int(g.d.Rank)
+	n, p := int(g.d.NRanks), int(g.d.Pos)
 	slotElems := int(g.d.SlotBytes) / es
 	count := int(g.d.Count)
 	b, e := channelSlice(count, es, grid, g.blk)
@@ -312,11 +319,11 @@ func (g *ring) reduceScatter(m mover, es, grid int) {
 	for rb := b; rb < e; {
 		re := min(e, rb+slotElems)
 		l := re - rb
-		if !g.step(true, false, l*es, func(snd, _ []byte) { m.run(in(ringMod(p-1, n), rb, l), nil, snd, nil, false) }) {
+		if !g.step(true, false, l*es, func(snd, _ []byte) { m.run(in(g.rankAt(ringMod(p-1, n)), rb, l), nil, snd, nil, false) }) {
 			return
 		}
 		for j := 1; j < n; j++ {
-			blk := ringMod(p-1-j, n)
+			blk := g.rankAt(ringMod(p-1-j, n))
 			last := j == n-1
 			if !g.step(!last, true, l*es, func(snd, rcv []byte) {
 				d0 := snd
@@ -334,7 +341,7 @@ func (g *ring) reduceScatter(m mover, es, grid int) {
 
 func (g *ring) reduceTo(m mover, es, grid int) {
 	n := int(g.d.NRanks)
-	q := ringMod(int(g.d.Rank)-int(g.d.Root)-1, n)
+	q := ringMod(int(g.d.Pos)-int(g.d.Root)-1, n)
 	slotElems := int(g.d.SlotBytes) / es
 	b, e := channelSlice(int(g.d.Count), es, grid, g.blk)
 	for pb := b; pb < e; {
@@ -358,13 +365,13 @@ func (g *ring) reduceTo(m mover, es, grid int) {
 }
 
 func (g *ring) allGather(grid int) {
-	n, p := int(g.d.NRanks), int(g.d.Rank)
+	n, p := int(g.d.NRanks), int(g.d.Pos)
 	nbytes := int(g.d.Count)
 	b, e := byteSlice(nbytes, grid, g.blk)
 	for rb := b; rb < e; {
 		re := min(e, rb+int(g.d.SlotBytes))
 		l := re - rb
-		minePtr, srcPtr := g.d.Out+uintptr(p*nbytes+rb), g.d.In+uintptr(rb)
+		minePtr, srcPtr := g.d.Out+uintptr(g.rankAt(p)*nbytes+rb), g.d.In+uintptr(rb)
 		if !g.step(true, false, l, func(snd, _ []byte) {
 			copy(snd, g.mem(srcPtr, l))
 			if minePtr != srcPtr {
@@ -374,7 +381,7 @@ func (g *ring) allGather(grid int) {
 			return
 		}
 		for j := 1; j < n; j++ {
-			blk := ringMod(p-j, n)
+			blk := g.rankAt(ringMod(p-j, n))
 			if !g.step(j < n-1, true, l, func(snd, rcv []byte) { copy(g.mem(g.d.Out+uintptr(blk*nbytes+rb), l), rcv); copy(snd, rcv) }) {
 				return
 			}
@@ -385,7 +392,7 @@ func (g *ring) allGather(grid int) {
 
 func (g *ring) broadcast(grid int) {
 	n := int(g.d.NRanks)
-	q := ringMod(int(g.d.Rank)-int(g.d.Root), n)
+	q := ringMod(int(g.d.Pos)-int(g.d.Root), n)
 	b, e := byteSlice(int(g.d.Count), grid, g.blk)
 	for pb := b; pb < e; {
 		pe := min(e, pb+int(g.d.SlotBytes))
