@@ -5,6 +5,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
+	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/kernels"
@@ -12,7 +13,7 @@ import (
 
 // collective enqueues one collective on s: nothing for a count of 0, a
 // copy on a one-rank communicator, else one ring kernel (docs/gpunet.md)
-// with Grid(o) channels.
+// on the channels gpuplan's ring model picks for it.
 func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	if o.Count == 0 {
 		return nil
@@ -28,7 +29,7 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		g.last.Store(&pathCopy)
 		return g.drv.MemcpyDtoDAsync(o.Recv, o.Send, n, s)
 	}
-	grid := Grid(o.Kind, o.Count*o.Type.Size(), g.nranks, g.slotBytes, g.nch)
+	grid := gpuplan.Ring{Kind: o.Kind, Bytes: o.Count * o.Type.Size(), NRanks: g.nranks, NetEdges: g.netEdges, MaxChannels: g.nch}.Channels()
 	d := kernels.RingDesc{In: o.Send, Out: o.Recv, Count: uint64(o.Count), SlotBytes: uint64(g.slotBytes), NSlots: kernels.FIFOSlots,
 		NRanks: int32(g.nranks), Pos: int32(g.pos[g.rank]), Ranks: g.ranksDev}
 	if o.Kind.Rooted() {
@@ -87,18 +88,4 @@ func scalarArgs(o *engine.Op) (bits uint64, ptr uintptr) {
 	} else {
 		return binary.LittleEndian.Uint64(sc.Value[:]), 0
 	}
-}
-
-// Grid is the channels (blocks) of a ring collective of kind over nbytes
-// (bytes per rank for all-gather and reduce-scatter, else the buffer's):
-// one per slot of data a channel moves in a step, at most channels, at
-// least one. It depends only on what every rank agrees on (the operation,
-// the ranks, the settings), so every rank computes the same grid.
-func Grid(kind algo.Kind, nbytes, nranks, slotBytes, channels int) int {
-	per := slotBytes
-	if kind == algo.AllReduce {
-		per = slotBytes * nranks // a round of the all-reduce is n chunks of up to a slot
-	}
-	need := (nbytes + per - 1) / per
-	return max(1, min(need, channels))
 }

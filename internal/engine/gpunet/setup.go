@@ -31,8 +31,9 @@ const (
 	// nvidia-h100-x1 (2 simulated hosts, socket provider, all-reduce 16–256
 	// MiB, docs/perf-notes.md): 2 channels 2.8–3.0 GB/s busbw, 4 channels
 	// 3.9–4.6 eager and 4.5–4.9 captured, against 2.6–3.6 GB/s for one
-	// plain TCP stream. An operation only uses the channels its size needs
-	// (one per slot of data), so small ones are not slowed.
+	// plain TCP stream. It is a cap: an operation takes the channels
+	// gpuplan's ring model gives its size (gpuplan.Ring.Channels), so
+	// small ones take one.
 	DefaultChannels = 4
 	// p2pChannel is the network channel of point-to-point connections;
 	// the ring's are 0..RingMaxChannels-1.
