@@ -13,8 +13,12 @@
 // (package ctlblock: abort and status words), listens on the transport's
 // network provider (transport.Listen: the provider and device it
 // selects), all-gathers the settings and the listeners' handles (with the
-// ranks' host hashes) over the bootstrap, and connects each channel of
-// the ring to the next rank and from the previous one. A connection
+// ranks' host hashes) over the bootstrap, orders the ring by host
+// (gpuplan.RingOrder: each host's ranks together, so the ring crosses the
+// network once out of each host whatever the rank placement; every rank
+// computes the same order), puts the order in device memory for the
+// kernels (kernels.RingDesc.Ranks), and connects each channel of the ring
+// to the next rank of the ring and from the previous one. A connection
 // between ranks of one host is direct (direct.go, unless
 // GCCL_P2P_DISABLE): one FIFO in the receiver's GPU memory (a cuMem
 // allocation whose descriptor the sender fetches over a unix socket) that
@@ -32,12 +36,15 @@
 // Submit waits for the launch's turn, chains the launch after the
 // communicator's previous one whatever its stream and joins the launch's
 // streams (package streamjoin, as package gpu), launches one ring kernel
-// per collective with Grid channels (every rank computes the same grid
-// from the operation and the settings), then the launch's Sends and
-// Recvs, and kicks the proxy. Nothing on the host waits for the GPU, so
-// launches can be captured into CUDA graphs and replayed: the proxy finds
-// a replay's work in the FIFO counters, and a host node on a branch of
-// the graph beside the kernels kicks it at every replay (graphKick).
+// per collective on the channels gpuplan.Ring.Channels gives it (a cost
+// model of the ring's direct and network edges, at most
+// GCCL_NET_NCHANNELS; every rank computes the same grid from the
+// operation, the ring and the settings) with this rank's ring position
+// and the root's, then the launch's Sends and Recvs, and kicks the
+// proxy. Nothing on the host waits for the GPU, so launches can be
+// captured into CUDA graphs and replayed: the proxy finds a replay's
+// work in the FIFO counters, and a host node on a branch of the graph
+// beside the kernels kicks it at every replay (graphKick).
 //
 // Point-to-point: one connection pair per peer, made on first use: both
 // ranks of a pair have an op naming the other, so each connects in its
