@@ -71,12 +71,15 @@ func RingNetEdges(hosts []uint64, order []int, p2pOff bool) int {
 // bandwidths in bytes per microsecond (MB/s), so that the model is
 // integer arithmetic that every rank, on any CPU, computes alike.
 //
-// Sources: NetHopNs and NetChannelMBps are fitted to the all-reduce of
-// 2 simulated hosts x 1 rank, one channel, socket provider, under MPS
-// (docs/perf-notes.md, eleventh session): 1 KiB in 82-96 µs (two hops
-// plus the launch), 1 MiB in 642 µs (the model: 596). NetChannelHopNs
-// is an estimate (an Isend or Irecv post and its completion through the
-// socket provider), not a measurement. DirectChannelMBps is one
+// Sources, 2 simulated hosts x 1 rank, socket provider, under MPS
+// (docs/perf-notes.md, eleventh session): NetHopNs from the one-hop
+// chains, broadcast 8 B in 24 µs and reduce in 12 µs per operation,
+// launch included; NetChannelMBps from the one-channel all-reduce of
+// 1 MiB in 642 µs (the model: 596). The model leaves out the launch
+// and the kernels' own copies: its all-reduce of 1 KiB is 44 µs, the
+// measured one 82-96. NetChannelHopNs is an estimate (an Isend or
+// Irecv post and its completion through the socket provider), not a
+// measurement. DirectChannelMBps is one
 // point-to-point channel over NVLink (~18.5 GB/s, SM-bound: see
 // P2PChannels); DirectHopNs an estimate (a release store and the peer's
 // acquire over the link). The network's link itself (the NIC) is not
