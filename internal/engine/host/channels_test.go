@@ -19,8 +19,13 @@ import (
 // chunks of 4 KiB and at most channels channels.
 func hostsWorld(t *testing.T, n, per, channels int) *world {
 	t.Helper()
+	return hostsWorldTimeout(t, n, per, channels, 20*time.Second)
+}
+
+func hostsWorldTimeout(t *testing.T, n, per, channels int, timeout time.Duration) *world {
+	t.Helper()
 	id := enginetest.Identity()
-	w, errs := openWorld(t, n, 20*time.Second, func(r int) Config {
+	w, errs := openWorld(t, n, timeout, func(r int) Config {
 		tc := id
 		tc.HostHash = uint64(1 + r/per)
 		return Config{Transport: tc, Reducer: testReducer{}, ChunkBytes: 4096, Channels: channels}
@@ -53,6 +58,48 @@ func TestChannelsAcrossHosts(t *testing.T) {
 			for c := range 4 {
 				assert.NotNil(t, b.conns[c][n-1], "channel %d to a rank of the other host was used", c)
 			}
+		})
+	}
+}
+
+// TestChannelsStall: a rank that never joins a 4-channel AllReduce is
+// named by the others' timeout, one error per rank however many channels
+// waited for it.
+func TestChannelsStall(t *testing.T) {
+	const n, count = 3, 40_001 // 4 channels of 4 KiB chunks
+	w := hostsWorldTimeout(t, n, 1, 4, 500*time.Millisecond)
+	rng := rand.New(rand.NewPCG(9, 10))
+	w.collective(t, rng, algo.AllReduce, count, 0, false) // connects every channel
+	for r := range n - 1 {
+		p, _ := w.alloc(t, r, 4*count, rng)
+		require.NoError(t, w.engines[r].Launch([]engine.Op{{Kind: algo.AllReduce, Send: p, Recv: p, Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: w.streams[r]}}))
+	}
+	for r := range n - 1 {
+		err := w.devs[r].Synchronize(w.streams[r])
+		require.ErrorIs(t, err, gccl.ErrTimeout, "rank %d", r)
+		assert.Contains(t, err.Error(), "waiting for rank 2", "rank %d: %v", r, err)
+		t.Logf("rank %d: %v", r, err)
+	}
+}
+
+// TestChannelsMismatch: ranks that launch AllReduces of different counts
+// (the same or different channel counts) get gccl.ErrInvalidUsage on
+// every rank, well before the deadline.
+func TestChannelsMismatch(t *testing.T) {
+	for name, counts := range map[string][2]int{"same channels": {40_001, 40_017}, "other channels": {40_001, 4_097}} {
+		t.Run(name, func(t *testing.T) {
+			w := hostsWorldTimeout(t, 2, 1, 4, 10*time.Second)
+			rng := rand.New(rand.NewPCG(11, 12))
+			start := time.Now()
+			for r := range 2 {
+				p, _ := w.alloc(t, r, 4*counts[r], rng)
+				require.NoError(t, w.engines[r].Launch([]engine.Op{{Kind: algo.AllReduce, Send: p, Recv: p, Count: counts[r], Type: gccl.Int32, Op: gccl.Sum, Stream: w.streams[r]}}))
+			}
+			for r := range 2 {
+				err := w.devs[r].Synchronize(w.streams[r])
+				require.ErrorIs(t, err, gccl.ErrInvalidUsage, "rank %d", r)
+			}
+			assert.Less(t, time.Since(start), 5*time.Second)
 		})
 	}
 }
