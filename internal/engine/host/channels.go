@@ -92,6 +92,31 @@ type channel struct {
 	err     error // runChannels' result of this channel
 }
 
+// runSchedules runs collective o on the step schedules of package algo:
+// it picks the algorithm and how many channels, builds (or reuses) each
+// channel's plan, connects the peers on every channel and runs them.
+func (b *Backend) runSchedules(ctx context.Context, o *engine.Op, d opdesc.Desc, combine combineFunc) error {
+	es := o.Type.Size()
+	bytes := o.Count * es
+	if o.Kind == algo.AllGather || o.Kind == algo.ReduceScatter {
+		bytes *= b.nranks
+	}
+	p := algo.Params{Kind: o.Kind, Algo: b.choose(o.Kind, bytes), NRanks: b.nranks, Rank: b.rank, Root: o.Root,
+		Count: o.Count, ElemSize: es, ChunkBytes: b.chunk, Channels: algo.NumChannels(bytes, b.nranks, b.chunk, b.nch)}
+	for c := range p.Channels {
+		p.Channel = c
+		if _, err := b.chans[c].sched.get(p); err != nil {
+			return gccl.Errorf(gccl.InternalError, "plan", "%v", err)
+		}
+	}
+	// Channel 0's part is the largest (algo.Split), so its peers are every
+	// channel's.
+	if err := b.connect(ctx, d.String, b.chans[0].sched.peers, p.Channels); err != nil {
+		return err
+	}
+	return b.runChannels(ctx, p.Channels, o, d, combine)
+}
+
 // runChannel runs channel c's plan of collective o (its schedule built).
 func (b *Backend) runChannel(ctx context.Context, c int, o *engine.Op, d opdesc.Desc, combine combineFunc) error {
 	ch := &b.chans[c]
@@ -110,8 +135,12 @@ func (b *Backend) runChannel(ctx context.Context, c int, o *engine.Op, d opdesc.
 }
 
 // runChannels runs channels [0, n) of collective o at once, channel 0 on
-// this goroutine. A channel that fails cancels the others.
+// this goroutine. A channel that fails cancels the others. One channel
+// runs as it is, allocating nothing.
 func (b *Backend) runChannels(ctx context.Context, n int, o *engine.Op, d opdesc.Desc, combine combineFunc) error {
+	if n == 1 {
+		return b.runChannel(ctx, 0, o, d, combine)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	first := atomic.Int32{}
@@ -150,5 +179,8 @@ func (b *Backend) channelsErr(n int, err error) error {
 			live = append(live, err)
 		}
 	}
-	return opdesc.Merge(live...)
+	if w := opdesc.Merge(live...); w != nil {
+		return w
+	}
+	return err
 }

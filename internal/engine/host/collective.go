@@ -88,31 +88,7 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opdesc.Desc
 			return err
 		}
 	}
-	es := o.Type.Size()
-	bytes := o.Count * es
-	if kind == algo.AllGather || kind == algo.ReduceScatter {
-		bytes *= b.nranks
-	}
-	p := algo.Params{Kind: kind, Algo: b.choose(kind, bytes), NRanks: b.nranks, Rank: b.rank, Root: o.Root,
-		Count: o.Count, ElemSize: es, ChunkBytes: b.chunk, Channels: algo.NumChannels(bytes, b.nranks, b.chunk, b.nch)}
-	for c := range p.Channels {
-		p.Channel = c
-		if _, err := b.chans[c].sched.get(p); err != nil {
-			return gccl.Errorf(gccl.InternalError, "plan", "%v", err)
-		}
-	}
-	// Channel 0's part is the largest (algo.Split), so its peers are every
-	// channel's.
-	if err := b.connect(ctx, d.String, b.chans[0].sched.peers, p.Channels); err != nil {
-		return err
-	}
-	var err error
-	if p.Channels == 1 {
-		err = b.runChannel(ctx, 0, o, d, combine)
-	} else {
-		err = b.runChannels(ctx, p.Channels, o, d, combine)
-	}
-	if err != nil {
+	if err := b.runSchedules(ctx, o, d, combine); err != nil {
 		return err
 	}
 	if post != nil && (kind != algo.Reduce || b.rank == o.Root) {
