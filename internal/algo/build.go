@@ -19,6 +19,36 @@ type Params struct {
 	ElemSize int // bytes per element
 	// ChunkBytes bounds the bytes per pipeline piece and block (0 = DefaultChunkBytes).
 	ChunkBytes int
+	// Channels cuts the collective into this many parts that run at once,
+	// each over its own connections (0 = 1; at most MaxChannels), and
+	// Channel is the part this plan moves: the elements
+	// ChannelPart(Count, ElemSize, Channels, Channel) of Count (of each
+	// rank's block for AllGather and ReduceScatter). Its refs still index
+	// the whole buffers; its scratch is its own.
+	Channels, Channel int
+}
+
+// MaxChannels bounds Params.Channels.
+const MaxChannels = 16
+
+// ChannelPart is channel c's share of count elements of elemSize bytes
+// cut into channels parts: consecutive, as even as AlignBytes allows.
+func ChannelPart(count, elemSize, channels, c int) Span {
+	if channels <= 1 {
+		return Span{0, count}
+	}
+	return Split(count, channels, alignElems(elemSize))[c]
+}
+
+// NumChannels is how many of at most max channels a collective of bytes
+// (as Choose counts them) over nranks ranks runs on: enough that each
+// channel's part holds a pipeline chunk per rank (so a ring channel moves
+// whole chunks), at least 1. Every rank computes the same.
+func NumChannels(bytes, nranks, chunkBytes, most int) int {
+	if chunkBytes <= 0 {
+		chunkBytes = DefaultChunkBytes
+	}
+	return max(1, min(most, bytes/(chunkBytes*max(nranks, 1))))
 }
 
 func (p *Params) validate() error {
@@ -39,6 +69,10 @@ func (p *Params) validate() error {
 		return fmt.Errorf("element size %d out of range [1,64]", p.ElemSize)
 	case p.ChunkBytes < 0:
 		return fmt.Errorf("chunk bytes %d < 0", p.ChunkBytes)
+	case p.Channels < 0 || p.Channels > MaxChannels:
+		return fmt.Errorf("channels %d out of range [0,%d]", p.Channels, MaxChannels)
+	case p.Channel < 0 || p.Channel >= max(p.Channels, 1):
+		return fmt.Errorf("channel %d out of range [0,%d)", p.Channel, max(p.Channels, 1))
 	}
 	total := p.Count
 	if p.Kind == AllGather || p.Kind == ReduceScatter {
@@ -65,7 +99,9 @@ func Build(p Params) (*Plan, error) {
 	if p.Algo == Tree && (p.Kind == AllGather || p.Kind == ReduceScatter) {
 		p.Algo = Ring
 	}
-	b := &builder{p: p, plan: &Plan{Kind: p.Kind, Algo: p.Algo, NRanks: p.NRanks, Rank: p.Rank}}
+	part := ChannelPart(p.Count, p.ElemSize, p.Channels, p.Channel)
+	b := &builder{p: p, stride: p.Count, plan: &Plan{Kind: p.Kind, Algo: p.Algo, NRanks: p.NRanks, Rank: p.Rank}}
+	b.p.Count = part.Len
 	switch p.Algo {
 	case Ring:
 		b.ring()
@@ -74,13 +110,17 @@ func Build(p Params) (*Plan, error) {
 	case Direct:
 		b.direct()
 	}
+	b.plan.shift(part.Off * p.ElemSize)
 	return b.plan, nil
 }
 
-// builder accumulates the steps of one plan.
+// builder accumulates the steps of one plan. Its p.Count is the channel's
+// part; stride is the whole count, the elements between ranks' blocks of
+// AllGather's receive and ReduceScatter's send buffer.
 type builder struct {
-	p    Params
-	plan *Plan
+	p      Params
+	stride int
+	plan   *Plan
 }
 
 // emit appends a step; empty steps are dropped (peers drop them too, since

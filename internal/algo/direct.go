@@ -5,7 +5,7 @@ package algo
 // rank hits rank 0 first; receives are taken in rank order so that the
 // reduction order is the same on every rank.
 func (b *builder) direct() {
-	n, r, cnt, es := b.p.NRanks, b.p.Rank, b.p.Count, b.p.ElemSize
+	n, r, cnt, es, stride := b.p.NRanks, b.p.Rank, b.p.Count, b.p.ElemSize, b.stride
 	peers := func(fn func(j int)) {
 		for i := 1; i < n; i++ {
 			fn((r + i) % n)
@@ -15,14 +15,14 @@ func (b *builder) direct() {
 	case AllReduce:
 		b.directAllReduce()
 	case ReduceScatter:
-		peers(func(j int) { b.emit(Step{Op: Send, To: j, Src: ref(SendBuf, j*cnt*es), Len: cnt * es}) })
-		b.reduceInOrder(ref(SendBuf, r*cnt*es), ref(RecvBuf, 0), cnt*es)
+		peers(func(j int) { b.emit(Step{Op: Send, To: j, Src: ref(SendBuf, j*stride*es), Len: cnt * es}) })
+		b.reduceInOrder(ref(SendBuf, r*stride*es), ref(RecvBuf, 0), cnt*es)
 	case AllGather:
 		peers(func(j int) { b.emit(Step{Op: Send, To: j, Src: ref(SendBuf, 0), Len: cnt * es}) })
-		b.copyLocal(ref(SendBuf, 0), ref(RecvBuf, r*cnt*es), cnt*es)
+		b.copyLocal(ref(SendBuf, 0), ref(RecvBuf, r*stride*es), cnt*es)
 		for j := range n {
 			if j != r {
-				b.emit(Step{Op: Recv, From: j, Dst: ref(RecvBuf, j*cnt*es), Len: cnt * es})
+				b.emit(Step{Op: Recv, From: j, Dst: ref(RecvBuf, j*stride*es), Len: cnt * es})
 			}
 		}
 	case Broadcast:

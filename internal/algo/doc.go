@@ -59,6 +59,16 @@
 //     Blocks. The host engine tries it first where the ranks can map each
 //     other and the list allows it, and falls back to Choose's pick.
 //
+// Channels, as NCCL's: Params.Channels cuts a collective into parts
+// (ChannelPart: consecutive and aligned, within each rank's block for
+// AllGather and ReduceScatter) that run at once, each channel its own plan
+// over its own connections with its own scratch, so that several messages
+// are in flight per peer and several cores reduce. A channel's plan is the
+// schedule of its part, its refs moved into the whole buffers. NumChannels
+// is how many a collective uses: one per pipeline chunk per rank of data,
+// at most the backend's setting (the host backend's GCCL_NET_NCHANNELS, on
+// communicators that span hosts).
+//
 // Choose picks the allowed schedule of least modelled cost (an alpha-beta
 // model per transport), Ring when the list allows none that has a schedule
 // for the kind.

@@ -68,6 +68,10 @@ func parseBuildLine(line string) (Params, error) {
 			_, err = fmt.Sscan(v, &p.Root)
 		case "chunk":
 			_, err = fmt.Sscan(v, &p.ChunkBytes)
+		case "channels":
+			_, err = fmt.Sscan(v, &p.Channels)
+		case "channel":
+			_, err = fmt.Sscan(v, &p.Channel)
 		default:
 			err = fmt.Errorf("unknown key %q", k)
 		}

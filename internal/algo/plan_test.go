@@ -43,6 +43,36 @@ func TestNumPieces(t *testing.T) {
 	assert.Equal(t, 1, NumPieces(1<<20, 4, 0))
 }
 
+// TestNumChannels: a channel per nranks chunks of data, 1 to most.
+func TestNumChannels(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct{ bytes, nranks, chunk, most, want int }{
+		{0, 2, 0, 4, 1},
+		{1*mib - 1, 2, 0, 4, 1},           // below one 512 KiB chunk per rank
+		{2 * mib, 2, 0, 4, 2},             // 1 MiB a channel
+		{64 * mib, 2, 0, 4, 4},            // capped
+		{64 * mib, 2, 0, 1, 1},            // one channel allowed
+		{8 * mib, 4, 1 * mib, 16, 2},      // 4 MiB a channel
+		{1 << 40, 1 << 10, 1 << 20, 3, 3}, // large
+	} {
+		assert.Equal(t, c.want, NumChannels(c.bytes, c.nranks, c.chunk, c.most), "%+v", c)
+	}
+}
+
+// TestChannelPart: the parts cover the count in order, aligned.
+func TestChannelPart(t *testing.T) {
+	assert.Equal(t, Span{0, 37}, ChannelPart(37, 4, 0, 0))
+	assert.Equal(t, Span{0, 37}, ChannelPart(37, 4, 1, 0))
+	off := 0
+	for c := range 3 {
+		s := ChannelPart(37, 4, 3, c)
+		assert.Equal(t, off, s.Off, "channel %d", c)
+		assert.Zero(t, s.Off%4, "channel %d starts aligned", c)
+		off += s.Len
+	}
+	assert.Equal(t, 37, off)
+}
+
 func TestBuildRejects(t *testing.T) {
 	ok := Params{Kind: AllReduce, Algo: Ring, NRanks: 4, Rank: 1, Count: 10, ElemSize: 4}
 	_, err := Build(ok)
@@ -57,6 +87,10 @@ func TestBuildRejects(t *testing.T) {
 		"elem":     func(p *Params) { p.ElemSize = 0 },
 		"overflow": func(p *Params) { p.Kind, p.Count = AllGather, math.MaxInt/2 },
 		"chunk":    func(p *Params) { p.ChunkBytes = -1 },
+		"channels": func(p *Params) { p.Channels = MaxChannels + 1 },
+		"negch":    func(p *Params) { p.Channels = -1 },
+		"channel":  func(p *Params) { p.Channels, p.Channel = 2, 2 },
+		"channel0": func(p *Params) { p.Channel = 1 },
 	} {
 		p := ok
 		mut(&p)

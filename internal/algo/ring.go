@@ -51,7 +51,7 @@ func (b *builder) ringReduceScatterOnly() {
 	n, r, cnt, es := b.p.NRanks, b.p.Rank, b.p.Count, b.p.ElemSize
 	l := b.blockLayout()
 	maxPiece := l.span(0, 0).Len * es
-	l.in = func(c int, s Span) Ref { return ref(SendBuf, (c*cnt+s.Off)*es) }
+	l.in = func(c int, s Span) Ref { return ref(SendBuf, (c*b.stride+s.Off)*es) }
 	l.out = func(_ int, s Span) Ref { return ref(RecvBuf, s.Off*es) }
 	slots := min(l.m, 2)
 	l.mid = func(c, k int, _ Span) Ref {
@@ -71,10 +71,10 @@ func (b *builder) ringReduceScatterOnly() {
 }
 
 func (b *builder) ringAllGatherOnly() {
-	n, r, cnt, es := b.p.NRanks, b.p.Rank, b.p.Count, b.p.ElemSize
+	n, r, es := b.p.NRanks, b.p.Rank, b.p.ElemSize
 	l := b.blockLayout()
 	l.in = func(_ int, s Span) Ref { return ref(SendBuf, s.Off*es) }
-	l.out = func(c int, s Span) Ref { return ref(RecvBuf, (c*cnt+s.Off)*es) }
+	l.out = func(c int, s Span) Ref { return ref(RecvBuf, (c*b.stride+s.Off)*es) }
 	for k := range l.m {
 		s := l.span(r, k)
 		b.copyLocal(l.in(r, s), l.out(r, s), s.Len*es)

@@ -17,12 +17,13 @@ type simCase struct {
 	algo         Algorithm
 	n, count, es int
 	root, chunk  int
+	channels     int // 0 = 1
 	inPlace      bool
 	seed         uint64
 }
 
 func (c simCase) String() string {
-	return fmt.Sprintf("%s/%s/n%d/c%d/e%d/root%d/chunk%d/inplace=%v", c.kind, c.algo, c.n, c.count, c.es, c.root, c.chunk, c.inPlace)
+	return fmt.Sprintf("%s/%s/n%d/c%d/e%d/root%d/chunk%d/ch%d/inplace=%v", c.kind, c.algo, c.n, c.count, c.es, c.root, c.chunk, c.channels, c.inPlace)
 }
 
 // sizes returns the send and receive buffer sizes of one rank.
@@ -106,22 +107,28 @@ func (r *simRank) run(p *Plan, q [][]chan []byte, es int) error {
 	return nil
 }
 
-// simulate builds every rank's plan, runs them concurrently over in-memory
-// queues on random data with poisoned outputs, and checks every byte.
+// simulate builds every rank's plan of every channel, runs them
+// concurrently over in-memory queues (a set per channel, as each channel
+// has its own connections; a scratch area per rank and channel) on random
+// data with poisoned outputs, and checks every byte.
 func simulate(t testing.TB, c simCase) {
 	rng := rand.New(rand.NewPCG(c.seed, uint64(c.n)))
-	plans := make([]*Plan, c.n)
-	for r := range plans {
-		p, err := Build(Params{Kind: c.kind, Algo: c.algo, NRanks: c.n, Rank: r, Root: c.root, Count: c.count, ElemSize: c.es, ChunkBytes: c.chunk})
-		require.NoError(t, err, c)
-		plans[r] = p
+	nch := max(c.channels, 1)
+	plans := make([][]*Plan, nch) // [channel][rank]
+	for ch := range plans {
+		plans[ch] = make([]*Plan, c.n)
+		for r := range c.n {
+			p, err := Build(Params{Kind: c.kind, Algo: c.algo, NRanks: c.n, Rank: r, Root: c.root, Count: c.count, ElemSize: c.es,
+				ChunkBytes: c.chunk, Channels: c.channels, Channel: ch})
+			require.NoError(t, err, c)
+			plans[ch][r] = p
+		}
 	}
-	q := queues(plans)
 	sendSz, recvSz := c.sizes()
 	ranks := make([]*simRank, c.n)
 	inputs := make([][]byte, c.n)
 	for r := range ranks {
-		rk := &simRank{send: randBytes(rng, sendSz), recv: randBytes(rng, recvSz), scratch: randBytes(rng, plans[r].ScratchBytes)}
+		rk := &simRank{send: randBytes(rng, sendSz), recv: randBytes(rng, recvSz)}
 		if c.inPlace {
 			rk = inPlaceRank(c, r, rk)
 		}
@@ -132,11 +139,15 @@ func simulate(t testing.TB, c simCase) {
 	for r, rk := range ranks {
 		before[r] = bytes.Clone(rk.recv)
 	}
-	errs := make(chan error, c.n)
-	for r, rk := range ranks {
-		go func() { errs <- rk.run(plans[r], q, c.es) }()
+	errs := make(chan error, c.n*nch)
+	for ch := range plans {
+		q := queues(plans[ch])
+		for r, rk := range ranks {
+			own := &simRank{send: rk.send, recv: rk.recv, scratch: randBytes(rng, plans[ch][r].ScratchBytes)}
+			go func() { errs <- own.run(plans[ch][r], q, c.es) }()
+		}
 	}
-	for range ranks {
+	for range c.n * nch {
 		require.NoError(t, <-errs, c)
 	}
 	for r, rk := range ranks {
@@ -233,7 +244,7 @@ func TestSimulateAll(t *testing.T) {
 					es := []int{1, 2, 4, 8}[rng.IntN(4)]
 					chunk := []int{0, 16, 64, 1000}[rng.IntN(4)]
 					c := simCase{kind: kind, algo: algo, n: n, count: count, es: es, root: rng.IntN(n),
-						chunk: chunk, inPlace: rng.IntN(2) == 0, seed: rng.Uint64()}
+						chunk: chunk, channels: []int{0, 1, 2, 3, 4, 16}[rng.IntN(6)], inPlace: rng.IntN(2) == 0, seed: rng.Uint64()}
 					simulate(t, c)
 				}
 			}

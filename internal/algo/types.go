@@ -160,6 +160,23 @@ type Plan struct {
 	Steps        []Step
 }
 
+// shift moves every ref into the send and receive buffers off bytes on
+// (a channel's part, built from offset 0); scratch refs stay.
+func (p *Plan) shift(off int) {
+	if off == 0 {
+		return
+	}
+	move := func(r *Ref) {
+		if r.Buf == SendBuf || r.Buf == RecvBuf {
+			r.Off += off
+		}
+	}
+	for i := range p.Steps {
+		move(&p.Steps[i].Src)
+		move(&p.Steps[i].Dst)
+	}
+}
+
 // Peers returns the ranks this plan sends to and receives from, each sorted.
 func (p *Plan) Peers() (sendTo, recvFrom []int) {
 	seenTo := make([]bool, p.NRanks)

@@ -44,9 +44,10 @@ type Settings struct {
 	// NetBuffSize is GCCL_NET_BUFFSIZE: bytes of the slots of each FIFO
 	// of a GPU communicator across hosts (8 slots), 0 = built-in default.
 	NetBuffSize int
-	// NetNChannels is GCCL_NET_NCHANNELS: the most channels (ring
-	// connections, kernel blocks) of a GPU communicator across hosts, 0 =
-	// built-in default.
+	// NetNChannels is GCCL_NET_NCHANNELS: the most channels of a
+	// communicator across hosts (GPU: ring connections and kernel blocks;
+	// host backend: parts of a collective run at once), 0 = built-in
+	// default.
 	NetNChannels int
 	// HostSpin is GCCL_HOST_SPIN: how long a host wait for a peer polls
 	// before it sleeps; -1 = auto (package futex decides).

@@ -29,7 +29,12 @@ type Config struct {
 	// them runs take ring, so the zero set means ring only.
 	Algos algo.Allowed
 	// ChunkBytes is the pipeline piece size (GCCL_CHUNKSIZE); 0 = algo.DefaultChunkBytes.
+	// It must be the same on every rank.
 	ChunkBytes int
+	// Channels is the most channels of a collective when the ranks span
+	// hosts (channels.go), 1 to algo.MaxChannels; 0 = GCCL_NET_NCHANNELS,
+	// else DefaultChannels. It must be the same on every rank.
+	Channels int
 	// Reducer does the arithmetic; nil = DefaultReducer.
 	Reducer Reducer
 }
@@ -44,7 +49,8 @@ type Backend struct {
 	log          *slog.Logger
 	red          Reducer
 	allowed      algo.Allowed
-	chunk        int
+	chunk        int // Config.ChunkBytes, agreed
+	nch          int // most channels of a collective: Config.Channels where the ranks span hosts, else 1
 
 	boot    engine.Bootstrap // the stall reports (stall.go)
 	timeout time.Duration
@@ -54,7 +60,7 @@ type Backend struct {
 	link  []algo.Link // per peer
 
 	connMu sync.Mutex
-	conns  []*peerConn // per peer, nil until connected
+	conns  [][]*peerConn // per channel, per peer; nil until connected
 
 	// Operation numbers the message descriptors carry (package opdesc); used under
 	// the engine's issue order only, each p2p lane touching its own.
@@ -62,16 +68,15 @@ type Backend struct {
 	sendSeq, recvSeq []uint32 // per peer: Sends to it, Recvs from it
 
 	p2p       p2pRun         // runSendRecv's lanes; used under the engine's issue order only
-	scratch   []byte         // grown on demand; used under the engine's issue order only
-	sched     schedule       // the last collective's plan; as scratch
-	runner    runner         // runs the collectives' plans; as scratch
-	premulBuf []byte         // PreMulSum's scaled input (premulInput); as scratch
+	chans     []channel      // per channel: what its collectives keep; as p2p
+	premulBuf []byte         // PreMulSum's scaled input (premulInput); as p2p
 	zc        *zerocopy.Path // nil where the ranks cannot map each other's memory
 	tasks     sync.Pool      // *task, reused by Submit
 }
 
-// peerConn is the two directions to one peer.
+// peerConn is the two directions to one peer on one channel.
 type peerConn struct {
+	peer       int
 	send, recv transport.Conn
 	lastHeard  // the last operation a message came from (stall.go)
 }
@@ -87,18 +92,29 @@ func New(cfg Config) engine.NewBackend {
 // this host.
 // Connections are made on first use.
 func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
+	set, err := resolveSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
 	b := &Backend{rank: s.Rank, nranks: s.NRanks, dev: s.Device, log: s.Log, red: cfg.Reducer,
-		allowed: cfg.Algos, chunk: cfg.ChunkBytes, boot: s.Boot, timeout: s.Timeout, conns: make([]*peerConn, s.NRanks),
+		allowed: cfg.Algos, chunk: set.chunk, boot: s.Boot, timeout: s.Timeout,
 		sendSeq: make([]uint32, s.NRanks), recvSeq: make([]uint32, s.NRanks)}
 	if b.red == nil {
 		b.red = DefaultReducer
 	}
 	b.tasks.New = func() any { return &task{} }
-	if err := b.exchange(ctx, s.Boot, cfg.Transport); err != nil {
+	if err := b.exchange(ctx, s.Boot, cfg.Transport, set); err != nil {
 		return nil, errs.First(err, b.Close(true))
 	}
+	b.nch = 1
+	if !b.oneHost() {
+		b.nch = set.channels
+	}
+	b.conns, b.chans = make([][]*peerConn, b.nch), make([]channel, b.nch)
+	for c := range b.conns {
+		b.conns[c] = make([]*peerConn, b.nranks)
+	}
 	futex.ShareCPUs(b.localRanks())
-	var err error
 	if b.zc, err = zerocopy.Open(ctx, s, b.allLocal()); err != nil {
 		return nil, errs.First(err, b.Close(true))
 	}
@@ -107,19 +123,20 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 
 // exchange opens the endpoint (tc's CommID and Secret, the same on every
 // rank, come from the caller: comm derives them from the unique ID) and
-// all-gathers every rank's PeerInfo.
-func (b *Backend) exchange(ctx context.Context, boot engine.Bootstrap, tc transport.Config) error {
+// all-gathers every rank's settings and PeerInfo; ranks whose settings
+// differ fail (settings.agree).
+func (b *Backend) exchange(ctx context.Context, boot engine.Bootstrap, tc transport.Config, set settings) error {
 	tc.Rank = b.rank
 	ep, err := transport.Listen(tc)
 	if err != nil {
 		return err
 	}
 	b.ep = ep
-	mine, err := ep.Info().MarshalBinary()
+	info, err := ep.Info().MarshalBinary()
 	if err != nil {
 		return err
 	}
-	all, err := boot.AllGather(ctx, mine)
+	all, err := boot.AllGather(ctx, append(set.marshal(), info...))
 	if err != nil {
 		return gccl.Errorf(gccl.Code(err), "bootstrap", "exchanging transport addresses: %w", err)
 	}
@@ -129,6 +146,9 @@ func (b *Backend) exchange(ctx context.Context, boot engine.Bootstrap, tc transp
 	b.infos = make([]transport.PeerInfo, b.nranks)
 	b.link = make([]algo.Link, b.nranks)
 	for r, p := range all {
+		if p, err = set.agree(b.rank, r, p); err != nil {
+			return err
+		}
 		if err := b.infos[r].UnmarshalBinary(p); err != nil {
 			return gccl.Errorf(gccl.RemoteError, "peer", "rank %d published a bad address: %w", r, err)
 		}
@@ -139,6 +159,9 @@ func (b *Backend) exchange(ctx context.Context, boot engine.Bootstrap, tc transp
 	}
 	return nil
 }
+
+// oneHost reports whether every rank runs on this host.
+func (b *Backend) oneHost() bool { return b.localRanks() == b.nranks }
 
 // allLocal reports whether every peer is reached through shared memory.
 func (b *Backend) allLocal() bool {
@@ -176,56 +199,79 @@ func (b *Backend) Close(abort bool) error {
 	return err
 }
 
-// connected reports whether every peer but this rank has a connection
-// (b.connMu held).
-func (b *Backend) connected(peers []int) bool {
-	for _, p := range peers {
-		if p != b.rank && b.conns[p] == nil {
-			return false
+// connected reports whether every peer but this rank has a connection on
+// channels [0, nch) (b.connMu held).
+func (b *Backend) connected(peers []int, nch int) bool {
+	for _, conns := range b.conns[:nch] {
+		for _, p := range peers {
+			if p != b.rank && conns[p] == nil {
+				return false
+			}
 		}
 	}
 	return true
 }
 
-// connect makes the missing connections to peers, all at once: each Connect
-// waits for the peer's matching call, so connecting one by one could wait in
-// a cycle.
+// connect makes the missing connections to peers on channels [0, nch),
+// all at once: each Connect waits for the peer's matching call, so
+// connecting one by one could wait in a cycle.
 //
 // A connection that times out is an opdesc.WaitError of op() (the peer has
 // not started an operation with this rank). When every peer is connected
 // (every launch after the first few) it allocates nothing.
-func (b *Backend) connect(ctx context.Context, op func() string, peers []int) error {
+func (b *Backend) connect(ctx context.Context, op func() string, peers []int, nch int) error {
 	b.connMu.Lock()
 	defer b.connMu.Unlock()
-	if b.connected(peers) {
+	if b.connected(peers, nch) {
 		return nil
 	}
 	var wg sync.WaitGroup
-	errList := make([]error, len(peers))
-	conns := make([]*peerConn, b.nranks)
-	for i, p := range peers {
-		if b.conns[p] != nil || conns[p] != nil || p == b.rank {
-			continue
+	errList := make([]error, nch*len(peers))
+	made := make([][]*peerConn, nch)
+	for c := range made {
+		made[c] = make([]*peerConn, b.nranks)
+		for i, p := range peers {
+			if b.conns[c][p] != nil || made[c][p] != nil || p == b.rank {
+				continue
+			}
+			pc := &peerConn{peer: p}
+			made[c][p] = pc
+			wg.Go(func() {
+				s, r, err := b.ep.Connect(ctx, b.infos[p], c)
+				pc.send, pc.recv, errList[c*len(peers)+i] = s, r, wrapPeer(err, p, "connecting to")
+			})
 		}
-		conns[p] = &peerConn{}
-		wg.Go(func() {
-			s, r, err := b.ep.Connect(ctx, b.infos[p], 0)
-			conns[p].send, conns[p].recv, errList[i] = s, r, wrapPeer(err, p, "connecting to")
-		})
 	}
 	wg.Wait()
-	for p, c := range conns {
-		if c != nil && c.send != nil {
-			b.conns[p] = c
+	for c := range made {
+		for p, pc := range made[c] {
+			if pc != nil && pc.send != nil {
+				b.conns[c][p] = pc
+			}
 		}
 	}
 	for i, err := range errList {
 		if gccl.Code(err) == gccl.TimeoutError { // op is formatted only here, so it stays on the caller's stack
-			errList[i] = opdesc.Waiting(op(), peers[i], "it never connected: it has not started an operation with this rank", err)
+			errList[i] = opdesc.Waiting(op(), peers[i%len(peers)], "it never connected: it has not started an operation with this rank", err)
 		}
 	}
 	if w := opdesc.Merge(errList...); w != nil {
 		return w
 	}
 	return errs.First(errList...)
+}
+
+// allConns is every connection made, of every channel.
+func (b *Backend) allConns() []*peerConn {
+	b.connMu.Lock()
+	defer b.connMu.Unlock()
+	var all []*peerConn
+	for _, conns := range b.conns {
+		for _, c := range conns {
+			if c != nil {
+				all = append(all, c)
+			}
+		}
+	}
+	return all
 }

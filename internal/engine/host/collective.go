@@ -88,30 +88,12 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opdesc.Desc
 			return err
 		}
 	}
-	es := o.Type.Size()
-	sc, err := b.sched.get(algo.Params{Kind: kind, Algo: b.choose(kind, o.Count*es), NRanks: b.nranks,
-		Rank: b.rank, Root: o.Root, Count: o.Count, ElemSize: es, ChunkBytes: b.chunk})
-	if err != nil {
-		return gccl.Errorf(gccl.InternalError, "plan", "%v", err)
-	}
-	send, recv := o.Sizes(b.nranks)
-	if err := b.connect(ctx, d.String, sc.peers); err != nil {
-		return err
-	}
-	if len(b.scratch) < sc.plan.ScratchBytes {
-		b.scratch = make([]byte, sc.plan.ScratchBytes)
-	}
-	r := &b.runner
-	r.reset(ctx, b.conns, es, combine, sc.sends)
-	r.me, r.desc, r.wire = b.rank, d, d.Wire()
-	r.bufs[algo.SendBuf] = device.HostBytes(o.Send, send)
-	r.bufs[algo.RecvBuf] = device.HostBytes(o.Recv, recv)
-	r.bufs[algo.ScratchBuf] = b.scratch
-	if err := r.run(sc.plan.Steps); err != nil {
+	if err := b.runSchedules(ctx, o, d, combine); err != nil {
 		return err
 	}
 	if post != nil && (kind != algo.Reduce || b.rank == o.Root) {
-		return post(r.bufs[algo.RecvBuf])
+		_, recv := o.Sizes(b.nranks)
+		return post(device.HostBytes(o.Recv, recv))
 	}
 	return nil
 }
@@ -141,16 +123,14 @@ func (s *schedule) get(p algo.Params) (*schedule, error) {
 	return s, nil
 }
 
-// choose picks the algorithm for a collective of the given per-rank bytes.
+// choose picks the algorithm for a collective of the given bytes (as
+// algo.Choose counts them).
 func (b *Backend) choose(kind algo.Kind, bytes int) algo.Algorithm {
 	link := algo.SHMLink
 	for r, l := range b.link {
 		if r != b.rank && l == algo.NetLink {
 			link = l
 		}
-	}
-	if kind == algo.AllGather || kind == algo.ReduceScatter {
-		bytes *= b.nranks
 	}
 	return algo.Choose(kind, bytes, b.nranks, link, b.allowed)
 }

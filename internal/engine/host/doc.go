@@ -5,9 +5,10 @@
 // copies on.
 //
 // Open opens the transport endpoint and exchanges every rank's address
-// over the bootstrap; connections are made on first use, all the peers an
-// operation needs at once (each Connect waits for the peer's, so
-// one-by-one could wait in a cycle).
+// (and the settings the ranks must share) over the bootstrap; connections
+// are made on first use, all the peers and channels an operation needs at
+// once (each Connect waits for the peer's, so one-by-one could wait in a
+// cycle).
 //
 // Submit enqueues one task per launch on its host stream, its other
 // streams joined to it by events. The backend is an engine.Joiner: in a
@@ -32,6 +33,19 @@
 // waits for the posted sends still reading it (an in-place copy, which
 // writes nothing, does not wait: issue 16). A failed launch records the
 // engine's async error and the stream's Synchronize returns it.
+//
+// Channels (channels.go), as NCCL's: where the ranks span hosts, a large
+// collective is cut into parts (algo.ChannelPart) that run at once, each
+// on its own goroutine with its own plan, runner, scratch and connections
+// (transport channel c to each peer), so that several messages are in
+// flight per peer and the reductions run on several cores; a channel that
+// fails cancels the others, and the first failure is reported. How many:
+// one per pipeline chunk per rank of data (algo.NumChannels), at most
+// Config.Channels (GCCL_NET_NCHANNELS, default 4); one on a single host
+// and for point-to-point ops. The channel count and the chunk size
+// (GCCL_CHUNKSIZE) shape every rank's plans, so Open all-gathers them
+// with the addresses, and ranks that differ fail Open with
+// gccl.ErrInvalidUsage naming the setting.
 //
 // Zero-copy: when every rank is on one host (all peers reached through
 // SHM) Open also opens the ranks' zero-copy path (package zerocopy: a

@@ -2,7 +2,6 @@ package host
 
 import (
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -15,9 +14,7 @@ import (
 // that a peer waiting for its bytes fails at once naming it, instead of
 // waiting for its deadline (and blaming whoever it waited for).
 func (b *Backend) failConns(err error) {
-	b.connMu.Lock()
-	conns := slices.Clone(b.conns)
-	b.connMu.Unlock()
+	conns := b.allConns()
 	code := gccl.RemoteError
 	switch {
 	case errors.Is(err, opdesc.ErrDisagree): // ranks that disagree: a caller's mistake on both
@@ -28,9 +25,7 @@ func (b *Backend) failConns(err error) {
 	ferr := gccl.Errorf(code, "peer", "rank %d failed: %v", b.rank, err)
 	var wg sync.WaitGroup
 	for _, c := range conns {
-		if c != nil {
-			wg.Go(func() { c.send.Fail(ferr) })
-		}
+		wg.Go(func() { c.send.Fail(ferr) })
 	}
 	wg.Wait()
 }
@@ -39,14 +34,12 @@ func (b *Backend) failConns(err error) {
 // it detected), waiting up to refusalGrace for one on its way: the rank
 // then reports the disagreement, not the connection the peer closed after.
 func (b *Backend) refusal() error {
-	b.connMu.Lock()
-	conns := slices.Clone(b.conns)
-	b.connMu.Unlock()
+	conns := b.allConns()
 	for deadline := time.Now().Add(refusalGrace); ; time.Sleep(time.Millisecond) {
-		for p, c := range conns {
+		for _, c := range conns {
 			if r, ok := c.sendRefuser(); ok {
 				if err := r.Refusal(); err != nil {
-					return gccl.Errorf(gccl.InvalidUsage, "peer", "rank %d refused this rank's message: %v", p, err)
+					return gccl.Errorf(gccl.InvalidUsage, "peer", "rank %d refused this rank's message: %v", c.peer, err)
 				}
 			}
 		}

@@ -79,10 +79,24 @@ func newWorld(t *testing.T, n int, algoList string) *world {
 
 func newWorldTimeout(t *testing.T, n int, algoList string, timeout time.Duration) *world {
 	t.Helper()
-	net, id := enginetest.NewNet(n), enginetest.Identity()
-	w := &world{engines: make([]*engine.Engine, n), backends: make([]*Backend, n), devs: make([]device.Device, n), streams: make([]gccl.Stream, n)}
 	algos, err := algo.ParseAllowed(algoList)
 	require.NoError(t, err)
+	id := enginetest.Identity()
+	w, errs := openWorld(t, n, timeout, func(int) Config {
+		return Config{Transport: id, Reducer: testReducer{}, Algos: algos, ChunkBytes: 4096}
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	return w
+}
+
+// openWorld opens n engines at once, rank r's backend with cfg(r), and
+// returns each rank's error; those that opened close at the test's end.
+func openWorld(t *testing.T, n int, timeout time.Duration, cfg func(r int) Config) (*world, []error) {
+	t.Helper()
+	net := enginetest.NewNet(n)
+	w := &world{engines: make([]*engine.Engine, n), backends: make([]*Backend, n), devs: make([]device.Device, n), streams: make([]gccl.Stream, n)}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for r := range n {
@@ -91,10 +105,8 @@ func newWorldTimeout(t *testing.T, n int, algoList string, timeout time.Duration
 		s, err := d.NewStream()
 		require.NoError(t, err)
 		w.devs[r], w.streams[r] = d, s
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cfg := Config{Transport: id, Reducer: testReducer{}, Algos: algos, ChunkBytes: 4096}
+		wg.Go(func() {
+			cfg := cfg(r)
 			w.engines[r], errs[r] = engine.New(engine.Config{Rank: r, NRanks: n, Boot: net.Rank(r), Device: d, Timeout: timeout,
 				Backend: func(ctx context.Context, s engine.Setup) (engine.Backend, error) {
 					b, err := Open(ctx, s, cfg)
@@ -104,19 +116,18 @@ func newWorldTimeout(t *testing.T, n int, algoList string, timeout time.Duration
 					w.backends[r] = b
 					return b, nil
 				}})
-		}()
+		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
 	t.Cleanup(func() {
 		for r, e := range w.engines {
-			require.NoError(t, e.Close())
+			if e != nil {
+				require.NoError(t, e.Close())
+			}
 			require.NoError(t, w.devs[r].DestroyStream(w.streams[r]))
 		}
 	})
-	return w
+	return w, errs
 }
 
 // alloc returns a host-device buffer of n bytes filled with random bytes.

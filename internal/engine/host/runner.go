@@ -62,7 +62,7 @@ type sendReq struct {
 	err  error
 }
 
-// reset prepares r, kept by the backend from one collective to the next,
+// reset prepares r, kept by its channel from one collective to the next,
 // for a plan; sends[p] is how many sends the steps make to peer p, so that
 // posting never blocks. Its context is ctx until a send is posted to a
 // sender goroutine (post), which makes the cancellable child that stops

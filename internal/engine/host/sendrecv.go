@@ -41,7 +41,7 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 	if err := copySelf(pr.self[1], pr.self[0]); err != nil {
 		return err
 	}
-	if err := b.connect(ctx, func() string { return p2pName(ops) }, pr.peers); err != nil {
+	if err := b.connect(ctx, func() string { return p2pName(ops) }, pr.peers, 1); err != nil {
 		return err
 	}
 	deadline, ok := ctx.Deadline()
@@ -94,7 +94,7 @@ type p2pLane struct {
 
 // p2pRun is a backend's state for running a launch's point-to-point ops,
 // kept between launches so that a launch allocates nothing; used under
-// the engine's issue order only (as Backend.scratch).
+// the engine's issue order only (as Backend.chans).
 type p2pRun struct {
 	lanes []*p2pLane      // sends first, each direction in the order of its first op
 	self  [2][]*engine.Op // receives from and sends to self
@@ -185,7 +185,7 @@ func (b *Backend) fitsNow(lanes []*p2pLane) bool {
 		if !l.send {
 			continue
 		}
-		buf, ok := b.conns[l.peer].send.(transport.Buffered)
+		buf, ok := b.conns[0][l.peer].send.(transport.Buffered)
 		if !ok {
 			return false
 		}
@@ -289,7 +289,7 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op, rv *p2pRecv) er
 	if n == 0 {
 		return nil
 	}
-	pc := b.conns[o.Peer]
+	pc := b.conns[0][o.Peer]
 	if o.Kind == algo.P2PSend {
 		err := wrapPeer(pc.send.Send(ctx, d.Wire(), device.HostBytes(o.Send, n)), o.Peer, "sending to")
 		return p2pWaited(o, err, sendNote)
