@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
@@ -40,12 +39,11 @@ type Backend struct {
 
 	buf  uintptr // this rank's communication buffer (set.BufBytes)
 	ctrs uintptr // this rank's counters (local)
-	// ctlHost is host-mapped pinned memory the kernels see at ctlDev: word
-	// 0 the abort flag the host sets, word 1 the status word the kernels
-	// report failures to, so no launch needs a copy back to learn it.
-	ctlHost uintptr
-	ctlDev  uintptr
-	peers   *peermem.Mapping
+	// ctl is the host-mapped control block (package ctlblock): the abort
+	// flag the host sets, the status word the kernels report failures to,
+	// so no launch needs a copy back to learn it.
+	ctl   ctlblock.Block
+	peers *peermem.Mapping
 	// peerLink is the link to each rank, as both ranks of the pair agreed
 	// at setup (links.go); the point-to-point grids read it. nil before.
 	peerLink []topo.LinkKind
@@ -138,23 +136,11 @@ func (g *Backend) checkStatus(l *engine.Launch) error {
 func (g *Backend) Status() error {
 	g.mu.Lock() // close frees the control block once it has set closed
 	st := uint32(kernels.StatusOK)
-	if !g.closed && g.ctlHost != 0 {
-		st = atomic.LoadUint32(g.ctlWord(gpuCtlStatus))
+	if !g.closed && g.ctl.Host != 0 {
+		st = g.ctl.Load()
 	}
 	g.mu.Unlock()
 	return ctlblock.Err(st)
-}
-
-// The words of the host-mapped control block.
-const (
-	gpuCtlAbort  = 0
-	gpuCtlStatus = 1
-	gpuCtlBytes  = 8
-)
-
-// ctlWord is word i of the control block, as the host sees it.
-func (g *Backend) ctlWord(i int) *uint32 {
-	return (*uint32)(unsafe.Pointer(&device.HostBytes(g.ctlHost, gpuCtlBytes)[4*i]))
 }
 
 // loadedFn is a loaded kernel and its family (kernelFamily), or with no
@@ -237,8 +223,8 @@ func (g *Backend) Close(abort bool) error {
 	}
 	g.closed = true
 	g.mu.Unlock()
-	if abort && g.ctlHost != 0 {
-		atomic.StoreUint32(g.ctlWord(gpuCtlAbort), 1)
+	if abort && g.ctl.Host != 0 {
+		g.ctl.Abort()
 	}
 	var first error
 	_ = g.dev.Do(func() error {

@@ -35,9 +35,10 @@
 // kernels, which read it when they run, and never runs zero-copy.
 //
 // A kernel reports a failure (timeout, abort, ranks that disagree on
-// registration) in a host-mapped status word, which the next Submit turns
-// into the engine's async error; Close(abort) raises the abort word the
-// kernels poll. LastPath and TrafficOf say which kernel ran and what it
+// registration) in the status word of the host-mapped control block
+// (package ctlblock, as gpunet), which the next Submit turns into the
+// engine's async error; Close(abort) raises the block's abort word, which
+// the kernels poll. LastPath and TrafficOf say which kernel ran and what it
 // moved (for gccl-perf).
 //
 // The registrations are the communicator's cache (internal/regcache),

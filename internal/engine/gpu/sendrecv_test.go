@@ -245,7 +245,7 @@ func checkP2P(t *testing.T, rs []*launchRank, msgs []*p2pMsg) {
 	for r, x := range rs {
 		require.NoError(t, x.d.Synchronize(x.s), "rank %d", r)
 		require.NoError(t, x.e.AsyncError(), "rank %d", r)
-		assert.Equal(t, uint32(kernels.StatusOK), atomic.LoadUint32(x.g.ctlWord(gpuCtlStatus)), "rank %d", r)
+		assert.Equal(t, uint32(kernels.StatusOK), x.g.ctl.Load(), "rank %d", r)
 	}
 	for i, m := range msgs {
 		if len(m.data) == 0 {
@@ -346,7 +346,7 @@ func TestAsyncErrorReadsKernelStatus(t *testing.T) {
 	for r, x := range rs {
 		require.NoError(t, x.e.AsyncError(), "rank %d", r)
 	}
-	atomic.StoreUint32(rs[1].g.ctlWord(gpuCtlStatus), kernels.StatusTimeout)
+	atomic.StoreUint32(rs[1].g.ctl.StatusWord(), kernels.StatusTimeout)
 	require.ErrorIs(t, rs[1].e.AsyncError(), gccl.ErrTimeout)
 	require.NoError(t, rs[0].e.AsyncError())
 }

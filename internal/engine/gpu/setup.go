@@ -16,6 +16,7 @@ import (
 	"github.com/gccl/gccl/internal/devlink"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
+	"github.com/gccl/gccl/internal/engine/internal/ctlblock"
 	"github.com/gccl/gccl/internal/engine/internal/streamjoin"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/regcache"
@@ -79,7 +80,7 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 // setBase sets the Comm fields every launch shares, once the buffers are
 // allocated and the peers' mapped.
 func (g *Backend) setBase() {
-	g.base = kernels.DevComm{Counters: g.ctrs, AbortFlag: g.ctlDev + 4*gpuCtlAbort, Status: g.ctlDev + 4*gpuCtlStatus,
+	g.base = kernels.DevComm{Counters: g.ctrs, AbortFlag: g.ctl.AbortFlag(), Status: g.ctl.Status(),
 		TimeoutNs: uint64(g.timeout.Nanoseconds()), NRanks: int32(g.nranks), Rank: int32(g.rank)}
 	for r := range g.nranks {
 		g.base.Flags[r] = g.flags(r)
@@ -145,11 +146,7 @@ func (g *Backend) allocate(img []byte) error {
 	if g.ctrs, err = g.drv.MemAlloc(ctrBytes); err != nil {
 		return err
 	}
-	if g.ctlHost, err = g.drv.MemHostAlloc(gpuCtlBytes, cuda.HostAllocDeviceMap|cuda.HostAllocPortable); err != nil {
-		return err
-	}
-	clear(device.HostBytes(g.ctlHost, gpuCtlBytes))
-	if g.ctlDev, err = g.drv.MemHostGetDevicePointer(g.ctlHost); err != nil {
+	if g.ctl, err = ctlblock.Alloc(g.drv); err != nil {
 		return err
 	}
 	if err := g.drv.MemsetD8Async(g.buf, 0, g.set.BufBytes(), 0); err != nil {
@@ -307,12 +304,7 @@ func (g *Backend) free() error {
 			*p = 0
 		}
 	}
-	for _, p := range []*uintptr{&g.ctlHost} {
-		if *p != 0 {
-			keep(g.drv.MemFreeHost(*p))
-			*p = 0
-		}
-	}
+	keep(g.ctl.Free(g.drv))
 	if g.mod != 0 {
 		keep(g.drv.ModuleUnload(g.mod))
 		g.mod = 0
