@@ -41,8 +41,9 @@ type Backend struct {
 	ctrs uintptr // this rank's counters (local)
 	// ctl is the host-mapped control block (package ctlblock): the abort
 	// flag the host sets, the status word the kernels report failures to,
-	// so no launch needs a copy back to learn it.
-	ctl   ctlblock.Block
+	// so no launch needs a copy back to learn it; it knows whether Close
+	// began.
+	ctl   ctlblock.Guard
 	peers *peermem.Mapping
 	// peerLink is the link to each rank, as both ranks of the pair agreed
 	// at setup (links.go); the point-to-point grids read it. nil before.
@@ -78,9 +79,6 @@ type Backend struct {
 	regs  *regs.View         // the communicator's registrations (registered.go)
 	chain streamjoin.Chain   // issue order across streams, under the launch's turn
 	links *streamjoin.Events // the event chain and multi-stream launches link streams with
-
-	mu     sync.Mutex
-	closed bool
 }
 
 // flags, direct and bulk are rank r's areas as mapped here.
@@ -133,15 +131,7 @@ func (g *Backend) checkStatus(l *engine.Launch) error {
 }
 
 // Status is the failure a kernel reported in the status word, or nil.
-func (g *Backend) Status() error {
-	g.mu.Lock() // close frees the control block once it has set closed
-	st := uint32(kernels.StatusOK)
-	if !g.closed && g.ctl.Host != 0 {
-		st = g.ctl.Load()
-	}
-	g.mu.Unlock()
-	return ctlblock.Err(st)
-}
+func (g *Backend) Status() error { return ctlblock.Err(g.ctl.Load()) }
 
 // loadedFn is a loaded kernel and its family (kernelFamily), or with no
 // function one of the paths that are not kernels (pathCopy, pathNone).
@@ -216,23 +206,13 @@ func (g *Backend) copyAsync(dst, src uintptr, n int, s cuda.Stream) error {
 // with abort they are told to give up first), then frees the buffers.
 // Safe twice.
 func (g *Backend) Close(abort bool) error {
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
+	stopped, err := g.ctl.Stop(abort, g.dev, g.drv)
+	if !stopped {
 		return nil
 	}
-	g.closed = true
-	g.mu.Unlock()
-	if abort && g.ctl.Host != 0 {
-		g.ctl.Abort()
-	}
-	var first error
 	_ = g.dev.Do(func() error {
-		// A stream the user destroyed cannot be queried, so wait for the
-		// whole context; every kernel wait has a deadline (TimeoutNs).
-		first = g.drv.CtxSynchronize()
-		first = errs.First(first, g.free())
+		err = errs.First(err, g.free())
 		return nil
 	})
-	return first
+	return err
 }

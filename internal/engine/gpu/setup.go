@@ -146,7 +146,7 @@ func (g *Backend) allocate(img []byte) error {
 	if g.ctrs, err = g.drv.MemAlloc(ctrBytes); err != nil {
 		return err
 	}
-	if g.ctl, err = ctlblock.Alloc(g.drv); err != nil {
+	if g.ctl.Block, err = ctlblock.Alloc(g.drv); err != nil {
 		return err
 	}
 	if err := g.drv.MemsetD8Async(g.buf, 0, g.set.BufBytes(), 0); err != nil {

@@ -35,7 +35,7 @@ type Backend struct {
 	dev *device.CUDADevice
 	drv cuda.Driver
 	mod cuda.Module
-	ctl ctlblock.Block
+	ctl ctlblock.Guard
 
 	slotBytes int
 	nch       int              // channels of the ring (GCCL_NET_NCHANNELS, agreed at setup)
@@ -66,9 +66,6 @@ type Backend struct {
 	kick  func()      // the proxy's Kick: Submit calls it, a captured launch's host node at every replay
 
 	last atomic.Pointer[string] // LastPath
-
-	mu     sync.Mutex
-	closed bool
 }
 
 // Submit enqueues the launch's kernels on its stream in its turn, kicks
@@ -165,12 +162,7 @@ func (g *Backend) graphKick(s cuda.Stream) (bool, error) {
 // word, or nil. A network failure is the proxy's error, which says which
 // connection failed and how.
 func (g *Backend) Status() error {
-	g.mu.Lock() // close frees the control block once it has set closed
-	st := uint32(kernels.StatusOK)
-	if !g.closed && g.ctl.Host != 0 {
-		st = g.ctl.Load()
-	}
-	g.mu.Unlock()
+	st := g.ctl.Load()
 	if st == kernels.StatusNetwork && g.px != nil {
 		if err := g.px.Err(); err != nil {
 			return gccl.Errorf(gccl.Code(err), "comm", "the network proxy failed, so this communicator's GPU kernels stopped: %w; check the peer's host and logs, then recreate the communicator", err)
@@ -212,21 +204,10 @@ func (g *Backend) launch(name string, grid int, s cuda.Stream, args func(*cuda.A
 // finish in time, every connection ends at once (network.Abort), which
 // peers see as a failure, as a death.
 func (g *Backend) Close(abort bool) error {
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
+	stopped, first := g.ctl.Stop(abort, g.dev, g.drv)
+	if !stopped {
 		return nil
 	}
-	g.closed = true
-	g.mu.Unlock()
-	if abort && g.ctl.Host != 0 {
-		g.ctl.Abort()
-	}
-	var first error
-	_ = g.dev.Do(func() error {
-		first = g.drv.CtxSynchronize()
-		return nil
-	})
 	if !abort {
 		first = errs.First(first, g.leave())
 	} else {

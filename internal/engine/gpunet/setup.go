@@ -172,7 +172,7 @@ func (g *Backend) allocate(img []byte) error {
 	if g.mod, err = g.drv.ModuleLoadData(img); err != nil {
 		return gccl.Errorf(gccl.Code(err), "kernels", "loading the ring kernel module: %w", err)
 	}
-	g.ctl, err = ctlblock.Alloc(g.drv)
+	g.ctl.Block, err = ctlblock.Alloc(g.drv)
 	return err
 }
 

@@ -4,6 +4,11 @@
 // word 1 the status word the kernels (and gpunet's proxy) report failures
 // to, so that no launch needs a copy back to learn them; and the typed
 // error of each status.
+//
+// A backend holds its block in a Guard, which keeps the host from reading
+// the block once Close began (Close frees it) and is the start of every
+// such Close: mark the backend closed, raise the abort word for an
+// abort, wait for the device's work.
 package ctlblock
 
 import (
@@ -64,11 +69,11 @@ func (b Block) Status() uintptr    { return b.Dev + 4*statusWord }
 // StatusWord is the status word as the host sees it.
 func (b Block) StatusWord() *uint32 { return b.word(statusWord) }
 
-// Abort tells every kernel wait to give up.
-func (b Block) Abort() { atomic.StoreUint32(b.word(abortWord), 1) }
+// abort tells every kernel wait to give up.
+func (b Block) abort() { atomic.StoreUint32(b.word(abortWord), 1) }
 
-// Load is the status word's value.
-func (b Block) Load() uint32 { return atomic.LoadUint32(b.word(statusWord)) }
+// load is the status word's value.
+func (b Block) load() uint32 { return atomic.LoadUint32(b.word(statusWord)) }
 
 // Err is the typed error of a kernel status st, nil for kernels.StatusOK.
 // kernels.StatusNetwork, which only gpunet's proxy writes, is the caller's
