@@ -194,14 +194,6 @@ func (g *Backend) launch(name string, grid int, s cuda.Stream, c *kernels.DevCom
 	return g.drv.LaunchKernel(lf.f, cuda.Dim3{X: uint32(grid), Y: 1, Z: 1}, cuda.Dim3{X: kernels.Threads, Y: 1, Z: 1}, 0, s, a)
 }
 
-// copyAsync is a stream-ordered device copy, skipped when empty or in place.
-func (g *Backend) copyAsync(dst, src uintptr, n int, s cuda.Stream) error {
-	if n == 0 || dst == src {
-		return nil
-	}
-	return g.drv.MemcpyDtoDAsync(dst, src, n, s)
-}
-
 // Close waits for the device's work (the kernels' own deadlines bound it;
 // with abort they are told to give up first), then frees the buffers.
 // Safe twice.

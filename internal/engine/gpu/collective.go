@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/internal/devcopy"
 	"github.com/gccl/gccl/kernels"
 )
 
@@ -45,7 +46,7 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		return nil
 	case gpuplan.KernelCopy: // a one-rank collective (avg divides by one)
 		g.last.Store(pathCopy)
-		return g.copyAsync(o.Recv, o.Send, in.Bytes(), s)
+		return devcopy.Async(g.drv, o.Recv, o.Send, in.Bytes(), s)
 	case gpuplan.KernelZeroCopy:
 		return g.zeroCopy(o, bufs, ch, s)
 	case gpuplan.KernelOneShot, gpuplan.KernelPush, gpuplan.KernelPipelined:

@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
+	"github.com/gccl/gccl/internal/engine/internal/devcopy"
 	"github.com/gccl/gccl/kernels"
 )
 
@@ -112,7 +113,7 @@ func (g *Backend) zcAllGather(o *engine.Op, recv regs.Buf, c *kernels.DevComm, g
 func (g *Backend) zcBroadcast(o *engine.Op, recv regs.Buf, c *kernels.DevComm, grid int, s cuda.Stream) error {
 	total := o.Count * o.Type.Size()
 	if g.rank == o.Root {
-		if err := g.copyAsync(o.Recv, o.Send, total, s); err != nil {
+		if err := devcopy.Async(g.drv, o.Recv, o.Send, total, s); err != nil {
 			return err
 		}
 	}

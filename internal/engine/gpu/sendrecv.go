@@ -7,6 +7,7 @@ import (
 	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/internal/devcopy"
 	"github.com/gccl/gccl/kernels"
 	"github.com/gccl/gccl/transport/topo"
 )
@@ -176,7 +177,7 @@ func (g *Backend) selfCopy(sends, recvs []p2pPiece, s cuda.Stream) error {
 	if len(sends) > 0 {
 		g.last.Store(pathCopy)
 	}
-	return walkPieces(recvs, sends, 1<<62, func(dst, src uintptr, n int) error { return g.copyAsync(dst, src, n, s) })
+	return walkPieces(recvs, sends, 1<<62, func(dst, src uintptr, n int) error { return devcopy.Async(g.drv, dst, src, n, s) })
 }
 
 // walkPieces pairs the bytes of src pieces with those of dst pieces in

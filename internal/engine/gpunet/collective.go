@@ -8,6 +8,7 @@ import (
 	"github.com/gccl/gccl/internal/algo/gpuplan"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/internal/devcopy"
 	"github.com/gccl/gccl/kernels"
 )
 
@@ -22,12 +23,11 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		if o.Op >= gccl.NumBuiltinOps && o.Kind.Reduces() {
 			return gccl.Errorf(gccl.InvalidUsage, "op", "a CreatePreMulSum operator on a one-rank communicator across hosts is not supported; this backend serves communicators of several hosts")
 		}
-		n := o.Count * o.Type.Size()
 		if o.Recv == o.Send || o.Kind == algo.Reduce && o.Recv == 0 {
 			return nil
 		}
 		g.last.Store(&pathCopy)
-		return g.drv.MemcpyDtoDAsync(o.Recv, o.Send, n, s)
+		return devcopy.Async(g.drv, o.Recv, o.Send, o.Count*o.Type.Size(), s)
 	}
 	grid := gpuplan.Ring{Kind: o.Kind, Bytes: o.Count * o.Type.Size(), NRanks: g.nranks, NetEdges: g.netEdges, MaxChannels: g.nch}.Channels()
 	d := kernels.RingDesc{In: o.Send, Out: o.Recv, Count: uint64(o.Count), SlotBytes: uint64(g.slotBytes), NSlots: kernels.FIFOSlots,

@@ -7,6 +7,7 @@ import (
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/internal/devcopy"
 	"github.com/gccl/gccl/internal/engine/proxy"
 	"github.com/gccl/gccl/kernels"
 )
@@ -193,10 +194,7 @@ func (g *Backend) selfCopies(sends, recvs []kernels.NetPiece, s cuda.Stream) err
 		if sends[k].Bytes != recvs[k].Bytes {
 			return gccl.Errorf(gccl.InvalidUsage, "count", "rank %d's Send to itself number %d has %d bytes and its Recv from itself %d; they must match", g.rank, k, sends[k].Bytes, recvs[k].Bytes)
 		}
-		if sends[k].Bytes == 0 || sends[k].Ptr == recvs[k].Ptr {
-			continue
-		}
-		if err := g.drv.MemcpyDtoDAsync(recvs[k].Ptr, sends[k].Ptr, int(sends[k].Bytes), s); err != nil {
+		if err := devcopy.Async(g.drv, recvs[k].Ptr, sends[k].Ptr, int(sends[k].Bytes), s); err != nil {
 			return err
 		}
 	}
