@@ -12,17 +12,14 @@ import (
 	"github.com/gccl/gccl/kernels"
 )
 
-// collective enqueues one collective on s, as gpuplan.Choose decides:
-// nothing, a copy, a kernel on registered buffers used in place
+// collective enqueues one collective of at least one element on s, as
+// gpuplan.Choose decides: nothing, a copy, a kernel on registered buffers used in place
 // (registered.go), or a kernel whose data goes through the mapped direct
 // area (the one-shot LL kernels and the push all-reduce) or the bulk area,
 // segment by segment (kernels/staged.cuh). It asks the driver whether s is
 // capturing, and looks up registrations, only where the choice depends on
 // it.
 func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
-	if o.Count == 0 {
-		return nil
-	}
 	in := gpuplan.Input{Kind: o.Kind, Count: o.Count, ElemSize: o.Type.Size(), NRanks: g.nranks, Rank: g.rank, Root: o.Root,
 		InPlace: o.Send == o.Recv, PreMulSum: o.Op >= gccl.NumBuiltinOps, PeersMapped: true, CommRegistered: g.regs.Keyed(), Set: g.set}
 	if in.CaptureMatters() {

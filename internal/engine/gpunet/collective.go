@@ -12,13 +12,10 @@ import (
 	"github.com/gccl/gccl/kernels"
 )
 
-// collective enqueues one collective on s: nothing for a count of 0, a
-// copy on a one-rank communicator, else one ring kernel (docs/gpunet.md)
-// on the channels gpuplan's ring model picks for it.
+// collective enqueues one collective of at least one element on s: a
+// copy on a one-rank communicator (nothing in place), else one ring
+// kernel (docs/gpunet.md) on the channels gpuplan's ring model picks for it.
 func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
-	if o.Count == 0 {
-		return nil
-	}
 	if g.nranks == 1 {
 		if o.Op >= gccl.NumBuiltinOps && o.Kind.Reduces() {
 			return gccl.Errorf(gccl.InvalidUsage, "op", "a CreatePreMulSum operator on a one-rank communicator across hosts is not supported; this backend serves communicators of several hosts")

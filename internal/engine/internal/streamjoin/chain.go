@@ -77,9 +77,10 @@ func linkable(drv cuda.Driver, prev, s cuda.Stream) (bool, error) {
 // Enqueue issues l's ops on l's stream as both GPU backends do: chained
 // after the communicator's previous launch (Join), after the work
 // enqueued so far on l's other streams (Before), the collectives one by
-// one in issue order (coll; an error names the op), then the
-// point-to-point ops together (p2p), and l's other streams made to wait
-// for it all (After). In l's turn, the device context current.
+// one in issue order (coll; an error names the op; a collective of no
+// elements enqueues nothing on either backend, so coll never sees one),
+// then the point-to-point ops together (p2p), and l's other streams made
+// to wait for it all (After). In l's turn, the device context current.
 func (ch *Chain) Enqueue(drv cuda.Driver, links *Events, l *engine.Launch,
 	coll func(*engine.Op, cuda.Stream) error, p2p func([]engine.Op, cuda.Stream) error) error {
 	s := cuda.Stream(l.Stream)
@@ -94,6 +95,9 @@ func (ch *Chain) Enqueue(drv cuda.Driver, links *Events, l *engine.Launch,
 		if l.Ops[i].Kind.IsP2P() {
 			first = i
 			break
+		}
+		if l.Ops[i].Count == 0 {
+			continue
 		}
 		if err := coll(&l.Ops[i], s); err != nil {
 			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", l.Ops[i].String(), err)
