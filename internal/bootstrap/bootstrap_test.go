@@ -1,7 +1,6 @@
 package bootstrap
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -179,7 +179,7 @@ func TestWrongSecretRejected(t *testing.T) {
 	require.NoError(t, err)
 	bad := id
 	bad.Secret[3] ^= 0x10
-	var logs syncBuffer
+	var logs gccltest.SyncBuffer
 	old := env.SetOutput(&logs)
 	_, err = Init(t.Context(), bad, 1, 0, short)
 	env.SetOutput(old)
@@ -264,22 +264,4 @@ func TestRecvDeadline(t *testing.T) {
 	assert.Equal(t, "last words", string(got))
 	_, err = nets[0].Recv(t.Context(), 1, 5)
 	assert.ErrorIs(t, err, gccl.ErrRemote)
-}
-
-// syncBuffer is a bytes.Buffer safe for the logging goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

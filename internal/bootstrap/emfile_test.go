@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,7 +39,7 @@ func TestRootSurvivesEMFILE(t *testing.T) {
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var logs syncBuffer
+	var logs gccltest.SyncBuffer
 	cmd.Stderr = &logs
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Wait() }()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/engine/proxy"
+	"github.com/gccl/gccl/internal/gccltest"
 	"github.com/gccl/gccl/kernels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -239,7 +240,7 @@ func TestCloseInFlight(t *testing.T) {
 // connection a time on the wire, and the INFO log says the same.
 func TestStats(t *testing.T) {
 	noLeaks(t)
-	var logs [2]syncBuffer
+	var logs [2]gccltest.SyncBuffer
 	w := newWorld(t, 2, func(r int) proxy.Config {
 		return proxy.Config{Logger: slog.New(slog.NewTextHandler(&logs[r], &slog.HandlerOptions{Level: slog.LevelInfo}))}
 	})

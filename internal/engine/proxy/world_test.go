@@ -1,13 +1,11 @@
 package proxy_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"log/slog"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -155,21 +153,3 @@ func (l testLog) Write(b []byte) (int, error) {
 
 // statusOf loads rank r's status word.
 func (w *world) statusOf(r int) uint32 { return atomic.LoadUint32(&w.ranks[r].status) }
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes (a log's).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
