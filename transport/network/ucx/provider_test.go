@@ -185,10 +185,7 @@ func TestManyInFlight(t *testing.T) {
 func TestWrongIdentity(t *testing.T) {
 	requireUCX(t)
 	p := New()
-	lc, cc := configs()
-	l, err := p.Listen(0, lc)
-	require.NoError(t, err)
-	defer l.Close()
+	l, cc := listen(t, p)
 	wrongSecret, wrongComm := cc, cc
 	wrongSecret.Secret[15] ^= 1
 	wrongComm.CommID[3] ^= 1
@@ -199,19 +196,16 @@ func TestWrongIdentity(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err = l.Accept(ctx, network.Peer{Rank: 1})
+	_, err := l.Accept(ctx, network.Peer{Rank: 1})
 	assert.True(t, errors.Is(err, gccl.ErrTimeout), "nothing unauthenticated arrived: %v", err)
 }
 
 func TestReject(t *testing.T) {
 	requireUCX(t)
 	p := New()
-	lc, cc := configs()
-	l, err := p.Listen(0, lc)
-	require.NoError(t, err)
-	defer l.Close()
+	l, cc := listen(t, p)
 	l.Reject(network.Peer{Rank: 1, Channel: 5})
-	_, err = p.Connect(testCtx(t), 0, l.Handle(), cc, 5)
+	_, err := p.Connect(testCtx(t), 0, l.Handle(), cc, 5)
 	assert.Equal(t, gccl.RemoteError, gccl.Code(err), "%v", err)
 	// Rejected after it arrived: the sender's requests fail.
 	s, err := p.Connect(testCtx(t), 0, l.Handle(), cc, 6)
@@ -249,14 +243,8 @@ func sendUntilError(t *testing.T, s network.SendComm) error {
 func TestSenderCloses(t *testing.T) {
 	requireUCX(t)
 	p := New()
-	lc, cc := configs()
-	l, err := p.Listen(0, lc)
-	require.NoError(t, err)
-	defer l.Close()
-	s, err := p.Connect(testCtx(t), 0, l.Handle(), cc, 0)
-	require.NoError(t, err)
-	r, err := l.Accept(testCtx(t), network.Peer{Rank: 1})
-	require.NoError(t, err)
+	l, cc := listen(t, p)
+	s, r := connect(t, p, l, cc, 0)
 	defer r.Close()
 	sb := newBuffer(t, s, 100)
 	copy(sb.b, randBytes(5, 100))
@@ -266,7 +254,7 @@ func TestSenderCloses(t *testing.T) {
 		require.NoError(t, err)
 		sent = append(sent, sr)
 	}
-	_, err = finish(t, sent...)
+	_, err := finish(t, sent...)
 	require.NoError(t, err)
 	// Deregistration is the sender's before it closes.
 	require.NoError(t, s.Close())
@@ -287,33 +275,25 @@ func TestSenderCloses(t *testing.T) {
 func TestReceiverCloses(t *testing.T) {
 	requireUCX(t)
 	p := New()
-	lc, cc := configs()
-	l, err := p.Listen(0, lc)
-	require.NoError(t, err)
-	defer l.Close()
-	s, err := p.Connect(testCtx(t), 0, l.Handle(), cc, 0)
-	require.NoError(t, err)
+	l, cc := listen(t, p)
+	s, r := connect(t, p, l, cc, 0)
 	defer s.Close()
-	r, err := l.Accept(testCtx(t), network.Peer{Rank: 1})
-	require.NoError(t, err)
 	require.NoError(t, r.Close())
-	err = sendUntilError(t, s)
+	err := sendUntilError(t, s)
 	assert.True(t, errors.Is(err, gccl.ErrRemote), "%v", err)
 }
 
 func TestDeadlines(t *testing.T) {
 	requireUCX(t)
 	p := New()
-	lc, cc := configs()
-	l, err := p.Listen(0, lc)
-	require.NoError(t, err)
-	defer l.Close()
+	l, cc := listen(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = l.Accept(ctx, network.Peer{Rank: 1})
+	_, err := l.Accept(ctx, network.Peer{Rank: 1})
 	assert.True(t, errors.Is(err, gccl.ErrTimeout), "%v", err)
 	// A config timeout bounds an Accept whose context has none.
+	lc, _ := configs()
 	lc.Timeout = 100 * time.Millisecond
 	l2, err := p.Listen(0, lc)
 	require.NoError(t, err)
@@ -391,13 +371,8 @@ func TestFlush(t *testing.T) {
 func TestClosedUse(t *testing.T) {
 	requireUCX(t)
 	p := New()
-	lc, cc := configs()
-	l, err := p.Listen(0, lc)
-	require.NoError(t, err)
-	s, err := p.Connect(testCtx(t), 0, l.Handle(), cc, 0)
-	require.NoError(t, err)
-	r, err := l.Accept(testCtx(t), network.Peer{Rank: 1})
-	require.NoError(t, err)
+	l, cc := listen(t, p)
+	s, r := connect(t, p, l, cc, 0)
 	rb := newBufferNoCleanup(t, r, 8)
 	pending, err := r.Irecv(rb.region(8), rb.m, 1)
 	require.NoError(t, err)
@@ -426,14 +401,8 @@ func newBufferNoCleanup(t *testing.T, c network.Comm, n int) buffer {
 func TestSenderDies(t *testing.T) {
 	requireUCX(t)
 	p := New()
-	lc, cc := configs()
-	l, err := p.Listen(0, lc)
-	require.NoError(t, err)
-	defer l.Close()
-	s, err := p.Connect(testCtx(t), 0, l.Handle(), cc, 0)
-	require.NoError(t, err)
-	r, err := l.Accept(testCtx(t), network.Peer{Rank: 1})
-	require.NoError(t, err)
+	l, cc := listen(t, p)
+	s, r := connect(t, p, l, cc, 0)
 	defer r.Close()
 	rb := newBuffer(t, r, 10)
 	q, err := r.Irecv(rb.region(10), rb.m, 1)
@@ -486,14 +455,8 @@ func TestAbortSilentPeer(t *testing.T) {
 	for _, side := range []string{"sender", "receiver", "close then abort"} {
 		t.Run(side, func(t *testing.T) {
 			p := New()
-			lc, cc := configs()
-			l, err := p.Listen(0, lc)
-			require.NoError(t, err)
-			defer l.Close()
-			s, err := p.Connect(testCtx(t), 0, l.Handle(), cc, 0)
-			require.NoError(t, err)
-			r, err := l.Accept(testCtx(t), network.Peer{Rank: 1})
-			require.NoError(t, err)
+			l, cc := listen(t, p)
+			s, r := connect(t, p, l, cc, 0)
 			end, peer := network.Comm(s), network.Comm(r)
 			if side == "receiver" {
 				end, peer = r, s
