@@ -10,24 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// progressing runs w's progress in a goroutine, as a live peer does, until
-// the returned function is called.
-func progressing(w *Worker) (stop func()) {
-	quit, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-quit:
-				return
-			default:
-				_ = w.Wait(time.Millisecond)
-			}
-		}
-	}()
-	return func() { close(quit); <-stopped }
-}
-
 // TestCloseWhileFlushStuck: a flushing close that cannot finish (the peer
 // takes nothing more, as behind a cut link) times out, and the worker is
 // destroyed with the close still pending in UCX. Before, the close's
@@ -111,18 +93,12 @@ func TestCloseWithSendPending(t *testing.T) {
 	b.Close()
 }
 
-// wiredPair is an endpoint from a new worker a to a new worker b, wired
-// up (b progresses meanwhile); b no longer progresses after.
+// wiredPair is an endpoint from a new worker a to a new worker b
+// (connected), wired up (b progresses meanwhile); b no longer progresses
+// after.
 func wiredPair(t *testing.T, c *Context) (a, b *Worker, ep *Endpoint) {
 	t.Helper()
-	a, err := c.NewWorker()
-	require.NoError(t, err)
-	b, err = c.NewWorker()
-	require.NoError(t, err)
-	addr, err := b.Address()
-	require.NoError(t, err)
-	ep, err = a.Connect(addr)
-	require.NoError(t, err)
+	a, b, ep = connected(t, c)
 	stop := progressing(b)
 	defer stop()
 	require.NoError(t, ep.Flush(10*time.Second))

@@ -78,8 +78,9 @@ func TestBadSetting(t *testing.T) {
 	assert.Contains(t, err.Error(), "RNDV_THRESH")
 }
 
-// pair is a sending endpoint from worker a to worker b.
-func pair(t *testing.T, c *Context) (a, b *Worker, ep *Endpoint) {
+// connected is a sending endpoint from a new worker a to a new worker b;
+// the caller closes all three.
+func connected(t *testing.T, c *Context) (a, b *Worker, ep *Endpoint) {
 	t.Helper()
 	a, err := c.NewWorker()
 	require.NoError(t, err)
@@ -89,25 +90,38 @@ func pair(t *testing.T, c *Context) (a, b *Worker, ep *Endpoint) {
 	require.NoError(t, err)
 	ep, err = a.Connect(addr)
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		// Closing with a flush needs the peer's worker to progress.
-		stop, stopped := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(stopped)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					_ = b.Wait(10 * time.Millisecond)
-				}
+	return a, b, ep
+}
+
+// progressing runs w's progress in a goroutine, as a live peer does, until
+// the returned function is called.
+func progressing(w *Worker) (stop func()) {
+	quit, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+				_ = w.Wait(time.Millisecond)
 			}
-		}()
+		}
+	}()
+	return func() { close(quit); <-stopped }
+}
+
+// pair is a sending endpoint from worker a to worker b (connected), which
+// the test's cleanup closes with a flush, then the workers.
+func pair(t *testing.T, c *Context) (a, b *Worker, ep *Endpoint) {
+	t.Helper()
+	a, b, ep = connected(t, c)
+	t.Cleanup(func() {
+		stop := progressing(b) // closing with a flush needs the peer's worker to progress
 		start := time.Now()
 		assert.NoError(t, ep.Close(false, 5*time.Second))
 		t.Logf("flushing close took %v", time.Since(start))
-		close(stop)
-		<-stopped
+		stop()
 		a.Close()
 		b.Close()
 	})

@@ -19,26 +19,8 @@ func TestWiredUpWhenFlushed(t *testing.T) {
 	c := tcpContext(t)
 	big := make([]byte, 1<<20) // over any eager threshold: rendezvous
 	for range 20 {
-		a, err := c.NewWorker()
-		require.NoError(t, err)
-		b, err := c.NewWorker()
-		require.NoError(t, err)
-		addr, err := b.Address()
-		require.NoError(t, err)
-		ep, err := a.Connect(addr)
-		require.NoError(t, err)
-		stop, stopped := make(chan struct{}), make(chan struct{})
-		go func() { // the receiver progresses throughout, as a live peer does
-			defer close(stopped)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					_ = b.Wait(time.Millisecond)
-				}
-			}
-		}()
+		a, b, ep := connected(t, c)
+		stop := progressing(b) // the receiver progresses throughout, as a live peer does
 		require.NoError(t, ep.Flush(10*time.Second))
 		r, err := ep.Send(ptr(big), len(big), 1, nil, false) // nobody receives it
 		require.NoError(t, err)
@@ -46,8 +28,7 @@ func TestWiredUpWhenFlushed(t *testing.T) {
 		r.Release()
 		a.Close()
 		time.Sleep(20 * time.Millisecond) // the receiver notices the sender's end
-		close(stop)
-		<-stopped
+		stop()
 		b.Close()
 	}
 }
