@@ -138,7 +138,7 @@ func TestLaunchAfterPeerClosed(t *testing.T) {
 	require.NoError(t, w.engines[0].Close())
 	time.Sleep(50 * time.Millisecond) // the others' proxies see the close
 	start := time.Now()
-	errs := w.allReduceOn(t, []int{1, 2, 3}, 20000)
+	errs := w.allReduceOn(t, map[int]int{1: 20000, 2: 20000, 3: 20000})
 	assert.Less(t, time.Since(start), timeout/2)
 	for r := 1; r < w.n; r++ {
 		t.Logf("rank %d: %v", r, errs[r])

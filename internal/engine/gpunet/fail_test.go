@@ -23,7 +23,7 @@ func TestDeadRank(t *testing.T) {
 	start := time.Now()
 	w.engines[2].Abort()
 	require.NoError(t, w.engines[2].Close())
-	errs := w.allReduceOn(t, []int{0, 1}, count)
+	errs := w.allReduceOn(t, map[int]int{0: count, 1: count})
 	for r, err := range errs[:2] { // an abort says no bye: a failure, as a death
 		require.Error(t, err, "rank %d", r)
 		assert.ErrorIs(t, err, gccl.ErrRemote, "rank %d", r)
@@ -32,13 +32,13 @@ func TestDeadRank(t *testing.T) {
 	assert.Less(t, time.Since(start), timeout/2)
 }
 
-// allReduceOn runs one all-reduce of count ones on each of ranks at once
-// and returns each one's error (Launch's, else the async error once its
-// stream is done), by rank.
-func (w *world) allReduceOn(t *testing.T, ranks []int, count int) []error {
+// allReduceOn runs one all-reduce of ones at once on each rank r of
+// counts, of counts[r] int32s, and returns each one's error (Launch's,
+// else the async error once its stream is done), by rank.
+func (w *world) allReduceOn(t *testing.T, counts map[int]int) []error {
 	errs := make([]error, w.n)
 	var wg sync.WaitGroup
-	for _, r := range ranks {
+	for r, count := range counts {
 		wg.Go(func() {
 			buf := w.buf(t, r, bytes.Repeat([]byte{1}, 4*count))
 			if errs[r] = w.engines[r].Launch([]engine.Op{{Kind: algo.AllReduce, Send: buf, Recv: buf, Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: w.streams[r]}}); errs[r] != nil {
@@ -57,20 +57,7 @@ func (w *world) allReduceOn(t *testing.T, ranks []int, count int) []error {
 // or a hang.
 func TestCountMismatch(t *testing.T) {
 	w := newWorld(t, 2, 8*4096, 2, 5*time.Second)
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for r := range 2 {
-		wg.Go(func() {
-			count := 1000 + r
-			buf := w.buf(t, r, bytes.Repeat([]byte{1}, 4*count))
-			if errs[r] = w.engines[r].Launch([]engine.Op{{Kind: algo.AllReduce, Send: buf, Recv: buf, Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: w.streams[r]}}); errs[r] != nil {
-				return
-			}
-			_ = w.devs[r].Synchronize(w.streams[r])
-			errs[r] = w.engines[r].AsyncError()
-		})
-	}
-	wg.Wait()
+	errs := w.allReduceOn(t, map[int]int{0: 1000, 1: 1001})
 	for r, err := range errs {
 		require.ErrorIs(t, err, gccl.ErrInvalidUsage, "rank %d", r)
 	}
