@@ -26,9 +26,22 @@
 // that looks it up, created on first use, so that code written for CUDA's
 // legacy default stream, which is per device, also runs on the host backend.
 //
+// A Starter task need not wait for the worker: enqueued onto an idle
+// stream it starts on the enqueuing goroutine (the host backend sends a
+// small launch's messages there), and a Synchronize that reaches a
+// Starter or an event nobody runs runs it itself. A task that started
+// but still waits (for peers' messages) is held for a Synchronize; the
+// worker takes it when more work is enqueued, on Query, Release or Close,
+// or after one to two milliseconds (watchEvery) if nobody synchronizes.
+// A launch and its synchronisation thus run on the caller's goroutine,
+// with no hand-off to the worker and back and no wake-up per launch (the
+// worker, while tasks are being held, wakes once per watchEvery). A
+// Synchronize that runs a task returns when the task does: its waits have
+// deadlines of their own. Plain tasks run on the worker only.
+//
 // Every wait takes a context or a deadline; an expired one gives
 // gccl.ErrTimeout. Where host streams spin (package futex: GCCL_HOST_SPIN,
-// StreamSpinTime: none where ranks are more than half the CPUs) the worker polls that long for new work
-// before it parks, and Synchronize polls that long before it sleeps, so
-// that a launch and its synchronisation cost no goroutine wake-up.
+// StreamSpinTime: none where ranks are more than half the CPUs) the
+// worker polls that long for new work before it parks, and Synchronize
+// polls that long for the worker's task before it sleeps.
 package hoststream

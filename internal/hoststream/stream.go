@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,11 +38,16 @@ type Stream struct {
 	timeout time.Duration
 
 	mu       sync.Mutex
-	queue    []task // queue[head:] waits; its storage is reused
+	queue    []task // queue[head:] waits, its first entry maybe running; the storage is reused
 	head     int
-	running  bool          // a worker goroutine owns the queue
+	busy     bool          // a goroutine runs queue[head]: the worker, a Synchronize or a starting enqueuer (help.go)
+	held     bool          // queue[head] was started and is held for a Synchronize to finish (help.go)
+	holds    uint64        // how many tasks were held
+	watch    bool          // the worker parks watchEvery, not parkIdle: tasks are being held
+	running  bool          // a worker goroutine exists
 	parked   bool          // the worker waits on wake for work (awaitWork)
 	wake     chan struct{} // cap 1: push or Close tells a parked worker
+	kicks    atomic.Uint64 // counts the worker's wake-ups (wakeWorker), which its spin polls
 	idle     *time.Timer   // the parked worker's bound (the worker's own)
 	err      error         // sticky: the first failure
 	errAt    uint64        // the number of the task that failed (finished counts them)
@@ -81,10 +85,14 @@ func (s *Stream) Enqueue(f func() error) error {
 	return s.push(task{run: funcTask(f)})
 }
 
-// EnqueueTask is Enqueue of t.Run.
+// EnqueueTask is Enqueue of t.Run. A Starter onto an idle stream starts
+// on the calling goroutine (help.go).
 func (s *Stream) EnqueueTask(t Task) error {
 	if t == nil {
 		return gccl.Errorf(gccl.InvalidArgument, "task", "nil task; pass a task to run on the stream")
+	}
+	if st, ok := t.(Starter); ok {
+		return s.start(st)
 	}
 	return s.push(task{run: t})
 }
@@ -100,6 +108,16 @@ func (s *Stream) push(t task) error {
 	}
 	s.queue = append(s.queue, t)
 	s.enqueued.Add(1)
+	s.wakeWorker()
+	return nil
+}
+
+// wakeWorker has the worker run the queue, starting it or waking it from
+// its park, and gives it a held task: work enqueued after one must not
+// wait for a Synchronize (s.mu held).
+func (s *Stream) wakeWorker() {
+	s.held = false
+	s.kicks.Add(1)
 	switch {
 	case !s.running:
 		s.running = true
@@ -107,7 +125,6 @@ func (s *Stream) push(t task) error {
 	case s.parked:
 		s.unpark()
 	}
-	return nil
 }
 
 // unpark wakes the parked worker (s.mu held).
@@ -127,92 +144,131 @@ func (s *Stream) unpark() {
 // after another hands each to a running goroutine instead of starting
 // one. A new goroutine's stack grows, copied each time, as deep as a
 // launch runs: starting one per launch cost more than the launch's own
-// work on the host backend's small-message path.
+// work on the host backend's small-message path. It leaves a task that
+// another goroutine runs, or that is held for a Synchronize, alone.
 func (s *Stream) work() {
 	for {
 		s.mu.Lock()
-		if s.head == len(s.queue) {
+		if !s.ready() {
 			s.mu.Unlock()
 			if !s.awaitWork() {
 				return
 			}
 			continue
 		}
-		t := s.queue[s.head]
-		s.queue[s.head] = task{}
-		s.head++
-		failed := s.err
+		t, failed := s.take()
 		s.mu.Unlock()
+		s.finish(t, failed)
+	}
+}
 
-		var err error
-		if failed == nil && t.run != nil {
-			err = runTask(t.run)
-		}
+// ready reports whether the worker may take queue[head] (s.mu held).
+func (s *Stream) ready() bool { return s.head < len(s.queue) && !s.busy && !s.held }
 
-		s.mu.Lock()
-		n := s.finished.Add(1)
-		if err != nil && s.err == nil {
-			s.err, s.errAt = err, n
-		}
-		sticky := s.err
-		for _, c := range s.sleepers {
-			select {
-			case c <- struct{}{}:
-			default: // signalled already
-			}
-		}
-		s.mu.Unlock()
-		if t.ev != nil {
-			t.ev.complete(sticky)
+// take marks queue[head] running and returns it with the sticky error, if
+// any, which skips it (s.mu held).
+func (s *Stream) take() (task, error) {
+	s.busy, s.held = true, false
+	return s.queue[s.head], s.err
+}
+
+// finish runs t, taken from the queue, unless the stream failed before
+// it, then ends it: its place in the queue is freed, a failure becomes
+// the sticky error, sleeping Synchronize calls are told and its event
+// completes.
+func (s *Stream) finish(t task, failed error) {
+	var err error
+	if failed == nil && t.run != nil {
+		err = runTask(t.run)
+	}
+	s.mu.Lock()
+	sticky := s.end(err)
+	s.mu.Unlock()
+	if t.ev != nil {
+		t.ev.complete(sticky)
+	}
+}
+
+// end removes queue[head], which ran with err, and returns the sticky
+// error (s.mu held).
+func (s *Stream) end(err error) error {
+	s.queue[s.head] = task{}
+	s.head++
+	if s.head == len(s.queue) {
+		s.queue, s.head = s.queue[:0], 0
+	}
+	s.busy = false
+	n := s.finished.Add(1)
+	if err != nil && s.err == nil {
+		s.err, s.errAt = err, n
+	}
+	for _, c := range s.sleepers {
+		select {
+		case c <- struct{}{}:
+		default: // signalled already
 		}
 	}
+	return s.err
 }
 
 // parkIdle is how long a stream's worker waits for work, parked, before
 // it exits.
 const parkIdle = time.Second
 
-// awaitWork waits for work while the queue is empty: it polls for the spin
-// time, then parks until push or Close wakes it or parkIdle passes. It
-// returns false, the worker's ownership given up, once the queue is still
-// empty after that, or the stream is closed.
+// awaitWork waits while the worker has nothing to take: it polls for the
+// spin time, then parks until woken (wakeWorker, Close) or its timer
+// fires, and exits, giving up the worker's ownership (false), after
+// parkIdle or once the stream is closed. While tasks are being held for a
+// Synchronize (help.go) the timer fires every watchEvery instead, and
+// the worker takes a task held since its previous look.
 func (s *Stream) awaitWork() bool {
-	seen := s.enqueued.Load()
-	if spinUntil(func() bool { return s.enqueued.Load() != seen }) {
+	seen := s.kicks.Load()
+	if spinUntil(func() bool { return s.kicks.Load() != seen }) {
 		return true
 	}
 	s.mu.Lock()
-	if s.head < len(s.queue) {
-		s.mu.Unlock()
-		return true
-	}
-	woken := false
-	if !s.closed {
+	defer s.mu.Unlock()
+	for !s.ready() {
+		if s.closed {
+			s.running = false
+			return false
+		}
+		d, holds, held := parkIdle, s.holds, s.held
+		if s.watch {
+			d = watchEvery
+		}
 		s.parked = true
 		s.mu.Unlock()
-		woken = s.park()
+		woken := s.park(d)
 		s.mu.Lock()
+		s.parked = false
+		select { // a wake-up that crossed the timer's expiry
+		case <-s.wake:
+			woken = true
+		default:
+		}
+		switch {
+		case woken:
+		case held && s.held && s.holds == holds: // one task held all along
+			s.held = false
+		case s.held || s.holds != holds:
+			s.watch = true
+		case s.watch: // a whole watch without holds
+			s.watch = false
+		default: // idle for parkIdle
+			s.running = false
+			return false
+		}
 	}
-	defer s.mu.Unlock()
-	s.parked = false
-	select { // a wake-up that crossed the timer's expiry
-	case <-s.wake:
-	default:
-	}
-	if s.head < len(s.queue) || woken && !s.closed {
-		return true
-	}
-	s.running = false
-	s.queue, s.head = s.queue[:0], 0
-	return false
+	return true
 }
 
-// park waits for a wake-up, at most parkIdle; true if woken.
-func (s *Stream) park() bool {
+// park waits for a wake-up, at most d; true if woken.
+func (s *Stream) park(d time.Duration) bool {
 	if s.idle == nil {
-		s.idle = time.NewTimer(parkIdle)
+		s.idle = time.NewTimer(d)
 	} else {
-		s.idle.Reset(parkIdle)
+		s.idle.Reset(d)
 	}
 	select {
 	case <-s.wake:
@@ -256,7 +312,12 @@ func runTask(f Task) (err error) {
 			err = gccl.Errorf(gccl.InternalError, "stream task", "task panicked: %v", r)
 		}
 	}()
-	if err = f.Run(); err == nil {
+	return typed(f.Run())
+}
+
+// typed is err as a *gccl.Error: a foreign error is wrapped as internal.
+func typed(err error) error {
+	if err == nil {
 		return nil
 	}
 	var ge *gccl.Error // declared here: errors.As puts it on the heap
@@ -274,6 +335,9 @@ func (s *Stream) Query() (done bool, err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.held {
+		s.wakeWorker() // a Query loop may never synchronize
+	}
 	return s.finished.Load() == s.enqueued.Load(), s.err
 }
 
@@ -281,113 +345,6 @@ func (s *Stream) Query() (done bool, err error) {
 func (s *Stream) Err() error {
 	_, err := s.Query()
 	return err
-}
-
-// Synchronize waits until everything enqueued before the call has run and
-// returns the sticky error if a task up to there failed. An expired ctx
-// gives gccl.ErrTimeout.
-func (s *Stream) Synchronize(ctx context.Context) error {
-	return s.synchronize(ctx, time.Time{})
-}
-
-// SynchronizeWithin is Synchronize bounded by d from now, with no context
-// or timer unless it has to sleep: it first polls for the host's spin
-// time (package futex), as the stream's worker does.
-func (s *Stream) SynchronizeWithin(d time.Duration) error {
-	return s.synchronize(nil, time.Now().Add(d))
-}
-
-// synchronize waits until the tasks enqueued so far have finished: it
-// polls for the spin time, then sleeps until a task finishes, ctx (nil:
-// none) ends or the deadline (zero: none) passes, and checks again.
-func (s *Stream) synchronize(ctx context.Context, deadline time.Time) error {
-	if s == nil {
-		return gccl.Errorf(gccl.InvalidArgument, "stream", "nil host stream")
-	}
-	target := s.enqueued.Load()
-	spinUntil(func() bool { return s.finished.Load() >= target })
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
-	var sig chan struct{}
-	var timer *time.Timer
-	var expire <-chan time.Time
-	defer s.wakeUp(&sig, &timer)
-	for {
-		s.mu.Lock()
-		if s.finished.Load() >= target {
-			var err error
-			if s.err != nil && s.errAt <= target {
-				err = s.err
-			}
-			s.mu.Unlock()
-			return err
-		}
-		if sig == nil {
-			sig = s.sleep()
-		}
-		if timer == nil && !deadline.IsZero() {
-			timer, s.timer = s.timer, nil
-			if timer == nil {
-				timer = time.NewTimer(time.Until(deadline))
-			} else {
-				timer.Reset(time.Until(deadline))
-			}
-			expire = timer.C
-		}
-		s.mu.Unlock()
-		select {
-		case <-sig:
-		case <-done:
-			return timedOut(ctx.Err())
-		case <-expire:
-			return timedOut(context.DeadlineExceeded)
-		}
-	}
-}
-
-// sleep registers a sleeping Synchronize and returns its channel (s.mu held).
-func (s *Stream) sleep() chan struct{} {
-	var c chan struct{}
-	if n := len(s.spare); n > 0 {
-		c, s.spare = s.spare[n-1], s.spare[:n-1]
-	} else {
-		c = make(chan struct{}, 1)
-	}
-	s.sleepers = append(s.sleepers, c)
-	return c
-}
-
-// wakeUp ends a Synchronize's sleep: its channel and timer, if it took
-// them, are kept for the next.
-func (s *Stream) wakeUp(sig *chan struct{}, timer **time.Timer) {
-	if *sig == nil && *timer == nil {
-		return
-	}
-	if t := *timer; t != nil {
-		t.Stop()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := *sig; c != nil {
-		i := slices.Index(s.sleepers, c)
-		s.sleepers = slices.Delete(s.sleepers, i, i+1)
-		select {
-		case <-c: // a signal nobody took
-		default:
-		}
-		s.spare = append(s.spare, c)
-	}
-	if s.timer == nil {
-		s.timer = *timer
-	}
-}
-
-// timedOut is the error of a wait on stream work that ended with err.
-func timedOut(err error) error {
-	return gccl.Errorf(gccl.TimeoutError, "stream",
-		"stream work did not finish in time (%w); a task is stuck or the deadline is too short", err)
 }
 
 // Close releases the stream. Work already enqueued still runs; new work is
@@ -398,7 +355,10 @@ func (s *Stream) Close() error {
 	}
 	s.mu.Lock()
 	s.closed = true
-	if s.parked {
+	switch {
+	case s.held:
+		s.wakeWorker() // it runs the held task, then exits
+	case s.parked:
 		s.unpark() // the worker exits
 	}
 	s.mu.Unlock()
