@@ -60,6 +60,10 @@ func (l *Launch) ContextAfterDone() (context.Context, context.CancelFunc) {
 	return context.WithDeadline(l.e.ctx, l.deadline)
 }
 
+// Ready reports, without waiting, whether the launch's turn has come
+// (WaitTurn would return at once).
+func (l *Launch) Ready() bool { return l.e.order.ready(l.ticket) }
+
 // WaitTurn waits until the engine's earlier launches are done, so that
 // every rank runs a communicator's operations in the same order whatever
 // streams they use. It returns at once, allocating nothing, when the turn

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -14,6 +15,7 @@ import (
 	"github.com/gccl/gccl/internal/engine/host/zerocopy"
 	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/internal/futex"
+	"github.com/gccl/gccl/internal/hoststream"
 	"github.com/gccl/gccl/transport"
 	"github.com/gccl/gccl/transport/topo"
 )
@@ -69,9 +71,14 @@ type Backend struct {
 
 	p2p       p2pRun         // runSendRecv's lanes; used under the engine's issue order only
 	chans     []channel      // per channel: what its collectives keep; as p2p
+	coll      begun          // the collective startCollective began; as p2p
+	sizes     []int          // messages' sizes (fits); as p2p
 	premulBuf []byte         // PreMulSum's scaled input (premulInput); as p2p
 	zc        *zerocopy.Path // nil where the ranks cannot map each other's memory
 	tasks     sync.Pool      // *task, reused by Submit
+	// held is the stream holding the backend's launch that Start began,
+	// for a Synchronize to finish (task.go); nil when none.
+	held atomic.Pointer[hoststream.Stream]
 }
 
 // peerConn is the two directions to one peer on one channel.

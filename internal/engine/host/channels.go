@@ -96,6 +96,21 @@ type channel struct {
 // it picks the algorithm and how many channels, builds (or reuses) each
 // channel's plan, connects the peers on every channel and runs them.
 func (b *Backend) runSchedules(ctx context.Context, o *engine.Op, d opdesc.Desc, combine combineFunc) error {
+	n, err := b.schedules(o)
+	if err != nil {
+		return err
+	}
+	// Channel 0's part is the largest (algo.Split), so its peers are every
+	// channel's.
+	if err := b.connect(ctx, d.String, b.chans[0].sched.peers, n); err != nil {
+		return err
+	}
+	return b.runChannels(ctx, n, o, d, combine)
+}
+
+// schedules picks collective o's algorithm and how many channels, builds
+// (or reuses) each channel's plan and returns the channel count.
+func (b *Backend) schedules(o *engine.Op) (int, error) {
 	es := o.Type.Size()
 	bytes := o.Count * es
 	if o.Kind == algo.AllGather || o.Kind == algo.ReduceScatter {
@@ -106,19 +121,20 @@ func (b *Backend) runSchedules(ctx context.Context, o *engine.Op, d opdesc.Desc,
 	for c := range p.Channels {
 		p.Channel = c
 		if _, err := b.chans[c].sched.get(p); err != nil {
-			return gccl.Errorf(gccl.InternalError, "plan", "%v", err)
+			return 0, gccl.Errorf(gccl.InternalError, "plan", "%v", err)
 		}
 	}
-	// Channel 0's part is the largest (algo.Split), so its peers are every
-	// channel's.
-	if err := b.connect(ctx, d.String, b.chans[0].sched.peers, p.Channels); err != nil {
-		return err
-	}
-	return b.runChannels(ctx, p.Channels, o, d, combine)
+	return p.Channels, nil
 }
 
 // runChannel runs channel c's plan of collective o (its schedule built).
 func (b *Backend) runChannel(ctx context.Context, c int, o *engine.Op, d opdesc.Desc, combine combineFunc) error {
+	return b.load(ctx, c, o, d, combine).run(b.chans[c].sched.plan.Steps)
+}
+
+// load readies channel c's runner for its plan of collective o (its
+// schedule built) and returns it.
+func (b *Backend) load(ctx context.Context, c int, o *engine.Op, d opdesc.Desc, combine combineFunc) *runner {
 	ch := &b.chans[c]
 	sc := &ch.sched
 	if len(ch.scratch) < sc.plan.ScratchBytes {
@@ -131,7 +147,7 @@ func (b *Backend) runChannel(ctx context.Context, c int, o *engine.Op, d opdesc.
 	r.bufs[algo.SendBuf] = device.HostBytes(o.Send, send)
 	r.bufs[algo.RecvBuf] = device.HostBytes(o.Recv, recv)
 	r.bufs[algo.ScratchBuf] = ch.scratch
-	return r.run(sc.plan.Steps)
+	return r
 }
 
 // runChannels runs channels [0, n) of collective o at once, channel 0 on

@@ -27,8 +27,11 @@ import (
 // stall: its peers are told of a remote failure, not of a timeout that
 // would hide the abort's cause from them.
 func (b *Backend) Run(ctx context.Context, ops []engine.Op) error {
-	start := time.Now()
-	err := b.run(ctx, ops)
+	return b.ran(ctx, time.Now(), b.run(ctx, ops))
+}
+
+// ran is Run's end: err is the error of the run that began at start.
+func (b *Backend) ran(ctx context.Context, start time.Time, err error) error {
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		err = gccl.Errorf(gccl.RemoteError, "comm", "rank %d: operation cut short by an abort: %v", b.rank, err)
 	} else {
@@ -55,33 +58,28 @@ func (b *Backend) run(ctx context.Context, ops []engine.Op) error {
 		d := opdesc.Coll(&ops[i], b.collSeq)
 		b.collSeq++
 		if err := b.runCollective(ctx, &ops[i], d); err != nil {
-			if opdesc.Merge(err) != nil {
-				return err // names the operation itself
-			}
-			return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", ops[i].String(), err)
+			return collErr(&ops[i], err)
 		}
 	}
 	return b.runSendRecv(ctx, ops[first:])
+}
+
+// collErr is the error of the collective o that failed with err, naming
+// it unless err names it already.
+func collErr(o *engine.Op, err error) error {
+	if err == nil || opdesc.Merge(err) != nil {
+		return err
+	}
+	return gccl.Errorf(gccl.Code(err), "comm", "%v: %w", o.String(), err)
 }
 
 func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opdesc.Desc) error {
 	if o.Count == 0 {
 		return nil
 	}
-	kind := o.Kind
-	if kind.Reduces() && b.red == nil {
-		return gccl.Errorf(gccl.InternalError, "reducer", "the host backend has no reducer; set host.Config.Reducer or host.DefaultReducer")
-	}
-	var combine combineFunc
-	var post func([]byte) error
-	if kind.Reduces() {
-		combine, post = b.arith(o)
-	}
-	if kind.Reduces() && o.Op >= gccl.NumBuiltinOps {
-		var err error
-		if o, err = b.premulInput(o); err != nil {
-			return err
-		}
+	o, combine, post, err := b.operands(o)
+	if err != nil {
+		return err
 	}
 	if b.zc != nil && b.allowed.Has(algo.ZeroCopy) {
 		if ran, err := b.zc.Run(ctx, o, d, combine, post); ran || err != nil {
@@ -91,11 +89,35 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opdesc.Desc
 	if err := b.runSchedules(ctx, o, d, combine); err != nil {
 		return err
 	}
-	if post != nil && (kind != algo.Reduce || b.rank == o.Root) {
-		_, recv := o.Sizes(b.nranks)
-		return post(device.HostBytes(o.Recv, recv))
+	return b.epilogue(o, post)
+}
+
+// operands are what a collective computes with: o, or for PreMulSum o
+// reading this rank's scaled input (premulInput); the runner's
+// combination and the epilogue on the result (arith), nil for a
+// collective that does not reduce.
+func (b *Backend) operands(o *engine.Op) (*engine.Op, combineFunc, func([]byte) error, error) {
+	if !o.Kind.Reduces() {
+		return o, nil, nil, nil
 	}
-	return nil
+	if b.red == nil {
+		return nil, nil, nil, gccl.Errorf(gccl.InternalError, "reducer", "the host backend has no reducer; set host.Config.Reducer or host.DefaultReducer")
+	}
+	combine, post := b.arith(o)
+	if o.Op < gccl.NumBuiltinOps {
+		return o, combine, post, nil
+	}
+	o, err := b.premulInput(o)
+	return o, combine, post, err
+}
+
+// epilogue applies post, if any, to the result where there is one.
+func (b *Backend) epilogue(o *engine.Op, post func([]byte) error) error {
+	if post == nil || o.Kind == algo.Reduce && b.rank != o.Root {
+		return nil
+	}
+	_, recv := o.Sizes(b.nranks)
+	return post(device.HostBytes(o.Recv, recv))
 }
 
 // schedule is a collective's plan with what the runner needs of it, kept
@@ -106,6 +128,7 @@ type schedule struct {
 	plan   *algo.Plan
 	peers  []int       // sent to, then received from
 	sends  map[int]int // countSends of the steps
+	lead   int         // the plan's leading sends when no later step sends (startCollective), else -1
 }
 
 // get returns the schedule of p, building it unless it is the last one's.
@@ -119,12 +142,27 @@ func (s *schedule) get(p algo.Params) (*schedule, error) {
 		return nil, err
 	}
 	sendTo, recvFrom := plan.Peers()
-	*s = schedule{params: p, plan: plan, peers: append(sendTo, recvFrom...), sends: countSends(plan.Steps)}
+	*s = schedule{params: p, plan: plan, peers: append(sendTo, recvFrom...), sends: countSends(plan.Steps), lead: leadingSends(plan.Steps)}
 	return s, nil
 }
 
-// choose picks the algorithm for a collective of the given bytes (as
-// algo.Choose counts them).
+// leadingSends is how many Send steps steps begin with when no later
+// step sends (the direct schedules: a rank sends everything, then
+// receives and computes), else -1.
+func leadingSends(steps []algo.Step) int {
+	k := 0
+	for k < len(steps) && steps[k].Op == algo.Send {
+		k++
+	}
+	for _, s := range steps[k:] {
+		if s.Op.Sends() {
+			return -1
+		}
+	}
+	return k
+}
+
+// choose picks the algorithm for a collective of the given per-rank bytes.
 func (b *Backend) choose(kind algo.Kind, bytes int) algo.Algorithm {
 	link := algo.SHMLink
 	for r, l := range b.link {

@@ -99,7 +99,12 @@ func countSends(steps []algo.Step) map[int]int {
 
 // run executes the steps, then waits for every posted send.
 func (r *runner) run(steps []algo.Step) error {
-	err := r.steps(steps)
+	return r.end(r.steps(steps))
+}
+
+// end waits for every posted send once the steps ran (err: their
+// failure) and returns the plan's error.
+func (r *runner) end(err error) error {
 	if err != nil {
 		r.stop()
 	}

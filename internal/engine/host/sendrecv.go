@@ -44,17 +44,69 @@ func (b *Backend) runSendRecv(ctx context.Context, ops []engine.Op) error {
 	if err := b.connect(ctx, func() string { return p2pName(ops) }, pr.peers, 1); err != nil {
 		return err
 	}
+	b.bound(ctx)
+	if b.fitsNow(pr.lanes) {
+		b.runInline(pr, false)
+	} else {
+		b.runConcurrently(pr)
+	}
+	return b.endLanes(ops)
+}
+
+// startSendRecv is the first half of runSendRecv for a launch of
+// point-to-point ops only whose lanes would run inline, its peers
+// connected: it runs the sending lanes (none waits) and reports true;
+// finishSendRecv then runs the receiving ones. For any other launch it
+// does nothing and reports false.
+func (b *Backend) startSendRecv(ctx context.Context, ops []engine.Op) bool {
+	if len(ops) == 0 {
+		return false
+	}
+	for i := range ops {
+		if !ops[i].Kind.IsP2P() {
+			return false
+		}
+	}
+	pr := &b.p2p
+	pr.sort(ops, b.rank)
+	if !b.ready(pr.peers) || !b.fitsNow(pr.lanes) {
+		return false
+	}
+	if pr.err = copySelf(pr.self[1], pr.self[0]); pr.err == nil {
+		b.bound(ctx)
+		b.runInline(pr, true)
+	}
+	return true
+}
+
+// receiving reports whether lanes are left to run after startSendRecv.
+func (pr *p2pRun) receiving() bool { return pr.err == nil && pr.next < len(pr.lanes) }
+
+// finishSendRecv runs the lanes that startSendRecv left and returns the
+// launch's error.
+func (b *Backend) finishSendRecv(ops []engine.Op) error {
+	if b.p2p.err != nil {
+		return b.p2p.err
+	}
+	b.runInline(&b.p2p, false)
+	return b.endLanes(ops)
+}
+
+// bound bounds the lanes by ctx: its deadline, else the backend's
+// timeout from now (endLanes releases the bound).
+func (b *Backend) bound(ctx context.Context) {
+	pr := &b.p2p
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(b.timeout)
 	}
 	pr.scope.Reset(ctx, deadline) // one lane's failure cancels its siblings
-	defer pr.scope.Release()
-	if b.fitsNow(pr.lanes) {
-		b.runInline(pr)
-	} else {
-		b.runConcurrently(pr)
-	}
+}
+
+// endLanes releases the lanes' bound and returns their error.
+func (b *Backend) endLanes(ops []engine.Op) error {
+	pr := &b.p2p
+	pr.scope.Release()
 	errList := pr.errs[:0]
 	for _, l := range pr.lanes {
 		errList = append(errList, l.err)
@@ -97,6 +149,8 @@ type p2pLane struct {
 // the engine's issue order only (as Backend.chans).
 type p2pRun struct {
 	lanes []*p2pLane      // sends first, each direction in the order of its first op
+	next  int             // the first lane runInline has not run
+	err   error           // the sends to self did not match the receives from self
 	self  [2][]*engine.Op // receives from and sends to self
 	peers []int           // the lanes' peers
 	errs  []error         // the lanes' errors, for opdesc.Merge
@@ -110,7 +164,7 @@ func (pr *p2pRun) sort(ops []engine.Op, rank int) {
 		clear(l.ops)
 		l.ops, l.err = l.ops[:0], nil
 	}
-	pr.lanes, pr.peers = pr.lanes[:0], pr.peers[:0]
+	pr.lanes, pr.peers, pr.next, pr.err = pr.lanes[:0], pr.peers[:0], 0, nil
 	clear(pr.self[0])
 	clear(pr.self[1])
 	pr.self[0], pr.self[1] = pr.self[0][:0], pr.self[1][:0]
@@ -185,32 +239,31 @@ func (b *Backend) fitsNow(lanes []*p2pLane) bool {
 		if !l.send {
 			continue
 		}
-		buf, ok := b.conns[0][l.peer].send.(transport.Buffered)
-		if !ok {
-			return false
-		}
-		need := 0
+		b.sizes = b.sizes[:0]
 		for _, o := range l.ops {
-			if n := o.Count * o.Type.Size(); n > 0 {
-				need += buf.Takes(n)
-			}
+			b.sizes = append(b.sizes, o.Count*o.Type.Size())
 		}
-		if need > buf.Free() {
+		if !b.fits(l.peer, b.sizes) {
 			return false
 		}
 	}
 	return true
 }
 
-// runInline runs the lanes in order on this goroutine (fitsNow: the sends
-// come first and none waits). After a lane timed out the later ones still
-// run, against the passed deadline: they take what has arrived and time
-// out on the peers that sent nothing, so the error names every peer this
-// rank waited for, as with concurrent lanes. Any other failure ends the
-// run.
-func (b *Backend) runInline(pr *p2pRun) {
-	for _, l := range pr.lanes {
+// runInline runs the lanes from pr.next in order on this goroutine
+// (fitsNow: the sends come first and none waits), the sending ones only
+// with sendsOnly. After a lane timed out the later ones still run,
+// against the passed deadline: they take what has arrived and time out on
+// the peers that sent nothing, so the error names every peer this rank
+// waited for, as with concurrent lanes. Any other failure ends the run.
+func (b *Backend) runInline(pr *p2pRun, sendsOnly bool) {
+	for ; pr.next < len(pr.lanes); pr.next++ {
+		l := pr.lanes[pr.next]
+		if sendsOnly && !l.send {
+			return
+		}
 		if l.err = b.runLane(&pr.scope, l); l.err != nil && gccl.Code(l.err) != gccl.TimeoutError {
+			pr.next = len(pr.lanes)
 			return
 		}
 	}

@@ -1,8 +1,10 @@
 package host
 
 import (
+	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/engine"
@@ -28,6 +30,11 @@ type task struct {
 	parts   []part
 	streams []*hoststream.Stream // the first runs the task
 	pool    *sync.Pool           // where Run returns it (a backend's tasks)
+
+	// A task that Start began (its sends done): Run finishes it.
+	started bool
+	ctx     context.Context // the launch's (Launch.Context)
+	began   time.Time
 }
 
 // Submit enqueues one task on the launch's host stream, joined to its other
@@ -55,6 +62,7 @@ func (t *task) recycle() {
 	clear(t.parts)
 	clear(t.streams)
 	t.parts, t.streams = t.parts[:0], t.streams[:0]
+	t.started, t.ctx = false, nil
 	if p := t.pool; p != nil {
 		t.pool = nil
 		p.Put(t)
@@ -191,12 +199,43 @@ func (t *task) enqueue() error {
 	return nil
 }
 
+// Start begins a task of one launch on the goroutine that enqueues it
+// onto an idle stream (hoststream.Starter): once the launch's turn has
+// come, a launch whose sends all fit their connections' buffers and come
+// before anything else it does (small Send/Recv launches, the direct
+// collectives: start.go) sends, none waiting. It is then Finished if that
+// was all, else Started: its receives are left to Run, which a
+// Synchronize on this goroutine usually calls, so that a launch and its
+// synchronisation hand nothing to another goroutine. Any other task is
+// NotStarted.
+func (t *task) Start() (hoststream.Progress, error) {
+	if len(t.parts) != 1 || !t.parts[0].ready() {
+		return hoststream.NotStarted, nil
+	}
+	p := t.parts[0]
+	ctx, began := p.l.Context(), time.Now()
+	if !p.b.start(ctx, p.l.Ops) {
+		return hoststream.NotStarted, nil
+	}
+	if p.b.waiting() {
+		t.started, t.ctx, t.began = true, ctx, began
+		p.b.held.Store(t.streams[0])
+		return hoststream.Started, nil
+	}
+	defer t.recycle()
+	return hoststream.Finished, p.finish(ctx, began)
+}
+
 // Run runs the task's launches concurrently and returns the first error
-// (hoststream.Task), then returns t to its pool.
+// (hoststream.Task), then returns t to its pool. A task that Start began
+// finishes its launch.
 func (t *task) Run() error {
 	progress.Begin(false) // MPI beside gccl progresses while the task waits on peers
 	defer progress.End(false)
 	defer t.recycle()
+	if t.started {
+		return t.parts[0].finish(t.ctx, t.began)
+	}
 	if len(t.parts) == 1 {
 		return t.parts[0].run()
 	}
@@ -213,9 +252,30 @@ func (t *task) Run() error {
 // ops, and ends the launch (a failure becomes the engine's async error).
 func (p part) run() error {
 	ctx := p.l.Context()
+	p.ready() // an earlier launch held for a Synchronize goes on meanwhile
 	err := p.l.WaitTurn(ctx)
 	if err == nil {
 		err = p.b.Run(ctx, p.l.Ops)
 	}
 	return p.l.Done(err)
+}
+
+// finish runs what Backend.start left of the launch, begun at began, and
+// ends it as run does.
+func (p part) finish(ctx context.Context, began time.Time) error {
+	p.b.held.Store(nil)
+	return p.l.Done(p.b.ran(ctx, began, p.b.finish(p.l.Ops)))
+}
+
+// ready reports whether the launch's turn has come; if not, it releases
+// the backend's launch that a stream holds for a Synchronize, if any
+// (hoststream.Started): that launch may be the one this one waits for.
+func (p part) ready() bool {
+	if p.l.Ready() {
+		return true
+	}
+	if s := p.b.held.Load(); s != nil {
+		s.Release()
+	}
+	return false
 }
