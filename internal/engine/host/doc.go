@@ -24,7 +24,18 @@
 // sends first (no send waits, so no receive waits for anything but a
 // peer's send); others run on a goroutine each. A launch of one stream
 // allocates nothing (TestLaunchAllocations): its task, lanes and wait
-// scope are reused. A plan runs on a runner: a send its connection buffers
+// scope are reused.
+//
+// A task is a hoststream.Starter (start.go): onto an idle stream, once
+// its turn has come, a launch whose sends all fit their connections'
+// buffers and come before anything else it does (such a small Send/Recv
+// launch, or a collective of a direct schedule) sends on the caller's
+// goroutine in Submit, and its receives are left to the caller's
+// Synchronize, which runs them on its own goroutine: no hand-off to the
+// stream's worker and back, no wake-up per launch. Where nobody
+// synchronizes the worker takes them after a millisecond or two; a
+// launch that must wait for its turn hands the backend's held launch to
+// its worker at once. A plan runs on a runner: a send its connection buffers
 // now (transport.Buffered: a shared-memory ring with room, a short message
 // on a network connection) is sent on the runner's goroutine; the others are
 // posted to a goroutine per peer, started on demand, and complete when the
