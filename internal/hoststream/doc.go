@@ -28,11 +28,11 @@
 //
 // A Starter task need not wait for the worker: enqueued onto an idle
 // stream it starts on the enqueuing goroutine (the host backend sends a
-// small launch's messages there), and a Synchronize that reaches a
-// Starter or an event nobody runs runs it itself. A task that started
-// but still waits (for peers' messages) is held for a Synchronize; the
-// worker takes it when more work is enqueued, on Query, Release or Close,
-// or after one to two milliseconds (watchEvery) if nobody synchronizes.
+// small launch's messages there). One that started but still waits (for
+// peers' messages) is held for a Synchronize, which runs it on its own
+// goroutine (and completes events nobody else completes); the worker
+// takes it when more work is enqueued, on Query, Release or Close, or
+// after one to two milliseconds (watchEvery) if nobody synchronizes.
 // A launch and its synchronisation thus run on the caller's goroutine,
 // with no hand-off to the worker and back and no wake-up per launch (the
 // worker, while tasks are being held, wakes once per watchEvery). A

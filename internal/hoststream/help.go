@@ -8,10 +8,11 @@ import (
 
 // Starter is a Task that may run on the goroutines that need it done
 // rather than on the stream's worker: enqueued onto an idle stream
-// (nothing queued or running), it starts on the enqueuing goroutine, and a
-// Synchronize that reaches it while nobody runs it runs it itself. A
-// launch and its synchronisation then cost no hand-off to the worker and
-// back, and no goroutine wake-up: the host backend's small-message path.
+// (nothing queued or running), it starts on the enqueuing goroutine, and
+// if it started but is not finished, the Synchronize that reaches it
+// finishes it. A launch and its synchronisation then cost no hand-off to
+// the worker and back, and no goroutine wake-up: the host backend's
+// small-message path.
 type Starter interface {
 	Task
 	// Start runs, on the goroutine that enqueues the task onto an idle
@@ -25,7 +26,7 @@ type Progress uint8
 
 const (
 	// NotStarted: nothing was done; the task runs as any other, on the
-	// worker unless a Synchronize gets to it first.
+	// worker.
 	NotStarted Progress = iota
 	// Started: what others wait for is done (the host backend: the
 	// launch's sends); the rest only waits (for peers' messages). The task
@@ -116,13 +117,15 @@ func startTask(st Starter) (p Progress, err error) {
 	return p, typed(err)
 }
 
-// help runs, on the calling goroutine, the tasks up to the target-th that
-// a Synchronize may run (Starters, and events) while no other goroutine
-// runs one, and gives the worker what is left once it stops.
+// help runs, on the calling goroutine, the tasks up to the target-th
+// that are held for a Synchronize, and events, while no other goroutine
+// runs one, and gives the worker what is left once it stops. Other tasks
+// are the worker's, which push woke for them: running them here too would
+// only race it.
 func (s *Stream) help(target uint64) {
 	ran := false
 	s.mu.Lock()
-	for s.finished.Load() < target && s.head < len(s.queue) && !s.busy && helpable(s.queue[s.head]) {
+	for s.finished.Load() < target && s.head < len(s.queue) && !s.busy && (s.held || s.queue[s.head].run == nil) {
 		t, failed := s.take()
 		s.mu.Unlock()
 		s.finish(t, failed)
@@ -133,14 +136,4 @@ func (s *Stream) help(target uint64) {
 		s.wakeWorker() // it parked while this goroutine ran a task
 	}
 	s.mu.Unlock()
-}
-
-// helpable reports whether a Synchronize may run t: a Starter, whose
-// waits have deadlines of their own, or an event.
-func helpable(t task) bool {
-	if t.run == nil {
-		return true
-	}
-	_, ok := t.run.(Starter)
-	return ok
 }

@@ -170,16 +170,23 @@ func TestStartFailures(t *testing.T) {
 	}
 }
 
-// TestSynchronizeLeavesPlainTasksToWorker: Synchronize runs Starters and
-// events only; a plain task, whose waits may outlast the call's deadline,
-// runs on the worker.
-func TestSynchronizeLeavesPlainTasksToWorker(t *testing.T) {
+// TestSynchronizeLeavesOthersToWorker: Synchronize runs held tasks (and
+// events) only; a plain task, whose waits may outlast the call's
+// deadline, and a Starter that did not start run on the worker.
+func TestSynchronizeLeavesOthersToWorker(t *testing.T) {
 	s := New()
 	defer s.Close()
 	var on string
 	require.NoError(t, s.Enqueue(func() error { on = goid(); return nil }))
 	require.NoError(t, s.SynchronizeWithin(10*time.Second))
-	assert.NotEqual(t, goid(), on)
+	assert.NotEqual(t, goid(), on, "plain task")
+	for range 20 {
+		st := &starter{p: NotStarted}
+		require.NoError(t, s.EnqueueTask(st))
+		require.NoError(t, s.SynchronizeWithin(10*time.Second))
+		require.Equal(t, int32(1), st.ran.Load())
+		assert.NotEqual(t, goid(), st.runOn(), "a Starter that did not start")
+	}
 }
 
 // TestStartersRandomOrder: Starters of every Progress, plain tasks and

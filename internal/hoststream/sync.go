@@ -10,9 +10,9 @@ import (
 
 // Synchronize waits until everything enqueued before the call has run and
 // returns the sticky error if a task up to there failed. An expired ctx
-// gives gccl.ErrTimeout. It runs the Starter tasks up to there that no
-// other goroutine runs itself (help.go); such a task ends when its own
-// waits do, whatever ctx says.
+// gives gccl.ErrTimeout. It runs the tasks up to there that are held for
+// it itself (help.go); such a task ends when its own waits do, whatever
+// ctx says.
 func (s *Stream) Synchronize(ctx context.Context) error {
 	return s.synchronize(ctx, time.Time{})
 }
