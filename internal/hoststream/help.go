@@ -1,6 +1,7 @@
 package hoststream
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -37,6 +38,15 @@ const (
 	// Finished: the task is done; Run is not called.
 	Finished
 )
+
+var progressNames = [...]string{"NotStarted", "Started", "Finished"}
+
+func (p Progress) String() string {
+	if int(p) < len(progressNames) {
+		return progressNames[p]
+	}
+	return fmt.Sprintf("Progress(%d)", p)
+}
 
 // watchEvery is how often the worker looks at a stream whose tasks are
 // being held (awaitWork): a task held for between one and two of them

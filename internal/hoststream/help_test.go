@@ -69,20 +69,6 @@ func TestStarterFinishedOnEnqueue(t *testing.T) {
 	assert.Zero(t, st.ran.Load())
 }
 
-// TestStartedTaskRunBySynchronize: a started task is held, and the
-// Synchronize that reaches it runs it on its own goroutine.
-func TestStartedTaskRunBySynchronize(t *testing.T) {
-	s := New()
-	defer s.Close()
-	for range 20 {
-		st := &starter{p: Started}
-		require.NoError(t, s.EnqueueTask(st))
-		require.NoError(t, s.SynchronizeWithin(10*time.Second))
-		require.Equal(t, int32(1), st.ran.Load())
-		assert.Equal(t, goid(), st.runOn(), "the worker ran a task held for Synchronize")
-	}
-}
-
 // TestHeldTaskGoesToWorker: a started task that nobody synchronizes is
 // run by the worker after at most about two watchEvery.
 func TestHeldTaskGoesToWorker(t *testing.T) {
@@ -170,22 +156,23 @@ func TestStartFailures(t *testing.T) {
 	}
 }
 
-// TestSynchronizeLeavesOthersToWorker: Synchronize runs held tasks (and
-// events) only; a plain task, whose waits may outlast the call's
-// deadline, and a Starter that did not start run on the worker.
-func TestSynchronizeLeavesOthersToWorker(t *testing.T) {
+// TestSynchronizeRunsHeldTasksOnly: a started task is held, and the
+// Synchronize that reaches it runs it on its own goroutine; a plain task,
+// whose waits may outlast the call's deadline, and a Starter that did not
+// start run on the worker.
+func TestSynchronizeRunsHeldTasksOnly(t *testing.T) {
 	s := New()
 	defer s.Close()
 	var on string
 	require.NoError(t, s.Enqueue(func() error { on = goid(); return nil }))
 	require.NoError(t, s.SynchronizeWithin(10*time.Second))
 	assert.NotEqual(t, goid(), on, "plain task")
-	for range 20 {
-		st := &starter{p: NotStarted}
+	for i := range 40 {
+		st := &starter{p: Progress(i % 2)} // NotStarted, Started
 		require.NoError(t, s.EnqueueTask(st))
 		require.NoError(t, s.SynchronizeWithin(10*time.Second))
 		require.Equal(t, int32(1), st.ran.Load())
-		assert.NotEqual(t, goid(), st.runOn(), "a Starter that did not start")
+		assert.Equal(t, st.p == Started, goid() == st.runOn(), "%v: run by this goroutine", st.p)
 	}
 }
 
