@@ -62,7 +62,9 @@
 //
 // Memory traffic (GPU, -mem, on by default). After each size rank 0 also
 // times a device-to-device copy (cuMemcpyDtoDAsync) of the row's size
-// with the same events and batches, and every rank asks its engine which
+// with the same events and batches (rotating over buffer pairs whose
+// footprint is twice the GPU's L2 cache, so that it measures memory, not
+// the cache), and every rank asks its engine which
 // path it took (engine.Engine.LastGPUPath: a kernel family, "copy" or
 // "none") and how many bytes that path reads and writes in device memory
 // (gpu.TrafficOf in internal/engine/gpu, counted from the kernels' loops). Ranks on the same

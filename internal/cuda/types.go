@@ -55,6 +55,7 @@ const (
 	AttrMultiprocessorCount          DeviceAttr = 16
 	AttrPCIBusID                     DeviceAttr = 33
 	AttrPCIDeviceID                  DeviceAttr = 34
+	AttrL2CacheSize                  DeviceAttr = 38
 	AttrUnifiedAddressing            DeviceAttr = 41
 	AttrPCIDomainID                  DeviceAttr = 50
 	AttrComputeCapabilityMajor       DeviceAttr = 75

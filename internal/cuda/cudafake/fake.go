@@ -145,6 +145,8 @@ func (f *Fake) DeviceAttribute(attr cuda.DeviceAttr, dev cuda.Device) (int, erro
 		return 0, nil
 	case cuda.AttrMaxThreadsPerBlock:
 		return 1024, nil
+	case cuda.AttrL2CacheSize:
+		return 50 << 20, nil
 	case cuda.AttrPCIBusID:
 		return 0x10 + int(dev), nil
 	case cuda.AttrUnifiedAddressing, cuda.AttrVirtualMemoryManagement, cuda.AttrHandleTypePosixFD,

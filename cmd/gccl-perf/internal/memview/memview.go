@@ -30,17 +30,37 @@ type PathSource interface {
 // the path the engine took) on the busiest GPU, and rank 0 times a
 // device-to-device copy (cuMemcpyDtoDAsync) of the row's size with the
 // same events, the yardstick of those bytes.
+//
+// The copies rotate over as many source and destination pairs as it takes
+// for their footprint to be twice the GPU's L2 cache (at most maxPairs):
+// copies of one pair back to back would be served partly from the L2 (a
+// 16 MiB copy reads and writes 32 MiB, against H100's 50 MB of L2) and
+// measure the cache, not the memory system.
 type View struct {
 	paths    PathSource
 	timer    *clock.Timer // rank 0: times the copies; nil elsewhere
 	dev      *device.CUDADevice
 	drv      cuda.Driver
 	gpu      uint64 // which GPU this rank runs on (host and ordinal)
+	l2       int64  // the GPU's L2 cache in bytes (rank 0)
 	src, dst uintptr
-	size     int64 // bytes of src and dst
+	span     int64 // bytes of src and dst: pairs of the copy's size, back to back
 	warmup   int
 	iters    int
 	batch    int // -batch
+}
+
+// maxPairs bounds the copy's rotation (small copies, where the L2 does
+// not matter to a latency-bound copy anyway).
+const maxPairs = 64
+
+// pairs is how many source and destination pairs of size bytes the copy
+// rotates over: their footprint (2·size each) reaches twice the L2.
+func pairs(size, l2 int64) int64 {
+	if size <= 0 {
+		return 1
+	}
+	return min(max((l2+size-1)/size, 1), maxPairs)
 }
 
 // New returns the view of a GPU rank, or nil without one (host backend,
@@ -55,7 +75,11 @@ func New(set clock.Settings, paths PathSource, d device.Device, s gccl.Stream, r
 	m := &View{paths: paths, dev: gpu, drv: drv, gpu: topo.HostHash() ^ uint64(gpu.Ordinal()), warmup: min(set.Warmup, 2),
 		iters: set.Iters, batch: set.Batch}
 	if rank == 0 {
-		var err error
+		l2, err := drv.DeviceAttribute(cuda.AttrL2CacheSize, cuda.Device(gpu.Ordinal()))
+		if err != nil {
+			return nil, fmt.Errorf("asking the GPU's L2 cache size: %w", err)
+		}
+		m.l2 = int64(l2)
 		if m.timer, err = clock.NewTimer(gpu, s, set.Timeout); err != nil {
 			return nil, err
 		}
@@ -79,34 +103,39 @@ func (m *View) free() error {
 			*p = 0
 		}
 	}
-	m.size = 0
+	m.span = 0
 	return errors.Join(errs...)
 }
 
-// copyTime is the median time of one copy of size bytes (rank 0).
+// copyTime is the median time of one copy of size bytes (rank 0),
+// rotating over pairs(size, l2) buffer pairs.
 func (m *View) copyTime(size int64) (time.Duration, error) {
 	if size == 0 {
 		return 0, nil
 	}
-	if size > m.size {
+	k := pairs(size, m.l2)
+	if span := k * size; span > m.span {
 		if err := m.free(); err != nil {
 			return 0, err
 		}
 		var err error
-		if m.src, err = m.dev.Alloc(int(size)); err == nil {
-			m.dst, err = m.dev.Alloc(int(size))
+		if m.src, err = m.dev.Alloc(int(span)); err == nil {
+			m.dst, err = m.dev.Alloc(int(span))
 		}
 		if err != nil {
-			return 0, fmt.Errorf("allocating the %d-byte buffers of the reference copy: %w", size, err)
+			return 0, fmt.Errorf("allocating the %d-byte buffers of the reference copy: %w", span, err)
 		}
-		m.size = size
+		m.span = span
 	}
 	drv, s := m.drv, m.timer.Stream()
 	b := clock.BatchFor(m.batch, size)
+	var next int64 // the pair of the next copy
 	copies := func(n int) func() error {
 		return func() error {
 			for range n {
-				if err := drv.MemcpyDtoDAsync(m.dst, m.src, int(size), s); err != nil {
+				off := uintptr(next * size)
+				next = (next + 1) % k
+				if err := drv.MemcpyDtoDAsync(m.dst+off, m.src+off, int(size), s); err != nil {
 					return err
 				}
 			}

@@ -33,19 +33,32 @@ func TestViewOff(t *testing.T) {
 	require.Nil(t, m)
 }
 
-// The reference copy's buffers grow to the largest size asked, and are
-// kept for smaller ones.
+// The reference copy's buffers grow to the largest rotation asked, and
+// are kept for smaller ones; the rotation's footprint reaches twice the
+// L2 (the fake GPU's 50 MiB) up to maxPairs pairs.
 func TestCopyBuffersGrow(t *testing.T) {
 	d, s := perftest.GPU(t)
 	m, err := New(clock.Settings{Iters: 1, Timeout: 10 * time.Second}, perftest.Path(gpu.PathCopy), d, s, 0)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, m.Close()) }()
-	for _, size := range []int64{1 << 10, 4 << 10, 2 << 10} {
+	require.Equal(t, int64(50<<20), m.l2)
+	for _, size := range []int64{1 << 10, 16 << 20, 4 << 10} {
 		took, err := m.copyTime(size)
 		require.NoError(t, err)
 		assert.Positive(t, took, "size %d", size)
 	}
-	assert.Equal(t, int64(4<<10), m.size)
+	assert.Equal(t, int64(4*16<<20), m.span, "16 MiB copies rotate over 4 pairs: 128 MiB read and written, 2.5x the L2")
+}
+
+// The rotation: enough pairs for twice the L2, one for sizes past it, at
+// most maxPairs.
+func TestPairs(t *testing.T) {
+	const l2 = 50 << 20
+	for _, c := range []struct{ size, want int64 }{
+		{1, maxPairs}, {1 << 20, 50}, {16 << 20, 4}, {25 << 20, 2}, {50 << 20, 1}, {1 << 30, 1}, {0, 1},
+	} {
+		assert.Equal(t, c.want, pairs(c.size, l2), "size %d", c.size)
+	}
 }
 
 // traffic adds a Send/Recv pair's sides and knows no all-to-all.
