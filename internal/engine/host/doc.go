@@ -24,8 +24,8 @@
 // rings run one after the other on the stream's goroutine,
 // sends first (no send waits, so no receive waits for anything but a
 // peer's send); others run on a goroutine each. A launch of one stream
-// allocates nothing (TestLaunchAllocations): its task, lanes and wait
-// scope are reused.
+// allocates nothing (TestLaunchAllocations, TestHaloAllocations): its
+// task, lanes, wait scope and ops' storage are reused.
 //
 // A task is a hoststream.Starter (start.go): onto an idle stream, once
 // its turn has come, a launch whose sends all fit their connections'
