@@ -218,11 +218,10 @@ func newLane() *p2pLane {
 // lanes run one after the other: what one core copies in a few tens of
 // µs, less than lanes on goroutines of their own cost in wake-ups and
 // hand-offs (tens of µs a futex wake-up on a busy host,
-// docs/perf-notes.md). A 2x2 halo of 64 KiB
-// faces (512 KiB moved) took 117 µs on lanes of their own on 16 cores,
-// against Open MPI's 73-85 µs, which copies in one progress engine;
-// 1 MiB covers faces up to 128 KiB. Larger launches copy on several
-// cores.
+// docs/perf-notes.md). A 2x2 halo of 64 KiB faces (512 KiB moved) took
+// 117 µs on lanes of their own on 16 cores, against 73-85 µs for Open
+// MPI, which copies in one progress engine; 1 MiB covers faces up to
+// 128 KiB. Larger launches copy on several cores.
 const inlineBytes = 1 << 20
 
 // fitsNow reports whether the lanes move at most inlineBytes and every
