@@ -32,9 +32,12 @@ type Launch struct {
 	deadline time.Time        // of Context; zero until it is called
 	scope    wait.Scope       // Context's, released by Done
 	inline   [launchInline]Op // ops' storage for small launches (one allocation)
+	large    []Op             // ops' storage for larger ones, kept for the next
 }
 
-// launchInline is how many ops a launch holds without a second allocation.
+// launchInline is how many ops a launch holds without a second allocation;
+// a larger launch (a 2-D halo exchange has 8) allocates its storage once
+// and keeps it in the pool for the next.
 const launchInline = 4
 
 // Backend is the backend of the launch's engine (a Joiner tells its own
@@ -108,7 +111,10 @@ func (e *Engine) newLaunch(s gccl.Stream, nops int) *Launch {
 	l.Stream, l.ticket, l.deadline = s, 0, time.Time{}
 	l.Ops, l.More = l.inline[:0], l.More[:0]
 	if nops > launchInline {
-		l.Ops = make([]Op, 0, nops)
+		if cap(l.large) < nops {
+			l.large = make([]Op, 0, nops)
+		}
+		l.Ops = l.large[:0]
 	}
 	return l
 }

@@ -21,7 +21,7 @@ const maxLaunchAllocs = 1
 // TestLaunchAllocations: a small Send/Recv exchange between two ranks,
 // launched and synchronised, allocates at most maxLaunchAllocs per rank.
 func TestLaunchAllocations(t *testing.T) {
-	allocs := opsAllocs(t, "", 256, func(r int, sp, rp uintptr) []engine.Op {
+	allocs := opsAllocs(t, 2, "", 256, func(r int, sp, rp uintptr) []engine.Op {
 		return []engine.Op{
 			{Kind: algo.P2PSend, Send: sp, Count: 256, Type: gccl.Uint8, Peer: 1 - r},
 			{Kind: algo.P2PRecv, Recv: rp, Count: 256, Type: gccl.Uint8, Peer: 1 - r},
@@ -42,22 +42,46 @@ const maxCollectiveAllocs = 1
 // the step schedule, launched and synchronised, allocates at most
 // maxCollectiveAllocs per rank.
 func TestCollectiveAllocations(t *testing.T) {
-	allocs := opsAllocs(t, "direct", 8*256, func(r int, sp, rp uintptr) []engine.Op {
+	allocs := opsAllocs(t, 2, "direct", 8*256, func(r int, sp, rp uintptr) []engine.Op {
 		return []engine.Op{{Kind: algo.AllReduce, Send: sp, Recv: rp, Count: 256, Type: gccl.Float64, Op: gccl.Sum}}
 	})
 	t.Logf("%.2f allocations per rank's collective and synchronisation", allocs)
 	require.LessOrEqual(t, allocs, float64(maxCollectiveAllocs))
 }
 
-// opsAllocs makes two ranks allowed algoList, each with a send and a
+// maxHaloAllocs bounds the allocations of one rank's 2x2 halo launch (8
+// ops: more than a launch holds inline, engine.launchInline) and its
+// synchronisation: the launch keeps its ops' storage for the next.
+const maxHaloAllocs = 0
+
+// TestHaloAllocations: a repeated 2x2 halo exchange of 1 KiB faces
+// between four ranks, launched and synchronised, allocates at most
+// maxHaloAllocs per rank.
+func TestHaloAllocations(t *testing.T) {
+	const face = 1 << 10
+	allocs := opsAllocs(t, 4, "", 4*face, func(r int, sp, rp uintptr) []engine.Op {
+		var ops []engine.Op
+		nb := neighbours2x2(r)
+		for i := range 4 {
+			at := uintptr(i * face)
+			ops = append(ops,
+				engine.Op{Kind: algo.P2PSend, Send: sp + at, Count: face, Type: gccl.Uint8, Peer: nb[i]},
+				engine.Op{Kind: algo.P2PRecv, Recv: rp + at, Count: face, Type: gccl.Uint8, Peer: nb[i^1]})
+		}
+		return ops
+	})
+	t.Logf("%.2f allocations per rank's halo and synchronisation", allocs)
+	require.LessOrEqual(t, allocs, float64(maxHaloAllocs))
+}
+
+// opsAllocs makes n ranks allowed algoList, each with a send and a
 // receive buffer of the given bytes, launches mk's ops of each rank (on
 // its stream) and synchronises once, to connect, then returns the
 // allocations per rank of doing it again.
-func opsAllocs(t *testing.T, algoList string, bytes int, mk func(r int, sp, rp uintptr) []engine.Op) float64 {
+func opsAllocs(t *testing.T, n int, algoList string, bytes int, mk func(r int, sp, rp uintptr) []engine.Op) float64 {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	const n = 2
 	w := newWorld(t, n, algoList)
 	rng := rand.New(rand.NewPCG(7, 8))
 	ops := make([][]engine.Op, n)
@@ -82,5 +106,5 @@ func opsAllocs(t *testing.T, algoList string, bytes int, mk func(r int, sp, rp u
 		}
 	}
 	step() // connects
-	return testing.AllocsPerRun(500, step) / n
+	return testing.AllocsPerRun(500, step) / float64(n)
 }

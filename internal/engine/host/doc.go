@@ -19,12 +19,13 @@
 // each communicator's own order must match across ranks. A task waits for
 // each launch's turn, runs its collectives in order with the plans of
 // package algo, then its point-to-point ops, one lane per peer and
-// direction: lanes of a small launch whose sends all fit in their
-// shared-memory rings run one after the other on the stream's goroutine,
+// direction: lanes of a launch of at most 1 MiB (inlineBytes: a 2x2 halo
+// of faces up to 128 KiB) whose sends all fit in their shared-memory
+// rings run one after the other on the stream's goroutine,
 // sends first (no send waits, so no receive waits for anything but a
 // peer's send); others run on a goroutine each. A launch of one stream
-// allocates nothing (TestLaunchAllocations): its task, lanes and wait
-// scope are reused.
+// allocates nothing (TestLaunchAllocations, TestHaloAllocations): its
+// task, lanes, wait scope and ops' storage are reused.
 //
 // A task is a hoststream.Starter (start.go): onto an idle stream, once
 // its turn has come, a launch whose sends all fit their connections'

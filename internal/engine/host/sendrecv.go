@@ -215,12 +215,14 @@ func newLane() *p2pLane {
 }
 
 // inlineBytes is the most bytes (sent and received) of a launch whose
-// lanes run one after the other: about what a core copies (~25 µs) in
-// the time that waking other threads for the lanes takes on a busy host
-// (tens of µs a futex wake-up, docs/perf-notes.md). It covers a 2x2
-// halo of 16 KiB faces (128 KiB moved); Open MPI's progress engine copies
-// those one after the other too. Larger launches copy on several cores.
-const inlineBytes = 256 << 10
+// lanes run one after the other: what one core copies in a few tens of
+// µs, less than lanes on goroutines of their own cost in wake-ups and
+// hand-offs (tens of µs a futex wake-up on a busy host,
+// docs/perf-notes.md). A 2x2 halo of 64 KiB faces (512 KiB moved) took
+// 117 µs on lanes of their own on 16 cores, against 73-85 µs for Open
+// MPI, which copies in one progress engine; 1 MiB covers faces up to
+// 128 KiB. Larger launches copy on several cores.
+const inlineBytes = 1 << 20
 
 // fitsNow reports whether the lanes move at most inlineBytes and every
 // send fits in its connection's buffer now (transport.Buffered), so that

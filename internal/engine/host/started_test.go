@@ -117,9 +117,9 @@ func check(t *testing.T, outs []outcome) {
 	}
 }
 
-// sizes are exchange sizes: within one shared-memory slot, several, and
-// over inlineBytes (lanes on goroutines).
-var sizes = []int{1, 7, 1000, 4096, 65539, 300_001}
+// sizes are exchange sizes: within one shared-memory slot, in several,
+// and over inlineBytes (lanes on goroutines).
+var sizes = []int{1, 7, 1000, 4096, 65539, 300_001, 600_001}
 
 // TestLaunchesInFlight: runs of launches per rank with no synchronisation
 // between them (exchanges of mixed sizes and collectives, all on one
