@@ -135,7 +135,7 @@ func RingEntryPoints() []string {
 var mainReductionKernels = [...]string{AllReduceOneShot, AllReduceTwoShot, AllReducePipelined, ReduceScatter, Reduce, ReduceScatterStaged, ReduceStaged, AllReducePush,
 	ReduceScatterOneShot, ReduceOneShot}
 
-var ringReductionKernels = [...]string{RingAllReduce, RingReduceScatter, RingReduce}
+var ringReductionKernels = [...]string{RingAllReduce, RingReduceScatter, RingReduce, RingAllReduceGather}
 
 var reductionKernels = func() (all [len(mainReductionKernels) + len(ringReductionKernels)]string) {
 	copy(all[:], mainReductionKernels[:])

@@ -11,6 +11,10 @@ const (
 	RingAllReduce     = "ring_allreduce"     // RingDesc.Count elements
 	RingReduceScatter = "ring_reducescatter" // RingDesc.Count elements per rank
 	RingReduce        = "ring_reduce"        // RingDesc.Count elements, to RingDesc.Root
+	// RingAllReduceGather is the small all-reduce in n-1 ring steps
+	// (gpuplan.Ring.Gather): one channel, RingDesc.Count elements that fit
+	// one slot, at most RingGatherMaxRanks ranks.
+	RingAllReduceGather = "ring_allreduce_gather"
 	// Data-type independent: (DevComm, RingDesc).
 	RingAllGather = "gccl_ring_allgather" // RingDesc.Count bytes per rank
 	RingBroadcast = "gccl_ring_broadcast" // RingDesc.Count bytes from RingDesc.Root
@@ -21,16 +25,19 @@ const (
 
 // Limits of the ring kernels' descriptors (ring.cu).
 const (
-	RingMaxChannels   = 16 // GCCL_RING_MAX_CHANNELS: the most blocks of a ring kernel
-	NetP2PMaxPeers    = 8  // GCCL_NET_P2P_MAX_PEERS: peers of one gccl_net_p2p launch
-	NetP2PMaxPieces   = 64 // GCCL_NET_P2P_MAX_PIECES: its Send and Recv buffers
-	FIFOSlots         = 8  // slots per FIFO (docs/gpunet.md's NSlots)
-	FIFOHeader        = 4096
-	FIFOTailOffset    = 0
-	FIFOHeadOffset    = 64
-	FIFOSizesOffset   = 128
-	ringFifoBytes     = 4 * 8
-	ringDescHeadBytes = 4*8 + 4*4 + 8
+	RingMaxChannels = 16 // GCCL_RING_MAX_CHANNELS: the most blocks of a ring kernel
+	NetP2PMaxPeers  = 8  // GCCL_NET_P2P_MAX_PEERS: peers of one gccl_net_p2p launch
+	NetP2PMaxPieces = 64 // GCCL_NET_P2P_MAX_PIECES: its Send and Recv buffers
+	FIFOSlots       = 8  // slots per FIFO (docs/gpunet.md's NSlots)
+	// RingGatherMaxRanks (GCCL_RING_GATHER_MAX_RANKS) bounds the ranks of
+	// ring_allreduce_gather: each rank keeps the n-1 slots it received.
+	RingGatherMaxRanks = FIFOSlots + 1
+	FIFOHeader         = 4096
+	FIFOTailOffset     = 0
+	FIFOHeadOffset     = 64
+	FIFOSizesOffset    = 128
+	ringFifoBytes      = 4 * 8
+	ringDescHeadBytes  = 4*8 + 4*4 + 8
 )
 
 // FIFO is one direction of one connection as a kernel sees it (struct

@@ -13,6 +13,7 @@
 #define GCCL_RING_MAX_CHANNELS 16
 #define GCCL_NET_P2P_MAX_PEERS 8
 #define GCCL_NET_P2P_MAX_PIECES 64
+#define GCCL_RING_GATHER_MAX_RANKS 9 // 1 + the FIFO's slots: a rank keeps n-1 received slots
 
 // gcclFifo is one direction of one connection, as the GPU sees it
 // (device-mapped pointers into the FIFO's pinned host memory).
@@ -399,6 +400,96 @@ __device__ __forceinline__ void ring_allreduce(const gcclComm &c, const gcclRing
 	}
 }
 
+// gatherReduce folds every rank's input in rank order, elementwise, into
+// out: src[r] is rank r's input in a received slot, except this rank's
+// (me), which is read from in and scaled (premulsum) and rounded to T as
+// its peers received it. Each step rounds to T as a ring hop does, and
+// post (avg's division) comes once, at the last rank: every rank computes
+// bit-identical results.
+template <typename T, int OP>
+__device__ __forceinline__ void gatherReduce(const Red<T, OP> &red, const char *const *src, int n, int me, const char *in,
+					     char *out, size_t count) {
+	typedef typename Num<T>::Acc Acc;
+	constexpr int E = 16 / sizeof(T);
+	bool vec = aligned16(in) && aligned16(out);
+	for (int r = 0; r < n; r++) vec = vec && (r == me || aligned16(src[r]));
+	const size_t nv = vec ? count / E : 0;
+	for (size_t v = threadIdx.x; v < nv; v += blockDim.x) {
+		union {
+			uint4 u;
+			T e[E];
+		} x, acc;
+		for (int r = 0; r < n; r++) {
+			if (r == me) {
+				x.u = __ldcg(reinterpret_cast<const uint4 *>(in) + v);
+#pragma unroll
+				for (int k = 0; k < E; k++) x.e[k] = red.scaled(x.e[k]);
+			} else {
+				x.u = ldSlot16(src[r] + v * 16);
+			}
+			if (r == 0) {
+				acc.u = x.u;
+				continue;
+			}
+#pragma unroll
+			for (int k = 0; k < E; k++) {
+				const Acc a = red.comb(red.pre(acc.e[k]), red.pre(x.e[k]));
+				acc.e[k] = r == n - 1 ? red.post(a) : Num<T>::from(a);
+			}
+		}
+		*(reinterpret_cast<uint4 *>(out) + v) = acc.u;
+	}
+	for (size_t i = nv * E + threadIdx.x; i < count; i += blockDim.x) {
+		const size_t off = i * sizeof(T);
+		const auto get = [&](int r) { return r == me ? red.scaled(ldElem<T>(in + off)) : ldElem<T>(src[r] + off); };
+		T acc = get(0);
+		for (int r = 1; r < n; r++) {
+			const Acc a = red.comb(red.pre(acc), red.pre(get(r)));
+			acc = r == n - 1 ? red.post(a) : Num<T>::from(a);
+		}
+		stElem(out + off, acc);
+	}
+}
+
+// ring_allreduce_gather is the small all-reduce in n-1 ring steps instead
+// of 2(n-1) (docs/gpunet.md): every rank's whole input (scaled:
+// premulsum) travels the ring in one slot; each rank forwards what it
+// receives and keeps the n-1 received slots, then reduces every rank's
+// input in rank order into out and frees them. One channel, the buffer in
+// one slot, n-1 <= nslots (gpuplan.Ring.Gather chooses it only then; a
+// launch that breaks that fails with BADARGS).
+template <typename T, int OP>
+__device__ __forceinline__ void ring_allreduce_gather(const gcclComm &c, const gcclRingDesc &d, const Red<T, OP> &red) {
+	__shared__ RingShared sh;
+	__shared__ const char *src[GCCL_RING_GATHER_MAX_RANKS];
+	const int n = d.nranks, p = d.pos;
+	const size_t count = d.count, bytes = count * sizeof(T);
+	if (gridDim.x != 1 || n < 2 || n > GCCL_RING_GATHER_MAX_RANKS || n - 1 > d.nslots || bytes > d.slotBytes) {
+		if (threadIdx.x == 0) fail(c, GCCL_STATUS_BADARGS);
+		return;
+	}
+	Ring ring(c, d, sh);
+	const RingMove<T, OP> mv{red};
+	if (!ring.step(true, false, bytes, [&](char *snd, char *) { mv.run(d.in, nullptr, snd, nullptr, count, false); }))
+		return;
+	for (int j = 1; j < n; j++) {
+		const bool fwd = j < n - 1;
+		if (!waitSlots(c, sh, fwd ? &ring.s : nullptr, &ring.r, d.nslots, d.slotBytes, bytes)) return;
+		if (threadIdx.x == 0) {
+			src[d.ranks[ringMod((long long)p - j, n)]] = sh.recvSlot;
+			ring.r.pos++; // kept: freed after the reduction
+		}
+		if (fwd) {
+			moveBytes(sh.recvSlot, true, sh.sendSlot, nullptr, bytes);
+			postSlots(&ring.s, nullptr, d.nslots, bytes);
+		}
+	}
+	__syncthreads();
+	gatherReduce<T, OP>(red, src, n, d.ranks[p], d.in, d.out, count);
+	__syncthreads();
+	if (threadIdx.x == 0) stReleaseSys64(ring.r.f.head, ring.r.pos);
+}
+
 template <typename T, int OP>
 __device__ __forceinline__ void ring_reducescatter(const gcclComm &c, const gcclRingDesc &d, const Red<T, OP> &red) {
 	__shared__ RingShared sh;
@@ -527,6 +618,7 @@ __device__ __forceinline__ void ringBroadcast(const gcclComm &c, const gcclRingD
 GCCL_RING_INSTANTIATE_RED(ring_allreduce)
 GCCL_RING_INSTANTIATE_RED(ring_reducescatter)
 GCCL_RING_INSTANTIATE_RED(ring_reduce)
+GCCL_RING_INSTANTIATE_RED(ring_allreduce_gather)
 
 extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_ring_allgather(const gcclComm c, const gcclRingDesc d) {
 	ringAllGather(c, d);

@@ -112,7 +112,15 @@ type Ring struct {
 	NetEdges int
 	// MaxChannels: the channels connected at setup (GCCL_NET_NCHANNELS).
 	MaxChannels int
+	// SlotBytes and Slots: each FIFO's slots (the gather all-reduce sends
+	// the buffer in one slot and keeps n-1 received ones); 0 rules the
+	// gather out.
+	SlotBytes, Slots int
 }
+
+// GatherMaxRanks bounds the gather all-reduce's ranks
+// (kernels.RingGatherMaxRanks: one more than a FIFO's slots).
+const GatherMaxRanks = 9
 
 // hops is how many hops of the ring lie on the collective's critical
 // path, and wire how many bytes each rank sends over its edge.
@@ -137,14 +145,42 @@ func (r Ring) hops() (hops, wire int) {
 // bandwidth term is the slowest edge's (the pipeline runs at its pace):
 // bw is NetChannelMBps with a network edge, else DirectChannelMBps.
 func (r Ring) Time(k int) int {
-	n, h := r.NRanks, r.NetEdges
 	hops, wire := r.hops()
+	return r.path(hops, wire, k)
+}
+
+// path is the modelled time of hops ring hops on k channels while each
+// rank sends wire bytes.
+func (r Ring) path(hops, wire, k int) int {
+	n, h := r.NRanks, r.NetEdges
 	bw := DirectChannelMBps
 	if h > 0 {
 		bw = NetChannelMBps
 	}
 	lat := hops * (h*(NetHopNs+k*NetChannelHopNs) + (n-h)*DirectHopNs) / n
 	return lat + nsFor(wire, k*bw)
+}
+
+// GatherTime is the modelled time of the gather all-reduce
+// (kernels.RingAllReduceGather), one channel: every rank's whole buffer
+// travels the ring, n-1 hops (the ring's all-reduce has 2(n-1)), each rank
+// sending the buffer n-1 times.
+func (r Ring) GatherTime() int {
+	return r.path(r.NRanks-1, (r.NRanks-1)*r.Bytes, 1)
+}
+
+// Gather reports whether an AllReduce runs as the gather all-reduce (one
+// channel) rather than the ring's reduce-scatter and all-gather: where it
+// can (the buffer in one slot, the n-1 slots each rank keeps in its FIFO,
+// at most GatherMaxRanks ranks) and its GatherTime is below the ring's
+// Time on Channels() channels. Pure, like Channels: every rank decides
+// alike.
+func (r Ring) Gather() bool {
+	n := r.NRanks
+	if r.Kind != algo.AllReduce || n < 2 || n > GatherMaxRanks || n-1 > r.Slots || r.Bytes > r.SlotBytes {
+		return false
+	}
+	return r.GatherTime() < r.Time(r.Channels())
 }
 
 // nsFor is the nanoseconds bytes take at mbps bytes per microsecond,

@@ -101,14 +101,14 @@ type ringScenario struct {
 }
 
 var ringScenarios = []ringScenario{
-	{"2 hosts x 1 (2 network edges of 2), GCCL_NET_NCHANNELS=4 (default)", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 4}},
-	{"2 hosts x 2, host-grouped ring (2 network edges of 4)", Ring{NRanks: 4, NetEdges: 2, MaxChannels: 4}},
-	{"2 hosts x 2, rank order of a round robin (4 network edges of 4: before RingOrder)", Ring{NRanks: 4, NetEdges: 4, MaxChannels: 4}},
-	{"3 hosts x 2, host-grouped ring (3 network edges of 6)", Ring{NRanks: 6, NetEdges: 3, MaxChannels: 4}},
-	{"8 hosts x 8, host-grouped ring (8 network edges of 64)", Ring{NRanks: 64, NetEdges: 8, MaxChannels: 4}},
-	{"1 host x 9 (every edge direct)", Ring{NRanks: 9, NetEdges: 0, MaxChannels: 4}},
-	{"2 hosts x 1, GCCL_NET_NCHANNELS=16", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 16}},
-	{"2 hosts x 1, GCCL_NET_NCHANNELS=1", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 1}},
+	{"2 hosts x 1 (2 network edges of 2), GCCL_NET_NCHANNELS=4 (default)", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
+	{"2 hosts x 2, host-grouped ring (2 network edges of 4)", Ring{NRanks: 4, NetEdges: 2, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
+	{"2 hosts x 2, rank order of a round robin (4 network edges of 4: before RingOrder)", Ring{NRanks: 4, NetEdges: 4, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
+	{"3 hosts x 2, host-grouped ring (3 network edges of 6)", Ring{NRanks: 6, NetEdges: 3, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
+	{"8 hosts x 8, host-grouped ring (8 network edges of 64)", Ring{NRanks: 64, NetEdges: 8, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
+	{"1 host x 9 (every edge direct)", Ring{NRanks: 9, NetEdges: 0, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
+	{"2 hosts x 1, GCCL_NET_NCHANNELS=16", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 16, SlotBytes: 512 << 10, Slots: 8}},
+	{"2 hosts x 1, GCCL_NET_NCHANNELS=1", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 1, SlotBytes: 512 << 10, Slots: 8}},
 }
 
 // ringKinds are the collectives, the columns of the channel table.
@@ -119,7 +119,7 @@ var ringKinds = []algo.Kind{algo.AllReduce, algo.Broadcast, algo.Reduce, algo.Al
 // channels/modelled µs.
 func channelTable() string {
 	var b strings.Builder
-	b.WriteString("Ring.Channels (GPU across hosts); rows: Ring.Bytes (per rank for AllGather, per block for ReduceScatter); cells: channels/modelled µs\n")
+	b.WriteString("Ring.Channels and Ring.Gather (GPU across hosts, 512 KiB slots); rows: Ring.Bytes (per rank for AllGather, per block for ReduceScatter); cells: channels/modelled µs, or gather/modelled µs\n")
 	for _, sc := range ringScenarios {
 		fmt.Fprintf(&b, "\n== %s\n%-10s", sc.name, "bytes")
 		for _, k := range ringKinds {
@@ -132,7 +132,11 @@ func channelTable() string {
 				r := sc.ring
 				r.Kind, r.Bytes = k, bytes
 				c := r.Channels()
-				fmt.Fprintf(&b, " %-14s", fmt.Sprintf("%d/%d", c, r.Time(c)/1000))
+				cell := fmt.Sprintf("%d/%d", c, r.Time(c)/1000)
+				if r.Gather() {
+					cell = fmt.Sprintf("gather/%d", r.GatherTime()/1000)
+				}
+				fmt.Fprintf(&b, " %-14s", cell)
 			}
 			b.WriteString("\n")
 		}

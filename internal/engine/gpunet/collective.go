@@ -14,7 +14,9 @@ import (
 
 // collective enqueues one collective of at least one element on s: a
 // copy on a one-rank communicator (nothing in place), else one ring
-// kernel (docs/gpunet.md) on the channels gpuplan's ring model picks for it.
+// kernel (docs/gpunet.md) on the channels gpuplan's ring model picks for
+// it; a small all-reduce that the model gives to the gather
+// (gpuplan.Ring.Gather) runs ring_allreduce_gather on one channel.
 func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	if g.nranks == 1 {
 		if o.Op >= gccl.NumBuiltinOps && o.Kind.Reduces() {
@@ -26,7 +28,13 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		g.last.Store(&pathCopy)
 		return devcopy.Async(g.drv, o.Recv, o.Send, o.Count*o.Type.Size(), s)
 	}
-	grid := gpuplan.Ring{Kind: o.Kind, Bytes: o.Count * o.Type.Size(), NRanks: g.nranks, NetEdges: g.netEdges, MaxChannels: g.nch}.Channels()
+	plan := gpuplan.Ring{Kind: o.Kind, Bytes: o.Count * o.Type.Size(), NRanks: g.nranks, NetEdges: g.netEdges, MaxChannels: g.nch,
+		SlotBytes: g.slotBytes, Slots: kernels.FIFOSlots}
+	gather := plan.Gather()
+	grid := plan.Channels()
+	if gather {
+		grid = 1
+	}
 	d := kernels.RingDesc{In: o.Send, Out: o.Recv, Count: uint64(o.Count), SlotBytes: uint64(g.slotBytes), NSlots: kernels.FIFOSlots,
 		NRanks: int32(g.nranks), Pos: int32(g.pos[g.rank]), Ranks: g.ranksDev}
 	if o.Kind.Rooted() {
@@ -48,6 +56,9 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		return g.launch(kernels.RingBroadcast, grid, s, put)
 	case algo.AllReduce:
 		family = kernels.RingAllReduce
+		if gather {
+			family = kernels.RingAllReduceGather
+		}
 	case algo.ReduceScatter:
 		family = kernels.RingReduceScatter
 	case algo.Reduce:

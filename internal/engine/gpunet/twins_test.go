@@ -310,6 +310,53 @@ func (g *ring) allReduce(m mover, es, grid int) {
 	}
 }
 
+// allReduceGather is ring_allreduce_gather: every rank's (scaled) input
+// travels the ring in one slot; the n-1 received slots are kept, then
+// reduced with this rank's in rank order, rounding to the type at each
+// step, and freed.
+func (g *ring) allReduceGather(m mover, es, grid int) {
+	n, p := int(g.d.NRanks), int(g.d.Pos)
+	count := int(g.d.Count)
+	bytes, nslots, slot := count*es, int(g.d.NSlots), int(g.d.SlotBytes)
+	if grid != 1 || n < 2 || n > kernels.RingGatherMaxRanks || n-1 > nslots || bytes > slot {
+		g.fail(kernels.StatusBadArgs)
+		return
+	}
+	in := g.mem(g.d.In, bytes)
+	own := make([]byte, bytes)
+	m.run(in, nil, own, nil, false) // scaled, as sent
+	if !g.step(true, false, bytes, func(snd, _ []byte) { copy(snd, own) }) {
+		return
+	}
+	src := make([][]byte, n)
+	src[g.rankAt(p)] = own
+	for j := 1; j < n; j++ {
+		var s *fifo
+		if j < n-1 {
+			s = &g.s
+		}
+		snd, rcv, ok := g.waitSlots(s, &g.r, nslots, slot, bytes)
+		if !ok {
+			return
+		}
+		src[g.rankAt(ringMod(p-j, n))] = rcv[:bytes]
+		g.r.pos++ // kept
+		if s != nil {
+			copy(snd, rcv[:bytes])
+			g.postSlots(s, nil, nslots, bytes)
+		}
+	}
+	acc := append([]byte(nil), src[0]...)
+	for r := 1; r < n; r++ {
+		must(reduce.Into3(acc, acc, src[r], m.t, m.op))
+	}
+	if m.avg {
+		must(reduce.Scale(acc, m.t, 1, m.n))
+	}
+	copy(g.mem(g.d.Out, bytes), acc)
+	atomic.StoreUint64(g.word64(g.r.f.Head), g.r.pos)
+}
+
 func (g *ring) reduceScatter(m mover, es, grid int) {
 	n, p := int(g.d.NRanks), int(g.d.Pos)
 	slotElems := int(g.d.SlotBytes) / es
@@ -444,7 +491,7 @@ func registerTwins(f *cudafake.Fake) {
 	ops := append(gccl.RedOps(), gccl.NumBuiltinOps)
 	for t := gccl.DataType(0); t < 32; t++ {
 		for _, op := range ops {
-			for _, fam := range []string{kernels.RingAllReduce, kernels.RingReduceScatter, kernels.RingReduce} {
+			for _, fam := range []string{kernels.RingAllReduce, kernels.RingReduceScatter, kernels.RingReduce, kernels.RingAllReduceGather} {
 				name, err := kernels.ReductionName(fam, t, op)
 				if err != nil {
 					continue
@@ -475,6 +522,8 @@ func registerTwins(f *cudafake.Fake) {
 							g.allReduce(m, es, int(grid.X))
 						case kernels.RingReduceScatter:
 							g.reduceScatter(m, es, int(grid.X))
+						case kernels.RingAllReduceGather:
+							g.allReduceGather(m, es, int(grid.X))
 						default:
 							g.reduceTo(m, es, int(grid.X))
 						}
