@@ -85,50 +85,74 @@ func BenchmarkThroughput(b *testing.B) {
 	b.ReportMetric(float64(b.N)*slot/b.Elapsed().Seconds()/1e9, "GB/s")
 }
 
-// BenchmarkPingPong: one 8-byte slot from rank 0 to rank 1 and one back,
-// each kernel waiting for the other's: the round trip through both
-// proxies (reported as µs per round trip).
+// pingSizes are the slot sizes of the ping-pong benchmarks: 8 bytes, and
+// 512, what each hop of a 1 KiB float32 all-reduce of 2 ranks carries.
+var pingSizes = []int{8, 512}
+
+// BenchmarkPingPong: one slot from rank 0 to rank 1 and one back on
+// channel 0, each kernel waiting (never sleeping, as kernels do) for the
+// other's: the round trip through both proxies, two hops (reported as µs
+// per round trip and per hop). idle=3: three more channels connected each
+// way carry nothing, as with the default GCCL_NET_NCHANNELS (4) and an
+// operation small enough for one channel.
 func BenchmarkPingPong(b *testing.B) {
+	for _, size := range pingSizes {
+		for _, idle := range []int{0, 3} {
+			b.Run(fmt.Sprintf("bytes=%d/idle=%d", size, idle), func(b *testing.B) { pingPong(b, size, idle) })
+		}
+	}
+}
+
+func pingPong(b *testing.B, size, idleChannels int) {
 	w := newWorld(b, 2, nil)
 	s01, r01 := w.connect(b, 0, 1, 0, 4096)
 	s10, r10 := w.connect(b, 1, 0, 0, 4096)
-	st := stream{seed: 2, slotBytes: 8}
+	for ch := 1; ch <= idleChannels; ch++ {
+		w.connect(b, 0, 1, ch, 4096)
+		w.connect(b, 1, 0, ch, 4096)
+	}
+	st := stream{seed: 2, slotBytes: size, full: true}
 	g0, g1 := w.gpu(0, nil), w.gpu(1, nil)
-	ping := func(n int) error {
-		for range n {
-			if err := g0.send(s01, st, 1); err != nil {
-				return err
-			}
-			if err := g0.recv(r10, st, 1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	pong := func(n int) error {
-		for range n {
-			if err := g1.recv(r01, st, 1); err != nil {
-				return err
-			}
-			if err := g1.send(s10, st, 1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	require.NoError(b, launch(func() error { return ping(20) }, func() error { return pong(20) })())
+	g0.hot, g1.hot = true, true
+	w.kick()
+	require.NoError(b, launch(
+		func() error { return g0.pingPong(s01, r10, st, 20, true) },
+		func() error { return g1.pingPong(s10, r01, st, 20, false) })())
+	g0.times = g0.times[:0]
 	b.ResetTimer()
 	w.kick()
-	require.NoError(b, launch(func() error { return ping(b.N) }, func() error { return pong(b.N) })())
+	require.NoError(b, launch(
+		func() error { return g0.pingPong(s01, r10, st, b.N, true) },
+		func() error { return g1.pingPong(s10, r01, st, b.N, false) })())
 	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/roundtrip")
+	reportRoundTrip(b, g0)
+}
+
+// reportRoundTrip reports the benchmark's time per round trip and per
+// hop (half a round trip), in µs, and with g (the kernel that timed each
+// round trip; nil: none) the median and 90th percentile hop, which a
+// loaded machine's outliers move less.
+func reportRoundTrip(b *testing.B, g *gpu) {
+	rt := float64(b.Elapsed().Nanoseconds()) / 1e3 / float64(b.N)
+	b.ReportMetric(rt, "µs/roundtrip")
+	b.ReportMetric(rt/2, "µs/hop")
+	if g != nil && len(g.times) > 0 {
+		b.ReportMetric(float64(g.quantile(0.5).Nanoseconds())/2e3, "p50-µs/hop")
+		b.ReportMetric(float64(g.quantile(0.9).Nanoseconds())/2e3, "p90-µs/hop")
+	}
 }
 
 // BenchmarkPingPongProvider is BenchmarkPingPong's baseline: the same
-// 8-byte round trip through the socket provider alone, two goroutines
+// round trips through the socket provider alone, two goroutines
 // posting requests and waiting for them (network.Waiter), with no FIFO
 // and no proxy.
 func BenchmarkPingPongProvider(b *testing.B) {
+	for _, size := range pingSizes {
+		b.Run(fmt.Sprintf("bytes=%d", size), func(b *testing.B) { pingPongProvider(b, size) })
+	}
+}
+
+func pingPongProvider(b *testing.B, size int) {
 	w := newWorld(b, 2, nil)
 	s01, r01 := w.dial(b, 0, 1, 0)
 	s10, r10 := w.dial(b, 1, 0, 0)
@@ -136,7 +160,7 @@ func BenchmarkPingPongProvider(b *testing.B) {
 		b.Cleanup(func() { _ = c.Close() })
 	}
 	buf := func(c network.Comm) (network.Region, network.MemHandle) {
-		m, err := c.Register(network.HostRegion(make([]byte, 8)))
+		m, err := c.Register(network.HostRegion(make([]byte, size)))
 		require.NoError(b, err)
 		return m.Region(), m
 	}
@@ -183,7 +207,7 @@ func BenchmarkPingPongProvider(b *testing.B) {
 	b.ResetTimer()
 	require.NoError(b, launch(side(s01, r10, true, b.N), side(s10, r01, false, b.N))())
 	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/roundtrip")
+	reportRoundTrip(b, nil)
 }
 
 // BenchmarkThroughputProvider is BenchmarkThroughput's baseline: 512 KiB

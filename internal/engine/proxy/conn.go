@@ -194,25 +194,30 @@ func (c *sendConn) timeWire(start int64, active bool, clock func() int64) {
 // done is the tail the proxy stored last, head the GPU's last seen.
 type recvConn struct {
 	*conn
-	rc     network.RecvComm
-	left   bool // the peer closed its end in order (Proxy.peerLeft): served no more
-	posted uint64
-	done   uint64
-	head   uint64
-	reqs   [NSlots]network.Request
-	stats  ConnStats
+	rc      network.RecvComm
+	left    bool // the peer closed its end in order (Proxy.peerLeft): served no more
+	posted  uint64
+	done    uint64
+	head    uint64
+	arrived int64 // when a slot last arrived, or the connection was added (ns)
+	reqs    [NSlots]network.Request
+	stats   ConnStats
 }
 
-func (c *recvConn) start() {
+func (c *recvConn) start(now int64) {
 	c.done = c.f.Tail()
-	c.posted, c.head = c.done, c.f.Head()
+	c.posted, c.head, c.arrived = c.done, c.f.Head(), now
 	c.stats = ConnStats{Label: c.label}
 }
 
+// quiet reports whether nothing arrived on the connection for quietAfter.
+func (c *recvConn) quiet(now int64) bool { return now-c.arrived > quietAfter }
+
 // step keeps NSlots receives posted ahead of the GPU's head and completes
-// them in order, storing each size, then tail. moved: anything was posted
-// or completed.
-func (c *recvConn) step() (moved bool, err error) {
+// them in order, storing each size, then tail; test false skips the
+// completions (Proxy.serve says when). moved: anything was posted or
+// completed.
+func (c *recvConn) step(now int64, test bool) (moved bool, err error) {
 	head := c.f.Head()
 	if head > c.done || head < c.head {
 		return false, c.errorf(gccl.InternalError, "the GPU stored head %d after %d with %d slots arrived (tail): the receiving FIFO is corrupted", head, c.head, c.done)
@@ -230,7 +235,7 @@ func (c *recvConn) step() (moved bool, err error) {
 		c.posted++
 		moved = true
 	}
-	for c.done < c.posted {
+	for test && c.done < c.posted {
 		i := c.done % NSlots
 		ok, n, err := c.reqs[i].Test()
 		if err != nil {
@@ -252,7 +257,7 @@ func (c *recvConn) step() (moved bool, err error) {
 		}
 		c.done++
 		c.f.StoreTail(c.done)
-		moved = true
+		c.arrived, moved = now, true
 	}
 	return moved, nil
 }

@@ -51,6 +51,21 @@
 // and then served hot. In steady state a transfer allocates nothing (the socket
 // provider reuses its requests too): TestNoAllocations checks it.
 //
+// Testing a receive costs what the provider's Test costs: the socket
+// provider's reads the connection's control socket, a system call whether
+// anything arrived or not, and a pass tests the oldest receive of every
+// receiving connection. Where most connections idle (a small operation
+// uses one channel of GCCL_NET_NCHANNELS, the rest carry nothing) those
+// calls lengthened every pass, and so the time from the GPU's tail to the
+// Isend and from an arrival to the tail the proxy stores: on a 2-CPU
+// machine, 3 idle channels each way added about 3.5 µs to a 512-byte hop
+// (BenchmarkPingPong, idle=0 against idle=3). So a receiving connection
+// on which nothing arrived for the last millisecond is quiet: a hot pass
+// tests its receives on every 8th pass only (the provider's own reader
+// goroutine still completes them meanwhile), and the first pass after a
+// sleep tests every connection. A quiet connection's first slot is seen at
+// most 8 passes later; TestQuietReceives counts the tests.
+//
 // Spinning and futex sleeps keep the goroutine's P. That is harmless while
 // other Ps are idle, but the socket provider's goroutines are woken by
 // Go's network poller, which runs when a P has nothing to do (or from
@@ -59,11 +74,15 @@
 // many proxies in the process as Ps, GOMAXPROCS, re-read every
 // millisecond: ranks sharing a small machine, tests) gives its P back
 // instead: it sleeps on Go timers, and
-// every 8th hot pass that moved nothing sleeps 1 µs. Crowded, latency is
-// worse (on a 2-CPU machine a one-slot round trip through two proxies
-// took about 0.3 ms, against 0.04 ms through the provider alone:
-// BenchmarkPingPong, BenchmarkPingPongProvider), throughput about the
-// provider's (BenchmarkThroughput, BenchmarkThroughputProvider).
+// every 8th hot pass that moved nothing sleeps 1 µs. Small slots do not
+// wait for the poller: the socket provider's Isend writes them and its
+// Test reads them on the proxy's goroutine. On a 2-CPU machine a
+// 512-byte round trip through two crowded proxies took 27-34 µs (median;
+// BenchmarkPingPong), through the provider alone, its waits sleeping as a
+// host rank's do there, 31-67 µs (BenchmarkPingPongProvider), and
+// BenchmarkPingPongProcesses runs each proxy in a process of its own, as
+// ranks are; throughput is about the provider's (BenchmarkThroughput,
+// BenchmarkThroughputProvider).
 //
 // # Failures
 //

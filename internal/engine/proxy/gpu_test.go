@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 type stream struct {
 	seed      uint64
 	slotBytes int
+	full      bool // every slot holds slotBytes (else size says)
 }
 
 // mix is splitmix64's finaliser.
@@ -31,6 +33,9 @@ func mix(x uint64) uint64 {
 
 // size of slot s: 0, full, 1 byte, or random in 0..slotBytes.
 func (st stream) size(s uint64) int {
+	if st.full {
+		return st.slotBytes
+	}
 	switch s % 6 {
 	case 0:
 		return 0
@@ -78,6 +83,8 @@ type gpu struct {
 	status   *uint32
 	stop     *atomic.Bool
 	deadline time.Time
+	hot      bool            // waits never sleep, as a kernel's do not (latency benchmarks)
+	times    []time.Duration // pingPong's round trips (the first kernel's)
 }
 
 var (
@@ -98,14 +105,16 @@ func (g *gpu) pause(spins int) error {
 	if g.stop != nil && g.stop.Load() {
 		return errStopped
 	}
-	if spins < 100 {
+	if spins < 100 || g.hot && spins%100 != 0 {
 		runtime.Gosched()
 		return nil
 	}
 	if time.Now().After(g.deadline) {
 		return errHung
 	}
-	time.Sleep(20 * time.Microsecond) // gives the P back, as a kernel holds none
+	if !g.hot {
+		time.Sleep(20 * time.Microsecond) // gives the P back, as a kernel holds none
+	}
 	return nil
 }
 
@@ -147,6 +156,37 @@ func (g *gpu) recv(f proxy.FIFO, st stream, count int) error {
 		f.StoreHead(head + 1)
 	}
 	return nil
+}
+
+// pingPong runs n round trips of one slot of st each way, as two kernels
+// that wait for each other: first, it sends on s then receives on r, else
+// it receives, then sends.
+func (g *gpu) pingPong(s, r proxy.FIFO, st stream, n int, first bool) error {
+	for range n {
+		t0 := time.Now()
+		if first {
+			if err := g.send(s, st, 1); err != nil {
+				return err
+			}
+		}
+		if err := g.recv(r, st, 1); err != nil {
+			return err
+		}
+		if !first {
+			if err := g.send(s, st, 1); err != nil {
+				return err
+			}
+		}
+		g.times = append(g.times, time.Since(t0))
+	}
+	return nil
+}
+
+// quantile is the q-quantile of the round trips pingPong timed.
+func (g *gpu) quantile(q float64) time.Duration {
+	t := slices.Clone(g.times)
+	slices.Sort(t)
+	return t[int(q*float64(len(t)-1))]
 }
 
 // launch runs fns concurrently, as one launch's kernels; its result waits

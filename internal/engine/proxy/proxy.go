@@ -23,6 +23,17 @@ const (
 	MaxSleep = 100 * time.Microsecond
 )
 
+// A receiving connection on which nothing arrived for quietAfter is quiet:
+// the hot passes test its receives on every quietEvery-th pass only (a
+// test of a socket provider's receive is a read system call, which an
+// idle connection's made on every pass, lengthening every pass of the
+// connections in use: one channel of GCCL_NET_NCHANNELS carries a small
+// operation); a pass after a sleep tests every connection.
+const (
+	quietAfter = int64(time.Millisecond)
+	quietEvery = 8
+)
+
 // Config configures a Proxy. The zero value works: no status word, the
 // environment's timeout and spin.
 type Config struct {
@@ -345,7 +356,7 @@ func (p *Proxy) take(now int64) {
 			c.start(now)
 			p.sends = append(p.sends, c)
 		case *recvConn:
-			c.start()
+			c.start(now)
 			p.recvs = append(p.recvs, c)
 		}
 	}
@@ -360,13 +371,13 @@ func (p *Proxy) run() {
 	defer running.Add(-1)
 	w := newWaiter(p)
 	sleep, progressed := MinSleep, int64(-int64(p.spin)-1)
-	for {
+	for hot := 0; ; hot++ { // hot: passes since the last sleep
 		bell := atomic.LoadUint32(&p.bell) // a ring from now on cuts the sleep short
 		now := int64(time.Since(p.epoch))
 		if p.more.Load() {
 			p.take(now)
 		}
-		busy, moved, err := p.serve(now)
+		busy, moved, err := p.serve(now, hot%quietEvery == 0)
 		if err != nil {
 			p.fail(err)
 			return
@@ -384,8 +395,7 @@ func (p *Proxy) run() {
 		default:
 		}
 		w.check(now)
-		hot := now-progressed <= int64(p.spin) || now-p.kicked.Load() <= int64(p.spin)
-		if busy || hot {
+		if busy || now-progressed <= int64(p.spin) || now-p.kicked.Load() <= int64(p.spin) {
 			sleep = MinSleep
 			if !moved {
 				w.yield()
@@ -393,6 +403,7 @@ func (p *Proxy) run() {
 			continue
 		}
 		w.sleep(bell, sleep)
+		hot = -1
 		if atomic.LoadUint32(&p.bell) != bell {
 			sleep = MinSleep
 		} else {
@@ -405,8 +416,9 @@ func (p *Proxy) run() {
 func (p *Proxy) clock() int64 { return int64(time.Since(p.epoch)) }
 
 // serve runs one pass over the connections: busy when a send is in
-// flight, moved when anything was posted or completed.
-func (p *Proxy) serve(now int64) (busy, moved bool, err error) {
+// flight, moved when anything was posted or completed. all: test the
+// receives of quiet receiving connections too (see quietAfter).
+func (p *Proxy) serve(now int64, all bool) (busy, moved bool, err error) {
 	for _, c := range p.sends {
 		b, m, err := c.step(now, int64(p.timeout), p.clock)
 		if err != nil {
@@ -418,7 +430,7 @@ func (p *Proxy) serve(now int64) (busy, moved bool, err error) {
 		if c.left {
 			continue
 		}
-		m, err := c.step()
+		m, err := c.step(now, all || !c.quiet(now))
 		if errors.Is(err, network.ErrPeerClosed) {
 			p.peerLeft(c, err, now)
 			continue

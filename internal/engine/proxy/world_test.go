@@ -54,26 +54,13 @@ func noLeaks(t testing.TB) {
 // listeners, then unpins the FIFOs' memory.
 func newWorld(t testing.TB, n int, cfg func(r int) proxy.Config) *world {
 	w := &world{}
-	var c network.Config
-	_, _ = rand.Read(c.CommID[:])
-	_, _ = rand.Read(c.Secret[:])
-	c.Timeout = wait
+	c := newNetConfig()
 	for r := range n {
-		rk := &rank{prov: socket.New(socket.Options{IfName: "lo"}), cfg: c}
-		rk.cfg.Rank = r
-		ln, err := rk.prov.Listen(0, rk.cfg)
-		require.NoError(t, err)
-		rk.ln = ln
 		pc := proxy.Config{}
 		if cfg != nil {
 			pc = cfg(r)
 		}
-		pc.Rank, pc.Status = r, &rk.status
-		if pc.Logger == nil {
-			pc.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
-		}
-		rk.p = proxy.New(pc)
-		w.ranks = append(w.ranks, rk)
+		w.ranks = append(w.ranks, newRank(t, r, c, pc))
 	}
 	t.Cleanup(func() {
 		for _, rk := range w.ranks {
@@ -86,6 +73,33 @@ func newWorld(t testing.TB, n int, cfg func(r int) proxy.Config) *world {
 		}
 	})
 	return w
+}
+
+// newNetConfig is a network configuration with a fresh communicator ID
+// and secret, which every rank of a world shares.
+func newNetConfig() network.Config {
+	var c network.Config
+	_, _ = rand.Read(c.CommID[:])
+	_, _ = rand.Read(c.Secret[:])
+	c.Timeout = wait
+	return c
+}
+
+// newRank makes rank r of a world whose ranks share c: its listener on
+// loopback and its proxy, configured by pc (Rank and Status set here, the
+// test's log unless pc has a Logger). The caller closes both.
+func newRank(t testing.TB, r int, c network.Config, pc proxy.Config) *rank {
+	rk := &rank{prov: socket.New(socket.Options{IfName: "lo"}), cfg: c}
+	rk.cfg.Rank = r
+	ln, err := rk.prov.Listen(0, rk.cfg)
+	require.NoError(t, err)
+	rk.ln = ln
+	pc.Rank, pc.Status = r, &rk.status
+	if pc.Logger == nil {
+		pc.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
+	}
+	rk.p = proxy.New(pc)
+	return rk
 }
 
 // fifo is a zeroed, page-aligned, pinned FIFO of Go memory.
