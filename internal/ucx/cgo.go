@@ -96,6 +96,12 @@ func cWorkerAddress(w uintptr) ([]byte, Status) {
 
 func cProgress(w uintptr) uint { return uint(C.gccl_ucx_progress(C.uintptr_t(w))) }
 
+func cEventFd(w uintptr) (int, Status) {
+	var fd C.int
+	s := Status(C.gccl_ucx_event_fd(C.uintptr_t(w), &fd))
+	return int(fd), s
+}
+
 func cArm(w uintptr) (int, Status) {
 	var fd C.int
 	s := Status(C.gccl_ucx_arm(C.uintptr_t(w), &fd))

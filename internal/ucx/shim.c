@@ -322,6 +322,8 @@ int gccl_ucx_worker_address(uintptr_t worker, char *buf, int len, int *needed)
 
 unsigned gccl_ucx_progress(uintptr_t worker) { return p_ucp_worker_progress((void *)worker); }
 
+int gccl_ucx_event_fd(uintptr_t worker, int *fd) { return p_ucp_worker_get_efd((void *)worker, fd); }
+
 int gccl_ucx_arm(uintptr_t worker, int *fd)
 {
 	ucs_status_t s = p_ucp_worker_get_efd((void *)worker, fd);
@@ -332,7 +334,15 @@ int gccl_ucx_arm(uintptr_t worker, int *fd)
 	s = p_ucp_worker_arm((void *)worker);
 	if (s == GCCL_UCS_ERR_BUSY)
 		return GCCL_UCS_INPROGRESS; // events arrived meanwhile: progress again, do not sleep
-	return s;
+	if (s != GCCL_UCS_OK)
+		return s;
+	// Armed. Still readable (an event the progress left queued)? Then a
+	// sleeper woken only by new events (an edge-triggered netpoller)
+	// would miss it: do not sleep.
+	struct pollfd p = {.fd = *fd, .events = POLLIN};
+	if (poll(&p, 1, 0) > 0)
+		return GCCL_UCS_INPROGRESS;
+	return GCCL_UCS_OK;
 }
 
 int gccl_ucx_signal(uintptr_t worker) { return p_ucp_worker_signal((void *)worker); }

@@ -57,8 +57,11 @@ int gccl_ucx_worker_create(uintptr_t ctx, uintptr_t *worker);
 void gccl_ucx_worker_destroy(uintptr_t worker);
 int gccl_ucx_worker_address(uintptr_t worker, char *buf, int len, int *needed);
 unsigned gccl_ucx_progress(uintptr_t worker);
+// The worker's event fd (ucp_worker_get_efd).
+int gccl_ucx_event_fd(uintptr_t worker, int *fd);
 // Progresses until idle and arms the worker's wakeup (ucp_worker_arm);
-// *fd is its event fd, to poll. UCS_INPROGRESS: events came meanwhile.
+// *fd is its event fd, to poll. UCS_INPROGRESS: events came meanwhile, or
+// the fd is readable still.
 int gccl_ucx_arm(uintptr_t worker, int *fd);
 // Wakes a poll on the worker's event fd (ucp_worker_signal).
 int gccl_ucx_signal(uintptr_t worker);

@@ -1,6 +1,8 @@
 package ucx
 
 import (
+	"errors"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,8 @@ type Worker struct {
 	ctx     *Context
 	orphans []*Request   // released before they completed: pinned until Close
 	hurry   atomic.Int64 // Hurry's bound on every wait (Unix ns), 0 for none
+	events  *os.File     // a dup of the event fd in Go's netpoller, made by the first Wait (mu held)
+	sleeper sync.Mutex   // held by the Wait asleep on events
 }
 
 // NewWorker creates a worker of c.
@@ -67,6 +71,10 @@ func (w *Worker) Close() {
 	}
 	for _, r := range w.orphans {
 		r.handBack()
+	}
+	if w.events != nil {
+		w.events.Close() // a Wait asleep on it returns
+		w.events = nil
 	}
 	cWorkerDestroy(w.h)
 	w.h = 0
@@ -178,11 +186,105 @@ func (w *Worker) progress() {
 // fd becomes readable) or d passes, whichever is first. It does not hold
 // the worker while it sleeps, so other goroutines may progress it
 // meanwhile; waiters loop on their own condition with their own deadline.
+//
+// One Wait at a time sleeps in Go's netpoller, on a dup of the event fd
+// (no thread blocked in C, no wake-up of another thread to take over its
+// P): a connection's progress goroutine, which waits so for every event.
+// A Wait that finds that one taken sleeps in poll(2) (a blocking cgo call)
+// instead, so that each sleeps within its own d.
 func (w *Worker) Wait(d time.Duration) error {
+	if !w.sleeper.TryLock() {
+		return w.pollWait(d)
+	}
+	defer w.sleeper.Unlock()
+	f, err := w.eventFile()
+	if err != nil {
+		return err
+	}
+	rc, err := f.SyscallConn()
+	if err == nil {
+		err = f.SetReadDeadline(time.Now().Add(max(d, time.Millisecond)))
+	}
+	armed := false
+	var armErr error
+	if err == nil {
+		err = rc.Read(func(uintptr) bool {
+			if armed {
+				return true // readable: events came
+			}
+			var s Status
+			if s, armErr = w.arm(); armErr != nil || s == InProgress {
+				return true
+			}
+			armed = true
+			return false // sleep until the fd is readable (or the deadline)
+		})
+	}
+	switch {
+	case armErr != nil:
+		return armErr
+	case err == nil || errors.Is(err, os.ErrDeadlineExceeded):
+		return nil
+	case w.closed():
+		return errWorkerClosed() // Close closed the file under us
+	}
+	return gccl.Errorf(gccl.SystemError, "ucx worker", "waiting on the event fd: %w", err)
+}
+
+func errWorkerClosed() error { return gccl.Errorf(gccl.InvalidUsage, "ucx worker", "closed") }
+
+// closed reports whether Close destroyed the worker.
+func (w *Worker) closed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.h == 0
+}
+
+// eventFile is the worker's event fd in Go's netpoller (a non-blocking
+// dup of it, edge-triggered there: arm clears what woke it last), made on
+// first use; nil once the worker is closed.
+func (w *Worker) eventFile() (*os.File, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h == 0 {
+		return nil, errWorkerClosed()
+	}
+	if w.events == nil {
+		fd, s := cEventFd(w.h)
+		if err := check("ucp_worker_get_efd", s); err != nil {
+			return nil, err
+		}
+		f, err := pollable(fd)
+		if err != nil {
+			return nil, gccl.Errorf(gccl.SystemError, "ucx worker", "event fd: %w", err)
+		}
+		w.events = f
+	}
+	return w.events, nil
+}
+
+// arm progresses the worker until it is idle and arms its events
+// (ucp_worker_arm): InProgress when events came meanwhile (or are still
+// readable), so that the caller must not sleep.
+func (w *Worker) arm() (Status, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h == 0 {
+		return OK, errWorkerClosed()
+	}
+	_, s := cArm(w.h)
+	if s == InProgress {
+		return s, nil
+	}
+	return s, check("ucp_worker_arm", s)
+}
+
+// pollWait is Wait sleeping in poll(2).
+func (w *Worker) pollWait(d time.Duration) error {
 	w.mu.Lock()
 	if w.h == 0 {
 		w.mu.Unlock()
-		return gccl.Errorf(gccl.InvalidUsage, "ucx worker", "closed")
+		return errWorkerClosed()
 	}
 	fd, s := cArm(w.h)
 	w.mu.Unlock()

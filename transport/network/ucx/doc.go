@@ -59,8 +59,8 @@
 // device): tags match per connection, in order, with every tag bit
 // significant, and closing a connection ends everything of it. Progress:
 // every Request.Test progresses the worker; besides, one goroutine per
-// connection sleeps on the worker's event fd (ucp_worker_arm and poll) and
-// progresses it when UCX has events, so that wire-up and the peer's
+// connection sleeps on the worker's event fd (ucp_worker_arm, then Go's
+// netpoller: no thread blocked in C) and progresses it when UCX has events, so that wire-up and the peer's
 // transfers move on while nobody tests here (from the handshake on, so a
 // sender may send, or close, before the listener's Accept). Requests are
 // network.Waiters: Wait sleeps between that goroutine's rounds. An idle
