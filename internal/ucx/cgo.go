@@ -174,6 +174,12 @@ func cRecvStatus(req uintptr) (int, Status) {
 	return int(l), s
 }
 
+func cTest(w, req uintptr, recv bool) (int, Status) {
+	var l C.size_t
+	s := Status(C.gccl_ucx_test(C.uintptr_t(w), C.uintptr_t(req), cbool(recv), &l))
+	return int(l), s
+}
+
 func cRequestCancel(w, req uintptr) { C.gccl_ucx_request_cancel(C.uintptr_t(w), C.uintptr_t(req)) }
 
 func cRequestFree(req uintptr) { C.gccl_ucx_request_free(C.uintptr_t(req)) }

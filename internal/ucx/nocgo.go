@@ -34,6 +34,7 @@ func cWorkerFlush(uintptr) (uintptr, Status)                       { return 0, e
 func cEpFree(uintptr)                                              {}
 func cRequestStatus(uintptr) Status                                { return errNotLoaded }
 func cRecvStatus(uintptr) (int, Status)                            { return 0, errNotLoaded }
+func cTest(uintptr, uintptr, bool) (int, Status)                   { return 0, errNotLoaded }
 func cRequestCancel(uintptr, uintptr)                              {}
 func cRequestFree(uintptr)                                         {}
 func cMemUnmap(uintptr, uintptr) Status                            { return errNotLoaded }

@@ -329,8 +329,10 @@ int gccl_ucx_arm(uintptr_t worker, int *fd)
 	ucs_status_t s = p_ucp_worker_get_efd((void *)worker, fd);
 	if (s != GCCL_UCS_OK)
 		return s;
-	while (p_ucp_worker_progress((void *)worker) != 0) {
-	}
+	// Events this progress handles may complete what the caller's
+	// caller waits for: report them, do not sleep over them.
+	if (p_ucp_worker_progress((void *)worker) != 0)
+		return GCCL_UCS_INPROGRESS;
 	s = p_ucp_worker_arm((void *)worker);
 	if (s == GCCL_UCS_ERR_BUSY)
 		return GCCL_UCS_INPROGRESS; // events arrived meanwhile: progress again, do not sleep
@@ -456,6 +458,16 @@ int gccl_ucx_recv_status(uintptr_t req, size_t *len)
 	ucs_status_t s = p_ucp_tag_recv_request_test((void *)req, &info);
 	*len = info.length;
 	return s;
+}
+
+int gccl_ucx_test(uintptr_t worker, uintptr_t req, int recv, size_t *len)
+{
+	for (;;) {
+		unsigned events = p_ucp_worker_progress((void *)worker);
+		int s = recv ? gccl_ucx_recv_status(req, len) : gccl_ucx_request_status(req);
+		if (s != GCCL_UCS_INPROGRESS || events == 0)
+			return s;
+	}
 }
 
 void gccl_ucx_request_cancel(uintptr_t worker, uintptr_t req) { p_ucp_request_cancel((void *)worker, (void *)req); }

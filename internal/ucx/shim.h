@@ -59,9 +59,10 @@ int gccl_ucx_worker_address(uintptr_t worker, char *buf, int len, int *needed);
 unsigned gccl_ucx_progress(uintptr_t worker);
 // The worker's event fd (ucp_worker_get_efd).
 int gccl_ucx_event_fd(uintptr_t worker, int *fd);
-// Progresses until idle and arms the worker's wakeup (ucp_worker_arm);
-// *fd is its event fd, to poll. UCS_INPROGRESS: events came meanwhile, or
-// the fd is readable still.
+// Progresses the worker and, when that handled nothing, arms its wakeup
+// (ucp_worker_arm); *fd is its event fd, to poll. UCS_INPROGRESS: the
+// progress handled events, or events came meanwhile, or the fd is
+// readable still: do not sleep.
 int gccl_ucx_arm(uintptr_t worker, int *fd);
 // Wakes a poll on the worker's event fd (ucp_worker_signal).
 int gccl_ucx_signal(uintptr_t worker);
@@ -89,6 +90,10 @@ int gccl_ucx_tag_recv(uintptr_t worker, void *buf, size_t n, uint64_t tag, uintp
 		      uintptr_t *req, size_t *len);
 int gccl_ucx_request_status(uintptr_t req);
 int gccl_ucx_recv_status(uintptr_t req, size_t *len);
+// Progresses the worker until req (a receive when recv) is done or the
+// worker is idle, at least once; returns req's status (and a receive's
+// length), all in one call from Go.
+int gccl_ucx_test(uintptr_t worker, uintptr_t req, int recv, size_t *len);
 void gccl_ucx_request_cancel(uintptr_t worker, uintptr_t req);
 void gccl_ucx_request_free(uintptr_t req);
 

@@ -118,3 +118,34 @@ func TestCloseEndsWait(t *testing.T) {
 	}
 	require.Error(t, w.Wait(time.Millisecond), "a closed worker's Wait")
 }
+
+// TestWaitReturnsWhatItsProgressCompleted: a message that arrived while
+// nobody progressed the receiver is handled by the progress a Wait does
+// before it sleeps; that Wait returns at once (its caller's request may
+// be done now) instead of sleeping out its d over it.
+func TestWaitReturnsWhatItsProgressCompleted(t *testing.T) {
+	c := tcpContext(t)
+	_, b, ep := pair(t, c)
+	buf, got := []byte("wire-up!"), make([]byte, 8)
+	r, err := b.Recv(ptr(got), len(got), 99, nil, false)
+	require.NoError(t, err)
+	s, err := ep.Send(ptr(buf), len(buf), 99, nil, false)
+	require.NoError(t, err)
+	waitBoth(t, s, r) // wired up
+	s.Release()
+	r.Release()
+	for i := range 10 {
+		r, err := b.Recv(ptr(got), len(got), uint64(i), nil, false)
+		require.NoError(t, err)
+		s, err := ep.Send(ptr(buf), len(buf), uint64(i), nil, false)
+		require.NoError(t, err)
+		require.NoError(t, s.Wait(10*time.Second))
+		s.Release()
+		time.Sleep(20 * time.Millisecond) // arrived, not handled
+		start := time.Now()
+		require.NoError(t, b.Wait(5*time.Second))
+		assert.Less(t, time.Since(start), time.Second, "message %d", i)
+		require.NoError(t, r.Wait(10*time.Second))
+		r.Release()
+	}
+}

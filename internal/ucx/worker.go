@@ -64,17 +64,23 @@ func (w *Worker) Close() {
 	w.drainUntil(deadline)
 	_ = w.Flush(time.Until(deadline))
 	w.drainUntil(deadline)
+	if events := w.destroy(); events != nil {
+		// Without the lock: File.Close waits for a Wait asleep on it to
+		// return, and that Wait may be about to take the lock.
+		events.Close()
+	}
+}
+
+// destroy destroys the worker (lock not held); it returns the event fd's
+// dup for the caller to close.
+func (w *Worker) destroy() *os.File {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.h == 0 {
-		return
+		return nil
 	}
 	for _, r := range w.orphans {
 		r.handBack()
-	}
-	if w.events != nil {
-		w.events.Close() // a Wait asleep on it returns
-		w.events = nil
 	}
 	cWorkerDestroy(w.h)
 	w.h = 0
@@ -82,6 +88,9 @@ func (w *Worker) Close() {
 		r.finish()
 	}
 	w.orphans = nil
+	events := w.events
+	w.events = nil
+	return events
 }
 
 // drainUntil progresses the worker, sleeping on its events, until the
@@ -182,8 +191,10 @@ func (w *Worker) progress() {
 	}
 }
 
-// Wait progresses the worker, then sleeps until it has events (its event
-// fd becomes readable) or d passes, whichever is first. It does not hold
+// Wait progresses the worker; if that handled nothing, it sleeps until
+// the worker has events (its event fd becomes readable) or d passes,
+// whichever is first. Events the progress handled return at once: they
+// may have completed what the caller waits for. It does not hold
 // the worker while it sleeps, so other goroutines may progress it
 // meanwhile; waiters loop on their own condition with their own deadline.
 //
@@ -263,9 +274,9 @@ func (w *Worker) eventFile() (*os.File, error) {
 	return w.events, nil
 }
 
-// arm progresses the worker until it is idle and arms its events
-// (ucp_worker_arm): InProgress when events came meanwhile (or are still
-// readable), so that the caller must not sleep.
+// arm progresses the worker and arms its events (ucp_worker_arm):
+// InProgress when the progress handled events, or events came meanwhile
+// (or are still readable), so that the caller must not sleep.
 func (w *Worker) arm() (Status, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -497,23 +508,32 @@ func (r *Request) finish() {
 
 // Test progresses the worker and reports whether r is done, the bytes a
 // receive got, and its error; a cancelled request reports ErrCanceled.
+// It progresses until r is done or the worker is idle, in one call into
+// C.
 func (r *Request) Test() (bool, int, error) {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
 	if !r.done && r.h != 0 {
-		r.w.progress()
-		r.poll()
+		n, s := cTest(r.w.h, r.h, r.recv)
+		r.settle(n, s)
 	}
 	return r.done, r.n, r.err
 }
 
 // poll checks r's status without progressing (lock held).
 func (r *Request) poll() {
-	var s Status
 	if r.recv {
-		r.n, s = cRecvStatus(r.h)
+		r.settle(cRecvStatus(r.h))
 	} else {
-		s = cRequestStatus(r.h)
+		r.settle(0, cRequestStatus(r.h))
+	}
+}
+
+// settle records r's status s (and a receive's length n), freeing r once
+// it is done (lock held).
+func (r *Request) settle(n int, s Status) {
+	if r.recv {
+		r.n = n
 	}
 	if s == InProgress {
 		return
