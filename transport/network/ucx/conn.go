@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/internal/ucx"
 	"github.com/gccl/gccl/transport/network"
 	"github.com/gccl/gccl/transport/topo"
@@ -351,21 +353,32 @@ func (r *request) Test() (bool, int, error) {
 }
 
 // Wait blocks until r is done, within ctx (or the connection's timeout
-// when ctx has none), sleeping between the progress goroutine's rounds
-// (which wake on the worker's events). An expired wait is ErrTimeout and
-// leaves r pending.
+// when ctx has none). It polls first, testing r on the caller's goroutine
+// (each Test progresses the worker) and yielding the P in between, for
+// the host's spin time (futex.SpinTime: GCCL_HOST_SPIN, none where the
+// host's ranks outnumber half its CPUs under auto), as the socket
+// provider's requests do; then it sleeps between the progress
+// goroutine's rounds (which wake on the worker's events). An expired wait
+// is ErrTimeout and leaves r pending.
 func (r *request) Wait(ctx context.Context) (int, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout(r.c.cfg))
 		defer cancel()
 	}
+	spin := futex.SpinTime()
+	start := time.Now()
 	for {
 		tick := r.c.tick()
 		done, n, err := r.Test()
 		if done {
 			return n, err
 		}
+		if spin > 0 && time.Since(start) < spin && ctx.Err() == nil {
+			runtime.Gosched()
+			continue
+		}
+		spin = 0
 		select {
 		case <-tick:
 		case <-ctx.Done():
