@@ -175,11 +175,15 @@ func (c *conn) adopt() error {
 const idleWake = 250 * time.Millisecond
 
 // progress is the connection's one progress mechanism besides the Test
-// calls: it sleeps on the worker's event fd (ucp_worker_arm, poll) and
+// calls: it sleeps on the worker's event fd (ucx.Worker.Wait) and
 // progresses the worker when UCX has events, so that wire-up, the peer's
-// sends and its flush move on while nobody tests a request here. An idle
-// connection costs a wake-up every idleWake, no busy loop. It runs on
-// Config.CPUs (topo.Pin) where the endpoint placed the connection.
+// sends and its flush move on while nobody tests a request here. Each
+// round wakes the requests' waiters (tick) at once: a waiter woken by the
+// event tests its request, progressing the worker itself, while this
+// goroutine's next Wait progresses it too and sleeps again only once
+// nothing is left. An idle connection costs a wake-up every idleWake, no
+// busy loop. It runs on Config.CPUs (topo.Pin) where the endpoint placed
+// the connection.
 func (c *conn) progress() {
 	defer close(c.progressed)
 	unpin, err := topo.Pin(c.cfg.CPUs)
@@ -191,7 +195,6 @@ func (c *conn) progress() {
 		if err := c.w.Wait(idleWake); err != nil {
 			return
 		}
-		c.w.Progress()
 		c.wake()
 	}
 }

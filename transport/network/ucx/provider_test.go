@@ -12,6 +12,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/internal/ucx"
 	"github.com/gccl/gccl/transport/network"
 	"github.com/stretchr/testify/assert"
@@ -478,4 +479,25 @@ func TestAbortSilentPeer(t *testing.T) {
 			require.NoError(t, network.Abort(peer))
 		})
 	}
+}
+
+// TestWaitSpinKeepsDeadline: a Wait polling for a long spin time still
+// ends at its context's deadline (ErrTimeout), the request left pending.
+func TestWaitSpinKeepsDeadline(t *testing.T) {
+	requireUCX(t)
+	defer futex.SetSpin(futex.SpinTime())
+	futex.SetSpin(time.Hour)
+	_, r := pair(t, New(), 0)
+	b := newBuffer(t, r, 8)
+	q, err := r.Irecv(b.region(8), b.m, 1)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = q.(network.Waiter).Wait(ctx)
+	require.ErrorIs(t, err, gccl.ErrTimeout)
+	require.Less(t, time.Since(start), 5*time.Second)
+	done, _, err := q.Test()
+	require.NoError(t, err)
+	require.False(t, done, "the request stays pending")
 }
