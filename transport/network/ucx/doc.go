@@ -72,6 +72,10 @@
 // goroutine runs on network.Config.CPUs (topo.Pin) where the endpoint
 // placed the connection near its GPU or NIC.
 //
+// On a TCP device UCX sends transfers of up to 128 KiB eagerly
+// (UCX_RNDV_THRESH, unless the environment sets it): a message's first
+// transfer never waits for a rendezvous round trip.
+//
 // Registration is ucp_mem_map of the region (host or CUDA memory type).
 // Flush is done at once for host memory; for CUDA memory it is a one-byte
 // RDMA read (ucp_get_nbx) of the region through an endpoint to the

@@ -501,3 +501,17 @@ func TestWaitSpinKeepsDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, done, "the request stays pending")
 }
+
+// TestDeviceSettings: a TCP device's context sends eagerly up to
+// tcpEagerLimit unless the environment says otherwise; a verbs device's
+// keeps UCX's rendezvous threshold.
+func TestDeviceSettings(t *testing.T) {
+	tcp := device{props: network.Properties{Name: "eth0"}}
+	ib := device{props: network.Properties{Name: "mlx5_0:1"}, ib: true}
+	eager := ucx.Setting{Name: "RNDV_THRESH", Value: tcpEagerLimit}
+	require.Contains(t, deviceSettings(tcp), eager)
+	require.Contains(t, deviceSettings(tcp), ucx.Setting{Name: "NET_DEVICES", Value: "eth0"})
+	require.NotContains(t, deviceSettings(ib), eager)
+	t.Setenv("UCX_RNDV_THRESH", "1m")
+	require.NotContains(t, deviceSettings(tcp), eager, "the environment's UCX_RNDV_THRESH wins")
+}
