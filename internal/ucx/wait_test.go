@@ -149,3 +149,22 @@ func TestWaitReturnsWhatItsProgressCompleted(t *testing.T) {
 		r.Release()
 	}
 }
+
+// TestTestAllocatesNothing: testing a pending request, the per-message
+// path's most frequent call, allocates nothing (no pointer passed to C).
+func TestTestAllocatesNothing(t *testing.T) {
+	c := tcpContext(t)
+	w, err := c.NewWorker()
+	require.NoError(t, err)
+	defer w.Close()
+	buf := make([]byte, 8)
+	r, err := w.Recv(ptr(buf), len(buf), 1, nil, false)
+	require.NoError(t, err)
+	defer r.Release()
+	allocs := testing.AllocsPerRun(100, func() {
+		if done, _, _ := r.Test(); done {
+			t.Fatal("a receive nobody sends to is done")
+		}
+	})
+	assert.Zero(t, allocs)
+}

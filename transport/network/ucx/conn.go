@@ -42,6 +42,7 @@ type conn struct {
 	abortOnce  sync.Once
 	tickMu     sync.Mutex
 	ticker     chan struct{}
+	tickTaken  bool // someone has ticker: the next round closes it
 
 	peerGone atomic.Bool           // the side socket reached EOF or failed
 	peerBye  atomic.Int64          // sends the peer made before it closed; -1 = not closing
@@ -203,14 +204,18 @@ func (c *conn) progress() {
 func (c *conn) tick() <-chan struct{} {
 	c.tickMu.Lock()
 	defer c.tickMu.Unlock()
+	c.tickTaken = true
 	return c.ticker
 }
 
+// wake closes the tick, if anyone took it, for a new one.
 func (c *conn) wake() {
 	c.tickMu.Lock()
 	defer c.tickMu.Unlock()
-	close(c.ticker)
-	c.ticker = make(chan struct{})
+	if c.tickTaken {
+		close(c.ticker)
+		c.ticker, c.tickTaken = make(chan struct{}), false
+	}
 }
 
 // readRefusal reads the rest of a msgFail: a result code, a length and
