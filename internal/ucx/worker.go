@@ -253,7 +253,7 @@ func (w *Worker) closed() bool {
 
 // eventFile is the worker's event fd in Go's netpoller (a non-blocking
 // dup of it, edge-triggered there: arm clears what woke it last), made on
-// first use; nil once the worker is closed.
+// first use; an error once the worker is closed.
 func (w *Worker) eventFile() (*os.File, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
