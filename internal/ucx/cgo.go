@@ -96,10 +96,15 @@ func cWorkerAddress(w uintptr) ([]byte, Status) {
 
 func cProgress(w uintptr) uint { return uint(C.gccl_ucx_progress(C.uintptr_t(w))) }
 
-func cArm(w uintptr) (int, Status) {
+func cEventFd(w uintptr) (int, Status) {
 	var fd C.int
-	s := Status(C.gccl_ucx_arm(C.uintptr_t(w), &fd))
+	s := Status(C.gccl_ucx_event_fd(C.uintptr_t(w), &fd))
 	return int(fd), s
+}
+
+func cArm(w uintptr) (int, Status) {
+	r := C.gccl_ucx_arm(C.uintptr_t(w))
+	return int(r.n), Status(r.status)
 }
 
 func cSignal(w uintptr) Status { return Status(C.gccl_ucx_signal(C.uintptr_t(w))) }
@@ -148,16 +153,13 @@ func cbool(b bool) C.int {
 }
 
 func cTagSend(ep uintptr, p unsafe.Pointer, n int, tag uint64, memh uintptr, cuda bool) (uintptr, Status) {
-	var req C.uintptr_t
-	s := Status(C.gccl_ucx_tag_send(C.uintptr_t(ep), p, C.size_t(n), C.uint64_t(tag), C.uintptr_t(memh), cbool(cuda), &req))
-	return uintptr(req), s
+	r := C.gccl_ucx_tag_send(C.uintptr_t(ep), p, C.size_t(n), C.uint64_t(tag), C.uintptr_t(memh), cbool(cuda))
+	return uintptr(r.req), Status(r.status)
 }
 
 func cTagRecv(w uintptr, p unsafe.Pointer, n int, tag uint64, memh uintptr, cuda bool) (uintptr, int, Status) {
-	var req C.uintptr_t
-	var l C.size_t
-	s := Status(C.gccl_ucx_tag_recv(C.uintptr_t(w), p, C.size_t(n), C.uint64_t(tag), C.uintptr_t(memh), cbool(cuda), &req, &l))
-	return uintptr(req), int(l), s
+	r := C.gccl_ucx_tag_recv(C.uintptr_t(w), p, C.size_t(n), C.uint64_t(tag), C.uintptr_t(memh), cbool(cuda))
+	return uintptr(r.req), int(r.n), Status(r.status)
 }
 
 func cRequestStatus(req uintptr) Status { return Status(C.gccl_ucx_request_status(C.uintptr_t(req))) }
@@ -166,6 +168,11 @@ func cRecvStatus(req uintptr) (int, Status) {
 	var l C.size_t
 	s := Status(C.gccl_ucx_recv_status(C.uintptr_t(req), &l))
 	return int(l), s
+}
+
+func cTest(w, req uintptr, recv bool) (int, Status) {
+	r := C.gccl_ucx_test(C.uintptr_t(w), C.uintptr_t(req), cbool(recv))
+	return int(r.n), Status(r.status)
 }
 
 func cRequestCancel(w, req uintptr) { C.gccl_ucx_request_cancel(C.uintptr_t(w), C.uintptr_t(req)) }

@@ -19,8 +19,9 @@
 // Requests (tag send/receive nbx, tested with ucp_request_check_status /
 // ucp_tag_recv_request_test, cancelled, freed). Nothing progresses by
 // itself: Request.Test progresses the worker, and Worker.Wait sleeps on
-// the worker's event fd (ucp_worker_arm + poll) for waits with deadlines,
-// so an idle worker burns no CPU. Go memory a request uses is pinned
+// the worker's event fd (ucp_worker_arm, then Go's netpoller, so that no
+// thread blocks in C) for waits with deadlines, so an idle worker burns
+// no CPU. Go memory a request uses is pinned
 // (runtime.Pinner) until the request is done or its worker is closed.
 // Failures are *gccl.Error values: RemoteError when the peer failed,
 // InvalidUsage for a truncated receive, SystemError otherwise, with the

@@ -22,6 +22,7 @@ func cWorkerCreate(uintptr) (uintptr, Status)                      { return 0, e
 func cWorkerDestroy(uintptr)                                       {}
 func cWorkerAddress(uintptr) ([]byte, Status)                      { return nil, errNotLoaded }
 func cProgress(uintptr) uint                                       { return 0 }
+func cEventFd(uintptr) (int, Status)                               { return -1, errNotLoaded }
 func cArm(uintptr) (int, Status)                                   { return -1, errNotLoaded }
 func cSignal(uintptr) Status                                       { return errNotLoaded }
 func cPoll(int, int)                                               {}
@@ -33,6 +34,7 @@ func cWorkerFlush(uintptr) (uintptr, Status)                       { return 0, e
 func cEpFree(uintptr)                                              {}
 func cRequestStatus(uintptr) Status                                { return errNotLoaded }
 func cRecvStatus(uintptr) (int, Status)                            { return 0, errNotLoaded }
+func cTest(uintptr, uintptr, bool) (int, Status)                   { return 0, errNotLoaded }
 func cRequestCancel(uintptr, uintptr)                              {}
 func cRequestFree(uintptr)                                         {}
 func cMemUnmap(uintptr, uintptr) Status                            { return errNotLoaded }

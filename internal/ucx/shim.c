@@ -322,17 +322,34 @@ int gccl_ucx_worker_address(uintptr_t worker, char *buf, int len, int *needed)
 
 unsigned gccl_ucx_progress(uintptr_t worker) { return p_ucp_worker_progress((void *)worker); }
 
-int gccl_ucx_arm(uintptr_t worker, int *fd)
+int gccl_ucx_event_fd(uintptr_t worker, int *fd) { return p_ucp_worker_get_efd((void *)worker, fd); }
+
+gccl_ucx_result gccl_ucx_arm(uintptr_t worker)
 {
-	ucs_status_t s = p_ucp_worker_get_efd((void *)worker, fd);
-	if (s != GCCL_UCS_OK)
-		return s;
-	while (p_ucp_worker_progress((void *)worker) != 0) {
+	gccl_ucx_result r = {0, 0, 0};
+	int fd = -1;
+	r.status = p_ucp_worker_get_efd((void *)worker, &fd);
+	r.n = fd;
+	if (r.status != GCCL_UCS_OK)
+		return r;
+	// Events this progress handles may complete what the caller's
+	// caller waits for: report them, do not sleep over them.
+	if (p_ucp_worker_progress((void *)worker) != 0) {
+		r.status = GCCL_UCS_INPROGRESS;
+		return r;
 	}
-	s = p_ucp_worker_arm((void *)worker);
-	if (s == GCCL_UCS_ERR_BUSY)
-		return GCCL_UCS_INPROGRESS; // events arrived meanwhile: progress again, do not sleep
-	return s;
+	r.status = p_ucp_worker_arm((void *)worker);
+	if (r.status == GCCL_UCS_ERR_BUSY)
+		r.status = GCCL_UCS_INPROGRESS; // events arrived meanwhile: progress again, do not sleep
+	if (r.status != GCCL_UCS_OK)
+		return r;
+	// Armed. Still readable (an event the progress left queued)? Then a
+	// sleeper woken only by new events (an edge-triggered netpoller)
+	// would miss it: do not sleep.
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, 0) > 0)
+		r.status = GCCL_UCS_INPROGRESS;
+	return r;
 }
 
 int gccl_ucx_signal(uintptr_t worker) { return p_ucp_worker_signal((void *)worker); }
@@ -414,17 +431,18 @@ static void op_param(ucp_request_param_t *param, uintptr_t memh, int cuda)
 	}
 }
 
-int gccl_ucx_tag_send(uintptr_t ep, void *buf, size_t n, uint64_t tag, uintptr_t memh, int cuda,
-		      uintptr_t *req)
+gccl_ucx_result gccl_ucx_tag_send(uintptr_t ep, void *buf, size_t n, uint64_t tag, uintptr_t memh, int cuda)
 {
+	gccl_ucx_result r = {0, 0, 0};
 	ucp_request_param_t param;
 	op_param(&param, memh, cuda);
-	return status_of(p_ucp_tag_send_nbx(((struct ep *)ep)->ep, buf, n, tag, &param), req);
+	r.status = status_of(p_ucp_tag_send_nbx(((struct ep *)ep)->ep, buf, n, tag, &param), &r.req);
+	return r;
 }
 
-int gccl_ucx_tag_recv(uintptr_t worker, void *buf, size_t n, uint64_t tag, uintptr_t memh, int cuda,
-		      uintptr_t *req, size_t *len)
+gccl_ucx_result gccl_ucx_tag_recv(uintptr_t worker, void *buf, size_t n, uint64_t tag, uintptr_t memh, int cuda)
 {
+	gccl_ucx_result r = {0, 0, 0};
 	ucp_tag_recv_info_t info = {0, 0};
 	ucp_request_param_t param;
 	op_param(&param, memh, cuda);
@@ -433,9 +451,9 @@ int gccl_ucx_tag_recv(uintptr_t worker, void *buf, size_t n, uint64_t tag, uintp
 	// ask for a request always and read the length from it.
 	param.op_attr_mask |= OP_ATTR_FIELD_RECV_INFO | OP_ATTR_FLAG_NO_IMM_CMPL;
 	param.recv_info.tag_info = &info;
-	int s = status_of(p_ucp_tag_recv_nbx((void *)worker, buf, n, tag, ~(uint64_t)0, &param), req);
-	*len = info.length;
-	return s;
+	r.status = status_of(p_ucp_tag_recv_nbx((void *)worker, buf, n, tag, ~(uint64_t)0, &param), &r.req);
+	r.n = info.length;
+	return r;
 }
 
 int gccl_ucx_request_status(uintptr_t req) { return p_ucp_request_check_status((void *)req); }
@@ -446,6 +464,17 @@ int gccl_ucx_recv_status(uintptr_t req, size_t *len)
 	ucs_status_t s = p_ucp_tag_recv_request_test((void *)req, &info);
 	*len = info.length;
 	return s;
+}
+
+gccl_ucx_result gccl_ucx_test(uintptr_t worker, uintptr_t req, int recv)
+{
+	gccl_ucx_result r = {0, req, 0};
+	for (;;) {
+		unsigned events = p_ucp_worker_progress((void *)worker);
+		r.status = recv ? gccl_ucx_recv_status(req, &r.n) : gccl_ucx_request_status(req);
+		if (r.status != GCCL_UCS_INPROGRESS || events == 0)
+			return r;
+	}
 }
 
 void gccl_ucx_request_cancel(uintptr_t worker, uintptr_t req) { p_ucp_request_cancel((void *)worker, (void *)req); }

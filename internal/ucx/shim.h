@@ -33,6 +33,16 @@ typedef int8_t ucs_status_t;
 #define GCCL_UCX_ERR_NOT_LOADED -120
 #define GCCL_UCX_ERR_NO_SYMBOL -121
 
+// What the calls on the per-message path return: by value, so that Go
+// passes them no pointer (one passed to C escapes to the heap, an
+// allocation per call). status is a ucs_status_t; req a request (0 when
+// the operation completed at once); n a length or a file descriptor.
+typedef struct {
+	int status;
+	uintptr_t req;
+	size_t n;
+} gccl_ucx_result;
+
 // ucs_memory_type_t
 #define GCCL_UCS_MEMORY_TYPE_HOST 0
 #define GCCL_UCS_MEMORY_TYPE_CUDA 1
@@ -57,9 +67,13 @@ int gccl_ucx_worker_create(uintptr_t ctx, uintptr_t *worker);
 void gccl_ucx_worker_destroy(uintptr_t worker);
 int gccl_ucx_worker_address(uintptr_t worker, char *buf, int len, int *needed);
 unsigned gccl_ucx_progress(uintptr_t worker);
-// Progresses until idle and arms the worker's wakeup (ucp_worker_arm);
-// *fd is its event fd, to poll. UCS_INPROGRESS: events came meanwhile.
-int gccl_ucx_arm(uintptr_t worker, int *fd);
+// The worker's event fd (ucp_worker_get_efd).
+int gccl_ucx_event_fd(uintptr_t worker, int *fd);
+// Progresses the worker and, when that handled nothing, arms its wakeup
+// (ucp_worker_arm); n is its event fd, to poll. UCS_INPROGRESS: the
+// progress handled events, or events came meanwhile, or the fd is
+// readable still: do not sleep.
+gccl_ucx_result gccl_ucx_arm(uintptr_t worker);
 // Wakes a poll on the worker's event fd (ucp_worker_signal).
 int gccl_ucx_signal(uintptr_t worker);
 // Sleeps until fd is readable or timeout_ms pass.
@@ -78,14 +92,16 @@ void gccl_ucx_ep_free(uintptr_t ep);
 // the ones UCX made for peers' wire-up included.
 int gccl_ucx_worker_flush(uintptr_t worker, uintptr_t *req);
 
-// Requests: *req is 0 when the operation completed at once (then *len
-// holds the received length for receives).
-int gccl_ucx_tag_send(uintptr_t ep, void *buf, size_t n, uint64_t tag, uintptr_t memh, int cuda,
-		      uintptr_t *req);
-int gccl_ucx_tag_recv(uintptr_t worker, void *buf, size_t n, uint64_t tag, uintptr_t memh, int cuda,
-		      uintptr_t *req, size_t *len);
+// Requests: req is 0 when the operation completed at once (then n holds
+// the received length for receives).
+gccl_ucx_result gccl_ucx_tag_send(uintptr_t ep, void *buf, size_t n, uint64_t tag, uintptr_t memh, int cuda);
+gccl_ucx_result gccl_ucx_tag_recv(uintptr_t worker, void *buf, size_t n, uint64_t tag, uintptr_t memh, int cuda);
 int gccl_ucx_request_status(uintptr_t req);
 int gccl_ucx_recv_status(uintptr_t req, size_t *len);
+// Progresses the worker until req (a receive when recv) is done or the
+// worker is idle, at least once; returns req's status (and a receive's
+// length in n), all in one call from Go.
+gccl_ucx_result gccl_ucx_test(uintptr_t worker, uintptr_t req, int recv);
 void gccl_ucx_request_cancel(uintptr_t worker, uintptr_t req);
 void gccl_ucx_request_free(uintptr_t req);
 

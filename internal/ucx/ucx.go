@@ -3,6 +3,7 @@ package ucx
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"unsafe"
@@ -50,6 +51,15 @@ type Context struct {
 // Setting is one ucp_config_modify applied over the environment's UCX_*
 // configuration: Name without the UCX_ prefix ("TLS", "NET_DEVICES").
 type Setting struct{ Name, Value string }
+
+// UnlessSet is s, or nothing where the environment sets UCX_<Name> itself:
+// a default of gccl's that the user's UCX configuration overrides.
+func (s Setting) UnlessSet() []Setting {
+	if _, set := os.LookupEnv("UCX_" + strings.TrimPrefix(s.Name, "?")); set {
+		return nil
+	}
+	return []Setting{s}
+}
 
 // wireUpAtCreate is applied to every context before the caller's
 // settings: UCX_RESOLVE_REMOTE_EP_ID=y (UCX 1.13 on; older ones do not

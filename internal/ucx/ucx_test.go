@@ -350,3 +350,12 @@ func TestPeerStatuses(t *testing.T) {
 		assert.Equal(t, want, gccl.Code(check("call", s)), "status %d", int(s))
 	}
 }
+
+func TestUnlessSet(t *testing.T) {
+	s := Setting{"?RNDV_THRESH", "128k"}
+	t.Setenv("UCX_RNDV_THRESH", "")
+	os.Unsetenv("UCX_RNDV_THRESH")
+	require.Equal(t, []Setting{s}, s.UnlessSet())
+	t.Setenv("UCX_RNDV_THRESH", "1m")
+	require.Empty(t, s.UnlessSet())
+}

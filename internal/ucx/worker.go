@@ -1,6 +1,8 @@
 package ucx
 
 import (
+	"errors"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,8 @@ type Worker struct {
 	ctx     *Context
 	orphans []*Request   // released before they completed: pinned until Close
 	hurry   atomic.Int64 // Hurry's bound on every wait (Unix ns), 0 for none
+	events  *os.File     // a dup of the event fd in Go's netpoller, made by the first Wait (mu held)
+	sleeper sync.Mutex   // held by the Wait asleep on events
 }
 
 // NewWorker creates a worker of c.
@@ -60,10 +64,20 @@ func (w *Worker) Close() {
 	w.drainUntil(deadline)
 	_ = w.Flush(time.Until(deadline))
 	w.drainUntil(deadline)
+	if events := w.destroy(); events != nil {
+		// Without the lock: File.Close waits for a Wait asleep on it to
+		// return, and that Wait may be about to take the lock.
+		events.Close()
+	}
+}
+
+// destroy destroys the worker (lock not held); it returns the event fd's
+// dup for the caller to close.
+func (w *Worker) destroy() *os.File {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.h == 0 {
-		return
+		return nil
 	}
 	for _, r := range w.orphans {
 		r.handBack()
@@ -74,6 +88,9 @@ func (w *Worker) Close() {
 		r.finish()
 	}
 	w.orphans = nil
+	events := w.events
+	w.events = nil
+	return events
 }
 
 // drainUntil progresses the worker, sleeping on its events, until the
@@ -174,15 +191,111 @@ func (w *Worker) progress() {
 	}
 }
 
-// Wait progresses the worker, then sleeps until it has events (its event
-// fd becomes readable) or d passes, whichever is first. It does not hold
+// Wait progresses the worker; if that handled nothing, it sleeps until
+// the worker has events (its event fd becomes readable) or d passes,
+// whichever is first. Events the progress handled return at once: they
+// may have completed what the caller waits for. It does not hold
 // the worker while it sleeps, so other goroutines may progress it
 // meanwhile; waiters loop on their own condition with their own deadline.
+//
+// One Wait at a time sleeps in Go's netpoller, on a dup of the event fd
+// (no thread blocked in C, no wake-up of another thread to take over its
+// P): a connection's progress goroutine, which waits so for every event.
+// A Wait that finds that one taken sleeps in poll(2) (a blocking cgo call)
+// instead, so that each sleeps within its own d.
 func (w *Worker) Wait(d time.Duration) error {
+	if !w.sleeper.TryLock() {
+		return w.pollWait(d)
+	}
+	defer w.sleeper.Unlock()
+	f, err := w.eventFile()
+	if err != nil {
+		return err
+	}
+	rc, err := f.SyscallConn()
+	if err == nil {
+		err = f.SetReadDeadline(time.Now().Add(max(d, time.Millisecond)))
+	}
+	armed := false
+	var armErr error
+	if err == nil {
+		err = rc.Read(func(uintptr) bool {
+			if armed {
+				return true // readable: events came
+			}
+			var s Status
+			if s, armErr = w.arm(); armErr != nil || s == InProgress {
+				return true
+			}
+			armed = true
+			return false // sleep until the fd is readable (or the deadline)
+		})
+	}
+	switch {
+	case armErr != nil:
+		return armErr
+	case err == nil || errors.Is(err, os.ErrDeadlineExceeded):
+		return nil
+	case w.closed():
+		return errWorkerClosed() // Close closed the file under us
+	}
+	return gccl.Errorf(gccl.SystemError, "ucx worker", "waiting on the event fd: %w", err)
+}
+
+func errWorkerClosed() error { return gccl.Errorf(gccl.InvalidUsage, "ucx worker", "closed") }
+
+// closed reports whether Close destroyed the worker.
+func (w *Worker) closed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.h == 0
+}
+
+// eventFile is the worker's event fd in Go's netpoller (a non-blocking
+// dup of it, edge-triggered there: arm clears what woke it last), made on
+// first use; an error once the worker is closed.
+func (w *Worker) eventFile() (*os.File, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h == 0 {
+		return nil, errWorkerClosed()
+	}
+	if w.events == nil {
+		fd, s := cEventFd(w.h)
+		if err := check("ucp_worker_get_efd", s); err != nil {
+			return nil, err
+		}
+		f, err := pollable(fd)
+		if err != nil {
+			return nil, gccl.Errorf(gccl.SystemError, "ucx worker", "event fd: %w", err)
+		}
+		w.events = f
+	}
+	return w.events, nil
+}
+
+// arm progresses the worker and arms its events (ucp_worker_arm):
+// InProgress when the progress handled events, or events came meanwhile
+// (or are still readable), so that the caller must not sleep.
+func (w *Worker) arm() (Status, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h == 0 {
+		return OK, errWorkerClosed()
+	}
+	_, s := cArm(w.h)
+	if s == InProgress {
+		return s, nil
+	}
+	return s, check("ucp_worker_arm", s)
+}
+
+// pollWait is Wait sleeping in poll(2).
+func (w *Worker) pollWait(d time.Duration) error {
 	w.mu.Lock()
 	if w.h == 0 {
 		w.mu.Unlock()
-		return gccl.Errorf(gccl.InvalidUsage, "ucx worker", "closed")
+		return errWorkerClosed()
 	}
 	fd, s := cArm(w.h)
 	w.mu.Unlock()
@@ -395,23 +508,32 @@ func (r *Request) finish() {
 
 // Test progresses the worker and reports whether r is done, the bytes a
 // receive got, and its error; a cancelled request reports ErrCanceled.
+// It progresses until r is done or the worker is idle, in one call into
+// C.
 func (r *Request) Test() (bool, int, error) {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
 	if !r.done && r.h != 0 {
-		r.w.progress()
-		r.poll()
+		n, s := cTest(r.w.h, r.h, r.recv)
+		r.settle(n, s)
 	}
 	return r.done, r.n, r.err
 }
 
 // poll checks r's status without progressing (lock held).
 func (r *Request) poll() {
-	var s Status
 	if r.recv {
-		r.n, s = cRecvStatus(r.h)
+		r.settle(cRecvStatus(r.h))
 	} else {
-		s = cRequestStatus(r.h)
+		r.settle(0, cRequestStatus(r.h))
+	}
+}
+
+// settle records r's status s (and a receive's length n), freeing r once
+// it is done (lock held).
+func (r *Request) settle(n int, s Status) {
+	if r.recv {
+		r.n = n
 	}
 	if s == InProgress {
 		return

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/internal/ucx"
 	"github.com/gccl/gccl/transport/network"
 	"github.com/gccl/gccl/transport/topo"
@@ -40,6 +42,7 @@ type conn struct {
 	abortOnce  sync.Once
 	tickMu     sync.Mutex
 	ticker     chan struct{}
+	tickTaken  bool // someone has ticker: the next round closes it
 
 	peerGone atomic.Bool           // the side socket reached EOF or failed
 	peerBye  atomic.Int64          // sends the peer made before it closed; -1 = not closing
@@ -173,11 +176,15 @@ func (c *conn) adopt() error {
 const idleWake = 250 * time.Millisecond
 
 // progress is the connection's one progress mechanism besides the Test
-// calls: it sleeps on the worker's event fd (ucp_worker_arm, poll) and
+// calls: it sleeps on the worker's event fd (ucx.Worker.Wait) and
 // progresses the worker when UCX has events, so that wire-up, the peer's
-// sends and its flush move on while nobody tests a request here. An idle
-// connection costs a wake-up every idleWake, no busy loop. It runs on
-// Config.CPUs (topo.Pin) where the endpoint placed the connection.
+// sends and its flush move on while nobody tests a request here. Each
+// round wakes the requests' waiters (tick) at once: a waiter woken by the
+// event tests its request, progressing the worker itself, while this
+// goroutine's next Wait progresses it too and sleeps again only once
+// nothing is left. An idle connection costs a wake-up every idleWake, no
+// busy loop. It runs on Config.CPUs (topo.Pin) where the endpoint placed
+// the connection.
 func (c *conn) progress() {
 	defer close(c.progressed)
 	unpin, err := topo.Pin(c.cfg.CPUs)
@@ -189,7 +196,6 @@ func (c *conn) progress() {
 		if err := c.w.Wait(idleWake); err != nil {
 			return
 		}
-		c.w.Progress()
 		c.wake()
 	}
 }
@@ -198,14 +204,18 @@ func (c *conn) progress() {
 func (c *conn) tick() <-chan struct{} {
 	c.tickMu.Lock()
 	defer c.tickMu.Unlock()
+	c.tickTaken = true
 	return c.ticker
 }
 
+// wake closes the tick, if anyone took it, for a new one.
 func (c *conn) wake() {
 	c.tickMu.Lock()
 	defer c.tickMu.Unlock()
-	close(c.ticker)
-	c.ticker = make(chan struct{})
+	if c.tickTaken {
+		close(c.ticker)
+		c.ticker, c.tickTaken = make(chan struct{}), false
+	}
 }
 
 // readRefusal reads the rest of a msgFail: a result code, a length and
@@ -351,21 +361,32 @@ func (r *request) Test() (bool, int, error) {
 }
 
 // Wait blocks until r is done, within ctx (or the connection's timeout
-// when ctx has none), sleeping between the progress goroutine's rounds
-// (which wake on the worker's events). An expired wait is ErrTimeout and
-// leaves r pending.
+// when ctx has none). It polls first, testing r on the caller's goroutine
+// (each Test progresses the worker) and yielding the P in between, for
+// the host's spin time (futex.SpinTime: GCCL_HOST_SPIN, none where the
+// host's ranks outnumber half its CPUs under auto), as the socket
+// provider's requests do; then it sleeps between the progress
+// goroutine's rounds (which wake on the worker's events). An expired wait
+// is ErrTimeout and leaves r pending.
 func (r *request) Wait(ctx context.Context) (int, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout(r.c.cfg))
 		defer cancel()
 	}
+	spin := futex.SpinTime()
+	start := time.Now()
 	for {
 		tick := r.c.tick()
 		done, n, err := r.Test()
 		if done {
 			return n, err
 		}
+		if spin > 0 && time.Since(start) < spin && ctx.Err() == nil {
+			runtime.Gosched()
+			continue
+		}
+		spin = 0
 		select {
 		case <-tick:
 		case <-ctx.Done():

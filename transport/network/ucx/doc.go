@@ -59,14 +59,22 @@
 // device): tags match per connection, in order, with every tag bit
 // significant, and closing a connection ends everything of it. Progress:
 // every Request.Test progresses the worker; besides, one goroutine per
-// connection sleeps on the worker's event fd (ucp_worker_arm and poll) and
-// progresses it when UCX has events, so that wire-up and the peer's
-// transfers move on while nobody tests here (from the handshake on, so a
-// sender may send, or close, before the listener's Accept). Requests are
-// network.Waiters: Wait sleeps between that goroutine's rounds. An idle
-// connection costs a wake-up every 250 ms, never a busy loop. That
+// connection sleeps on the worker's event fd (ucp_worker_arm, then Go's
+// netpoller: no thread blocked in C) and progresses it when UCX has
+// events, so that wire-up and the peer's transfers move on while nobody
+// tests here (from the handshake on, so a sender may send, or close,
+// before the listener's Accept). Requests are network.Waiters: Wait tests
+// the request on the caller's goroutine for the host's spin time
+// (GCCL_HOST_SPIN, as the socket provider's waits), then sleeps between
+// that goroutine's rounds, each of which wakes it as soon as the worker
+// has events (the woken waiter's Test progresses the worker itself). An
+// idle connection costs a wake-up every 250 ms, never a busy loop. That
 // goroutine runs on network.Config.CPUs (topo.Pin) where the endpoint
 // placed the connection near its GPU or NIC.
+//
+// On a TCP device UCX sends transfers of up to 128 KiB eagerly
+// (UCX_RNDV_THRESH, unless the environment sets it): a message's first
+// transfer never waits for a rendezvous round trip.
 //
 // Registration is ucp_mem_map of the region (host or CUDA memory type).
 // Flush is done at once for host memory; for CUDA memory it is a one-byte

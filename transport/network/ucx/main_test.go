@@ -59,7 +59,7 @@ func testCtx(t testing.TB) context.Context {
 // pair connects rank 1 to rank 0 on channel over a new listener (listen);
 // the test's cleanup closes both ends, then the listener, each without
 // error.
-func pair(t testing.TB, p *Provider, channel int) (network.SendComm, network.RecvComm) {
+func pair(t testing.TB, p network.Provider, channel int) (network.SendComm, network.RecvComm) {
 	t.Helper()
 	l, cc := listen(t, p)
 	s, r := connect(t, p, l, cc, channel)
@@ -73,7 +73,7 @@ func pair(t testing.TB, p *Provider, channel int) (network.SendComm, network.Rec
 // listen opens rank 0's listener on p, which the test's cleanup closes
 // (without error, after the test's own Closes: a second Close is a
 // no-op), and returns it with the configuration rank 1 connects with.
-func listen(t testing.TB, p *Provider) (network.Listener, network.Config) {
+func listen(t testing.TB, p network.Provider) (network.Listener, network.Config) {
 	t.Helper()
 	lc, cc := configs()
 	l, err := p.Listen(0, lc)
@@ -84,7 +84,7 @@ func listen(t testing.TB, p *Provider) (network.Listener, network.Config) {
 
 // connect connects rank 1 to l on channel and accepts the connection;
 // the caller closes both ends.
-func connect(t testing.TB, p *Provider, l network.Listener, cc network.Config, channel int) (network.SendComm, network.RecvComm) {
+func connect(t testing.TB, p network.Provider, l network.Listener, cc network.Config, channel int) (network.SendComm, network.RecvComm) {
 	t.Helper()
 	s, err := p.Connect(testCtx(t), 0, l.Handle(), cc, channel)
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/env"
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/internal/ucx"
 	"github.com/gccl/gccl/transport/network"
 	"github.com/stretchr/testify/assert"
@@ -478,4 +479,39 @@ func TestAbortSilentPeer(t *testing.T) {
 			require.NoError(t, network.Abort(peer))
 		})
 	}
+}
+
+// TestWaitSpinKeepsDeadline: a Wait polling for a long spin time still
+// ends at its context's deadline (ErrTimeout), the request left pending.
+func TestWaitSpinKeepsDeadline(t *testing.T) {
+	requireUCX(t)
+	defer futex.SetSpin(futex.SpinTime())
+	futex.SetSpin(time.Hour)
+	_, r := pair(t, New(), 0)
+	b := newBuffer(t, r, 8)
+	q, err := r.Irecv(b.region(8), b.m, 1)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = q.(network.Waiter).Wait(ctx)
+	require.ErrorIs(t, err, gccl.ErrTimeout)
+	require.Less(t, time.Since(start), 5*time.Second)
+	done, _, err := q.Test()
+	require.NoError(t, err)
+	require.False(t, done, "the request stays pending")
+}
+
+// TestDeviceSettings: a TCP device's context sends eagerly up to
+// tcpEagerLimit unless the environment says otherwise; a verbs device's
+// keeps UCX's rendezvous threshold.
+func TestDeviceSettings(t *testing.T) {
+	tcp := device{props: network.Properties{Name: "eth0"}}
+	ib := device{props: network.Properties{Name: "mlx5_0:1"}, ib: true}
+	eager := ucx.Setting{Name: "RNDV_THRESH", Value: tcpEagerLimit}
+	require.Contains(t, deviceSettings(tcp), eager)
+	require.Contains(t, deviceSettings(tcp), ucx.Setting{Name: "NET_DEVICES", Value: "eth0"})
+	require.NotContains(t, deviceSettings(ib), eager)
+	t.Setenv("UCX_RNDV_THRESH", "1m")
+	require.NotContains(t, deviceSettings(tcp), eager, "the environment's UCX_RNDV_THRESH wins")
 }
