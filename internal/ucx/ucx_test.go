@@ -50,6 +50,15 @@ func tcpContext(t *testing.T) *Context {
 	return c
 }
 
+// newWorker is a worker of c, closed when the test ends (before c).
+func newWorker(t *testing.T, c *Context) *Worker {
+	t.Helper()
+	w, err := c.NewWorker()
+	require.NoError(t, err)
+	t.Cleanup(w.Close)
+	return w
+}
+
 func TestResourcesParse(t *testing.T) {
 	info := "#\n# UCP context\n#\n#     component 1  :  tcp\n#            md 1  :  component 1  tcp \n" +
 		"#      resource 0  :  md 0  dev 0  flags -- self/memory0\n" +
@@ -210,9 +219,7 @@ func TestTruncatedReceive(t *testing.T) {
 
 func TestCancelAndWaitDeadline(t *testing.T) {
 	c := tcpContext(t)
-	w, err := c.NewWorker()
-	require.NoError(t, err)
-	defer w.Close()
+	w := newWorker(t, c)
 	buf := make([]byte, 8)
 	r, err := w.Recv(ptr(buf), len(buf), 1, nil, false)
 	require.NoError(t, err)
@@ -229,9 +236,7 @@ func TestCancelAndWaitDeadline(t *testing.T) {
 // spinning: over 300ms of waiting it uses far less CPU time than that.
 func TestIdleWaitSleeps(t *testing.T) {
 	c := tcpContext(t)
-	w, err := c.NewWorker()
-	require.NoError(t, err)
-	defer w.Close()
+	w := newWorker(t, c)
 	before := cpuTime(t)
 	start := time.Now()
 	for time.Since(start) < 300*time.Millisecond {

@@ -20,15 +20,14 @@ func sleepFor(w *Worker, d time.Duration) <-chan time.Duration {
 	return took
 }
 
-// TestWaitWakesOnMessage: a Wait asleep on the receiver's events (in the
-// netpoller) wakes when a message arrives, every time, long before its
-// 10 s: an event the edge-triggered netpoller missed would sleep it out.
-func TestWaitWakesOnMessage(t *testing.T) {
-	c := tcpContext(t)
-	_, b, ep := pair(t, c)
-	buf, got := []byte("wire-up!"), make([]byte, 8)
-	// The first message wires the endpoint up: b must progress for it
-	// as long as it takes, not one Wait.
+// talkingPair is a connected pair whose endpoint is wired up: the first
+// message, for which b progressed as long as it took (not one Wait), has
+// gone from ep to b. buf and got are an 8-byte message and its receive
+// buffer.
+func talkingPair(t *testing.T) (b *Worker, ep *Endpoint, buf, got []byte) {
+	t.Helper()
+	_, b, ep = pair(t, tcpContext(t))
+	buf, got = []byte("wire-up!"), make([]byte, 8)
 	r, err := b.Recv(ptr(got), len(got), 99, nil, false)
 	require.NoError(t, err)
 	s, err := ep.Send(ptr(buf), len(buf), 99, nil, false)
@@ -36,6 +35,14 @@ func TestWaitWakesOnMessage(t *testing.T) {
 	waitBoth(t, s, r)
 	s.Release()
 	r.Release()
+	return b, ep, buf, got
+}
+
+// TestWaitWakesOnMessage: a Wait asleep on the receiver's events (in the
+// netpoller) wakes when a message arrives, every time, long before its
+// 10 s: an event the edge-triggered netpoller missed would sleep it out.
+func TestWaitWakesOnMessage(t *testing.T) {
+	b, ep, buf, got := talkingPair(t)
 	for i := range 20 {
 		r, err := b.Recv(ptr(got), len(got), uint64(i), nil, false)
 		require.NoError(t, err)
@@ -60,9 +67,7 @@ func TestWaitWakesOnMessage(t *testing.T) {
 // the netpoller and one asleep in poll beside it.
 func TestWaitWakesOnSignal(t *testing.T) {
 	c := tcpContext(t)
-	w, err := c.NewWorker()
-	require.NoError(t, err)
-	defer w.Close()
+	w := newWorker(t, c)
 	first := sleepFor(w, 10*time.Second)
 	time.Sleep(20 * time.Millisecond)
 	second := sleepFor(w, 10*time.Second) // the netpoller's place is taken: poll
@@ -82,9 +87,7 @@ func TestWaitWakesOnSignal(t *testing.T) {
 // after its own d, not the long one's.
 func TestWaitsKeepTheirDeadlines(t *testing.T) {
 	c := tcpContext(t)
-	w, err := c.NewWorker()
-	require.NoError(t, err)
-	defer w.Close()
+	w := newWorker(t, c)
 	long := sleepFor(w, 3*time.Second)
 	time.Sleep(20 * time.Millisecond)
 	start := time.Now()
@@ -124,16 +127,7 @@ func TestCloseEndsWait(t *testing.T) {
 // before it sleeps; that Wait returns at once (its caller's request may
 // be done now) instead of sleeping out its d over it.
 func TestWaitReturnsWhatItsProgressCompleted(t *testing.T) {
-	c := tcpContext(t)
-	_, b, ep := pair(t, c)
-	buf, got := []byte("wire-up!"), make([]byte, 8)
-	r, err := b.Recv(ptr(got), len(got), 99, nil, false)
-	require.NoError(t, err)
-	s, err := ep.Send(ptr(buf), len(buf), 99, nil, false)
-	require.NoError(t, err)
-	waitBoth(t, s, r) // wired up
-	s.Release()
-	r.Release()
+	b, ep, buf, got := talkingPair(t)
 	for i := range 10 {
 		r, err := b.Recv(ptr(got), len(got), uint64(i), nil, false)
 		require.NoError(t, err)
@@ -154,9 +148,7 @@ func TestWaitReturnsWhatItsProgressCompleted(t *testing.T) {
 // path's most frequent call, allocates nothing (no pointer passed to C).
 func TestTestAllocatesNothing(t *testing.T) {
 	c := tcpContext(t)
-	w, err := c.NewWorker()
-	require.NoError(t, err)
-	defer w.Close()
+	w := newWorker(t, c)
 	buf := make([]byte, 8)
 	r, err := w.Recv(ptr(buf), len(buf), 1, nil, false)
 	require.NoError(t, err)
