@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
@@ -53,7 +54,7 @@ func (w *world) allReduce(t *testing.T, rng *rand.Rand, count int, inPlace bool,
 			alloc = func() (uintptr, []byte) {
 				b := make([]byte, 4*count)
 				t.Cleanup(func() { runtime.KeepAlive(b) }) // the backend sees only its address
-				return addr(b), b
+				return uintptr(unsafe.Pointer(unsafe.SliceData(b))), b
 			}
 		}
 		sp, sb := alloc()

@@ -43,7 +43,7 @@ type Config struct {
 
 // Backend runs operations on host streams over the transports: one task
 // per launch (or per group of launches sharing a stream, task.go) that
-// runs the plans of package algo with a runner, or the zero-copy schedule
+// runs the plans of package algo with a runner (package runner), or the zero-copy schedule
 // when every rank is on this host.
 type Backend struct {
 	rank, nranks int
@@ -81,12 +81,16 @@ type Backend struct {
 	held atomic.Pointer[hoststream.Stream]
 }
 
-// peerConn is the two directions to one peer on one channel.
+// peerConn is the two directions to one peer on one channel: a
+// runner.Peer.
 type peerConn struct {
 	peer       int
 	send, recv transport.Conn
 	lastHeard  // the last operation a message came from (stall.go)
 }
+
+// Conns returns the connections to send to the peer and to receive from it.
+func (c *peerConn) Conns() (send, recv transport.Conn) { return c.send, c.recv }
 
 // New returns the constructor of a host backend with cfg, for engine.Config.
 func New(cfg Config) engine.NewBackend {
@@ -245,7 +249,7 @@ func (b *Backend) connect(ctx context.Context, op func() string, peers []int, nc
 			made[c][p] = pc
 			wg.Go(func() {
 				s, r, err := b.ep.Connect(ctx, b.infos[p], c)
-				pc.send, pc.recv, errList[c*len(peers)+i] = s, r, wrapPeer(err, p, "connecting to")
+				pc.send, pc.recv, errList[c*len(peers)+i] = s, r, errs.WrapPeer(err, p, "connecting to")
 			})
 		}
 	}

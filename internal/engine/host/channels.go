@@ -12,6 +12,7 @@ import (
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/host/opdesc"
+	"github.com/gccl/gccl/internal/engine/host/runner"
 	"github.com/gccl/gccl/internal/env"
 )
 
@@ -87,7 +88,7 @@ func (s settings) agree(me, r int, p []byte) ([]byte, error) {
 // (used under the engine's issue order only).
 type channel struct {
 	sched   schedule
-	runner  runner
+	runner  runner.Runner[*peerConn]
 	scratch []byte
 	err     error // runChannels' result of this channel
 }
@@ -95,7 +96,7 @@ type channel struct {
 // runSchedules runs collective o on the step schedules of package algo:
 // it picks the algorithm and how many channels, builds (or reuses) each
 // channel's plan, connects the peers on every channel and runs them.
-func (b *Backend) runSchedules(ctx context.Context, o *engine.Op, d opdesc.Desc, combine combineFunc) error {
+func (b *Backend) runSchedules(ctx context.Context, o *engine.Op, d opdesc.Desc, combine runner.Combine) error {
 	n, err := b.schedules(o)
 	if err != nil {
 		return err
@@ -128,13 +129,13 @@ func (b *Backend) schedules(o *engine.Op) (int, error) {
 }
 
 // runChannel runs channel c's plan of collective o (its schedule built).
-func (b *Backend) runChannel(ctx context.Context, c int, o *engine.Op, d opdesc.Desc, combine combineFunc) error {
-	return b.load(ctx, c, o, d, combine).run(b.chans[c].sched.plan.Steps)
+func (b *Backend) runChannel(ctx context.Context, c int, o *engine.Op, d opdesc.Desc, combine runner.Combine) error {
+	return b.load(ctx, c, o, d, combine).Run(b.chans[c].sched.plan.Steps)
 }
 
 // load readies channel c's runner for its plan of collective o (its
 // schedule built) and returns it.
-func (b *Backend) load(ctx context.Context, c int, o *engine.Op, d opdesc.Desc, combine combineFunc) *runner {
+func (b *Backend) load(ctx context.Context, c int, o *engine.Op, d opdesc.Desc, combine runner.Combine) *runner.Runner[*peerConn] {
 	ch := &b.chans[c]
 	sc := &ch.sched
 	if len(ch.scratch) < sc.plan.ScratchBytes {
@@ -142,18 +143,15 @@ func (b *Backend) load(ctx context.Context, c int, o *engine.Op, d opdesc.Desc, 
 	}
 	send, recv := o.Sizes(b.nranks)
 	r := &ch.runner
-	r.reset(ctx, b.conns[c], o.Type.Size(), combine, sc.sends)
-	r.me, r.desc, r.wire = b.rank, d, d.Wire()
-	r.bufs[algo.SendBuf] = device.HostBytes(o.Send, send)
-	r.bufs[algo.RecvBuf] = device.HostBytes(o.Recv, recv)
-	r.bufs[algo.ScratchBuf] = ch.scratch
+	r.Reset(ctx, runner.Setup[*peerConn]{Me: b.rank, Desc: d, Conns: b.conns[c], Sends: sc.sends, ElemSize: o.Type.Size(), Combine: combine,
+		Send: device.HostBytes(o.Send, send), Recv: device.HostBytes(o.Recv, recv), Scratch: ch.scratch})
 	return r
 }
 
 // runChannels runs channels [0, n) of collective o at once, channel 0 on
 // this goroutine. A channel that fails cancels the others. One channel
 // runs as it is, allocating nothing.
-func (b *Backend) runChannels(ctx context.Context, n int, o *engine.Op, d opdesc.Desc, combine combineFunc) error {
+func (b *Backend) runChannels(ctx context.Context, n int, o *engine.Op, d opdesc.Desc, combine runner.Combine) error {
 	if n == 1 {
 		return b.runChannel(ctx, 0, o, d, combine)
 	}

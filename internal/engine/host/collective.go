@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/host/opdesc"
+	"github.com/gccl/gccl/internal/engine/host/runner"
 	"github.com/gccl/gccl/internal/reduce"
 )
 
@@ -96,7 +97,7 @@ func (b *Backend) runCollective(ctx context.Context, o *engine.Op, d opdesc.Desc
 // reading this rank's scaled input (premulInput); the runner's
 // combination and the epilogue on the result (arith), nil for a
 // collective that does not reduce.
-func (b *Backend) operands(o *engine.Op) (*engine.Op, combineFunc, func([]byte) error, error) {
+func (b *Backend) operands(o *engine.Op) (*engine.Op, runner.Combine, func([]byte) error, error) {
 	if !o.Kind.Reduces() {
 		return o, nil, nil, nil
 	}
@@ -127,7 +128,7 @@ type schedule struct {
 	params algo.Params
 	plan   *algo.Plan
 	peers  []int       // sent to, then received from
-	sends  map[int]int // countSends of the steps
+	sends  map[int]int // runner.CountSends of the steps
 	lead   int         // the plan's leading sends when no later step sends (startCollective), else -1
 }
 
@@ -142,7 +143,7 @@ func (s *schedule) get(p algo.Params) (*schedule, error) {
 		return nil, err
 	}
 	sendTo, recvFrom := plan.Peers()
-	*s = schedule{params: p, plan: plan, peers: append(sendTo, recvFrom...), sends: countSends(plan.Steps), lead: leadingSends(plan.Steps)}
+	*s = schedule{params: p, plan: plan, peers: append(sendTo, recvFrom...), sends: runner.CountSends(plan.Steps), lead: leadingSends(plan.Steps)}
 	return s, nil
 }
 
@@ -176,7 +177,7 @@ func (b *Backend) choose(kind algo.Kind, bytes int) algo.Algorithm {
 // arith resolves an op to the operator the transfer uses and the epilogue
 // applied to the result (nil if none): Avg reduces as Sum then divides;
 // PreMulSum reduces as Sum (runCollective scaled this rank's input first).
-func (b *Backend) arith(o *engine.Op) (combineFunc, func([]byte) error) {
+func (b *Backend) arith(o *engine.Op) (runner.Combine, func([]byte) error) {
 	red := b.red
 	base, post := o.Op, (func([]byte) error)(nil)
 	switch {

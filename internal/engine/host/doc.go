@@ -36,14 +36,12 @@
 // stream's worker and back, no wake-up per launch. Where nobody
 // synchronizes the worker takes them after a millisecond or two; a
 // launch that must wait for its turn hands the backend's held launch to
-// its worker at once. A plan runs on a runner: a send its connection buffers
-// now (transport.Buffered: a shared-memory ring with room, a short message
-// on a network connection) is sent on the runner's goroutine; the others are
-// posted to a goroutine per peer, started on demand, and complete when the
-// peer took the bytes, receives reduce straight
-// out of the transport's pieces, and a step that writes a range first
-// waits for the posted sends still reading it (an in-place copy, which
-// writes nothing, does not wait: issue 16). A failed launch records the
+// its worker at once. A plan runs on a runner (package runner, one per
+// channel, kept from one collective to the next): a send its connection
+// buffers now (transport.Buffered) is sent on the runner's goroutine, the
+// others on a goroutine per peer; receives reduce straight out of the
+// transport's pieces, and a step that writes a range first waits for the
+// posted sends still reading it. A failed launch records the
 // engine's async error and the stream's Synchronize returns it.
 //
 // Channels (channels.go), as NCCL's: where the ranks span hosts, a large

@@ -59,11 +59,3 @@ func (c *peerConn) sendRefuser() (transport.Refuser, bool) {
 	r, ok := c.send.(transport.Refuser)
 	return r, ok
 }
-
-// wrapPeer names the peer in a transport error, keeping its code.
-func wrapPeer(err error, peer int, doing string) error {
-	if err == nil {
-		return nil
-	}
-	return gccl.Errorf(gccl.Code(err), "peer", "%s rank %d: %w", doing, peer, err)
-}

@@ -18,7 +18,7 @@ import (
 func TestLaneErr(t *testing.T) {
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
-	siblingWait := &opdesc.WaitError{Op: "Send", Peers: []int{2}, Notes: map[int]string{2: sendNote()},
+	siblingWait := &opdesc.WaitError{Op: "Send", Peers: []int{2}, Notes: map[int]string{2: opdesc.SendNote()},
 		Err: wait.CtxErr(cancelled, time.Time{}, "sending")}
 	require.Equal(t, gccl.TimeoutError, gccl.Code(siblingWait.Err), "a cancelled wait reads as a timeout")
 	dead := gccl.Errorf(gccl.RemoteError, "peer", "receiving from rank 0: the sending peer closed its end")

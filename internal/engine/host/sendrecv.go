@@ -346,8 +346,8 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op, rv *p2pRecv) er
 	}
 	pc := b.conns[0][o.Peer]
 	if o.Kind == algo.P2PSend {
-		err := wrapPeer(pc.send.Send(ctx, d.Wire(), device.HostBytes(o.Send, n)), o.Peer, "sending to")
-		return p2pWaited(o, err, sendNote)
+		err := errs.WrapPeer(pc.send.Send(ctx, d.Wire(), device.HostBytes(o.Send, n)), o.Peer, "sending to")
+		return p2pWaited(o, err, opdesc.SendNote)
 	}
 	rv.me, rv.peer, rv.d, rv.pc = b.rank, o.Peer, d, pc
 	rv.dst, rv.off, rv.refused = device.HostBytes(o.Recv, n), 0, false
@@ -357,7 +357,7 @@ func (b *Backend) sendRecvOne(ctx context.Context, o *engine.Op, rv *p2pRecv) er
 		pc.recv.Fail(err) // the sender's Send fails with it too
 		return err
 	}
-	return p2pWaited(o, wrapPeer(err, o.Peer, "receiving from"), func() string { return pc.note("") })
+	return p2pWaited(o, errs.WrapPeer(err, o.Peer, "receiving from"), func() string { return pc.Note("") })
 }
 
 // p2pRecv is a Recv in progress: the descriptor its message must carry
@@ -378,7 +378,7 @@ func (rv *p2pRecv) check(w transport.Desc, got int) error {
 	err := rv.d.Check(rv.me, rv.peer, w, got, len(rv.dst))
 	rv.refused = err != nil
 	if err == nil {
-		rv.pc.heard(opdesc.Of(w))
+		rv.pc.Heard(opdesc.Of(w))
 	}
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
+	"github.com/gccl/gccl/internal/engine/internal/errs"
 	"github.com/gccl/gccl/transport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,7 +85,7 @@ func TestClosedEngine(t *testing.T) {
 // lane failed must not hide that failure, whatever the lanes' order.
 func TestCauseErrPrefersTheFailure(t *testing.T) {
 	// What a transport's wait returns when its context is cancelled.
-	cancelled := wrapPeer(gccl.Errorf(gccl.TimeoutError, "receive", "cancelled while waiting: %w", context.Canceled), 1, "receiving from")
+	cancelled := errs.WrapPeer(gccl.Errorf(gccl.TimeoutError, "receive", "cancelled while waiting: %w", context.Canceled), 1, "receiving from")
 	dead := gccl.Errorf(gccl.RemoteError, "peer", "receiving from rank 2: it exited")
 	assert.Equal(t, dead, causeErr(nil, cancelled, dead, cancelled))
 	assert.Equal(t, dead, causeErr(dead, cancelled))

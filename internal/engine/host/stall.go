@@ -42,18 +42,18 @@ type stallReport struct {
 	Notes map[int]string `json:"notes"`
 }
 
-// heard records that a message of d came from the peer of c. It runs for
+// Heard records that a message of d came from the peer of c. It runs for
 // every message received, so it keeps the descriptor and leaves making a
-// label of it to note, which runs only when a wait times out.
-func (c *peerConn) heard(d opdesc.Desc) {
+// label of it to Note, which runs only when a wait times out.
+func (c *peerConn) Heard(d opdesc.Desc) {
 	c.heardMu.Lock()
 	c.heardLast, c.heardAny = d, true
 	c.heardMu.Unlock()
 }
 
-// note says what this rank last heard of the peer of c, for an operation
+// Note says what this rank last heard of the peer of c, for an operation
 // labelled cur.
-func (c *peerConn) note(cur string) string {
+func (c *peerConn) Note(cur string) string {
 	last, seen := "", false
 	if c != nil {
 		c.heardMu.Lock()

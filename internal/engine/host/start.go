@@ -72,7 +72,7 @@ func (b *Backend) startCollective(ctx context.Context, ops []engine.Op) bool {
 	d := opdesc.Coll(o, b.collSeq)
 	b.collSeq++
 	r := b.load(ctx, 0, x, d, combine)
-	b.coll = begun{o: x, name: o, post: post, rest: sc.plan.Steps[sc.lead:], err: r.steps(sc.plan.Steps[:sc.lead])}
+	b.coll = begun{o: x, name: o, post: post, rest: sc.plan.Steps[sc.lead:], err: r.Steps(sc.plan.Steps[:sc.lead])}
 	return true
 }
 
@@ -83,9 +83,9 @@ func (b *Backend) finishCollective() error {
 	defer func() { *c = begun{} }()
 	err := c.err
 	if err == nil {
-		err = b.chans[0].runner.steps(c.rest)
+		err = b.chans[0].runner.Steps(c.rest)
 	}
-	err = b.chans[0].runner.end(err)
+	err = b.chans[0].runner.End(err)
 	if err == nil {
 		err = b.epilogue(c.o, c.post)
 	}

@@ -26,6 +26,9 @@ func Waiting(op string, peer int, note string, err error) *WaitError {
 	return &WaitError{Op: op, Peers: []int{peer}, Notes: map[int]string{peer: note}, Err: err}
 }
 
+// SendNote is the note on a peer that did not take this rank's data.
+func SendNote() string { return "it has not taken this rank's data (its receive buffer is full)" }
+
 func (e *WaitError) Error() string {
 	return fmt.Sprintf("%s: waiting for %s: %v", e.Op, Ranks(e.Peers), e.Err)
 }

@@ -29,3 +29,11 @@ func First(errs ...error) error {
 	}
 	return nil
 }
+
+// WrapPeer names the peer in a transport error, keeping its code.
+func WrapPeer(err error, peer int, doing string) error {
+	if err == nil {
+		return nil
+	}
+	return gccl.Errorf(gccl.Code(err), "peer", "%s rank %d: %w", doing, peer, err)
+}

@@ -1,4 +1,4 @@
-package host
+package runner
 
 import (
 	"context"
@@ -12,24 +12,50 @@ import (
 	"github.com/gccl/gccl/transport"
 )
 
-// combineFunc computes dst = a ⊕ b element-wise; dst may alias a or b.
-type combineFunc func(dst, a, b []byte) error
+// Combine computes dst = a ⊕ b element-wise; dst may alias a or b.
+type Combine func(dst, a, b []byte) error
 
-// runner executes one plan of this rank over host memory. A send that its
+// Peer is this rank's connections to one peer on the runner's channel,
+// and what was last heard from it.
+type Peer interface {
+	// Conns returns the connection to send to the peer and the one to
+	// receive from it.
+	Conns() (send, recv transport.Conn)
+	// Heard records that a message of d came from the peer.
+	Heard(d opdesc.Desc)
+	// Note says what this rank last heard from the peer, for an operation
+	// labelled cur (opdesc.Desc.Label).
+	Note(cur string) string
+}
+
+// Setup is what a runner runs one plan with (Runner.Reset copies it).
+type Setup[P Peer] struct {
+	Me       int         // this rank
+	Desc     opdesc.Desc // the operation: what received messages must say, and sent ones say
+	Conns    []P         // by peer rank; every peer of the plan connected
+	Sends    map[int]int // CountSends of the plan's steps
+	ElemSize int         // bytes per element (a transport's piece may split one)
+	Combine  Combine     // the reduction; nil for a plan that does not reduce
+
+	Send, Recv, Scratch []byte // the buffers the steps refer to (algo.SendBuf, RecvBuf, ScratchBuf)
+}
+
+// Runner executes one plan of this rank over host memory. A send that its
 // connection buffers now without waiting (transport.Buffered: a short
 // message on a network connection, one that fits a shared-memory ring) is
 // sent on the runner's goroutine, with no hand-off; the others are posted to
 // one goroutine per peer, started on the first such send, and complete when
 // the peer has taken the bytes (a peer's later sends follow them there, in
 // order); receives block; before a step writes a range it waits for the
-// posted sends that still read that range.
-type runner struct {
+// posted sends that still read that range. The zero value is ready for
+// Reset; a runner is meant to be kept from one plan to the next.
+type Runner[P Peer] struct {
 	parent  context.Context // the launch's
 	ctx     context.Context // parent, or a child of it once a sender goroutine runs
 	cancel  context.CancelFunc
-	conns   []*peerConn
+	conns   []P
 	es      int
-	combine combineFunc
+	combine Combine
 	bufs    [4][]byte      // indexed by algo.Buffer
 	me      int            // this rank
 	desc    opdesc.Desc    // the operation: what received messages must say
@@ -46,7 +72,7 @@ type runner struct {
 	pieceF  func([]byte) error              // r.piece, bound once
 }
 
-// recvState is the receive in progress (runner.recv): where its pieces go.
+// recvState is the receive in progress (Runner.recv): where its pieces go.
 type recvState struct {
 	peer, n, off int
 	dst, src     []byte // reduce: dst = src ⊕ received; else dst = received
@@ -62,14 +88,16 @@ type sendReq struct {
 	err  error
 }
 
-// reset prepares r, kept by its channel from one collective to the next,
-// for a plan; sends[p] is how many sends the steps make to peer p, so that
-// posting never blocks. Its context is ctx until a send is posted to a
-// sender goroutine (post), which makes the cancellable child that stops
-// those goroutines: the runner's own waits are ended by nothing else.
-func (r *runner) reset(ctx context.Context, conns []*peerConn, es int, combine combineFunc, sends map[int]int) {
+// Reset prepares r, kept by its channel from one plan to the next, for a
+// plan run with s; s.Sends[p] is how many sends the steps make to peer p,
+// so that posting never blocks. Its context is ctx until a send is posted
+// to a sender goroutine (post), which makes the cancellable child that
+// stops those goroutines: the runner's own waits are ended by nothing else.
+func (r *Runner[P]) Reset(ctx context.Context, s Setup[P]) {
 	r.parent, r.ctx, r.cancel = ctx, ctx, nil
-	r.conns, r.es, r.combine, r.sends = conns, es, combine, sends
+	r.conns, r.es, r.combine, r.sends = s.Conns, s.ElemSize, s.Combine, s.Sends
+	r.me, r.desc, r.wire = s.Me, s.Desc, s.Desc.Wire()
+	r.bufs[algo.SendBuf], r.bufs[algo.RecvBuf], r.bufs[algo.ScratchBuf] = s.Send, s.Recv, s.Scratch
 	if r.senders == nil {
 		r.senders = map[int]chan *sendReq{}
 		r.acceptF, r.pieceF = r.accept, r.piece
@@ -80,14 +108,14 @@ func (r *runner) reset(ctx context.Context, conns []*peerConn, es int, combine c
 }
 
 // stop cancels the sender goroutines' context, if there is one.
-func (r *runner) stop() {
+func (r *Runner[P]) stop() {
 	if r.cancel != nil {
 		r.cancel()
 	}
 }
 
-// countSends returns how many sends steps post to each peer.
-func countSends(steps []algo.Step) map[int]int {
+// CountSends returns how many sends steps post to each peer.
+func CountSends(steps []algo.Step) map[int]int {
 	m := map[int]int{}
 	for _, s := range steps {
 		if s.Op.Sends() {
@@ -97,14 +125,14 @@ func countSends(steps []algo.Step) map[int]int {
 	return m
 }
 
-// run executes the steps, then waits for every posted send.
-func (r *runner) run(steps []algo.Step) error {
-	return r.end(r.steps(steps))
+// Run executes the steps, then waits for every posted send.
+func (r *Runner[P]) Run(steps []algo.Step) error {
+	return r.End(r.Steps(steps))
 }
 
-// end waits for every posted send once the steps ran (err: their
+// End waits for every posted send once the steps ran (err: their
 // failure) and returns the plan's error.
-func (r *runner) end(err error) error {
+func (r *Runner[P]) End(err error) error {
 	if err != nil {
 		r.stop()
 	}
@@ -115,7 +143,8 @@ func (r *runner) end(err error) error {
 	return err
 }
 
-func (r *runner) steps(steps []algo.Step) error {
+// Steps executes the steps, leaving the sends they posted to End.
+func (r *Runner[P]) Steps(steps []algo.Step) error {
 	for _, s := range steps {
 		if err := r.step(s); err != nil {
 			return err
@@ -124,9 +153,9 @@ func (r *runner) steps(steps []algo.Step) error {
 	return nil
 }
 
-func (r *runner) at(ref algo.Ref, n int) []byte { return r.bufs[ref.Buf][ref.Off : ref.Off+n] }
+func (r *Runner[P]) at(ref algo.Ref, n int) []byte { return r.bufs[ref.Buf][ref.Off : ref.Off+n] }
 
-func (r *runner) step(s algo.Step) error {
+func (r *Runner[P]) step(s algo.Step) error {
 	var dst []byte
 	if s.Op.Writes() {
 		dst = r.at(s.Dst, s.Len)
@@ -169,31 +198,31 @@ func (r *runner) step(s algo.Step) error {
 // recv receives len(dst) bytes from peer into dst, or, with src, their
 // combination with src (dst = src ⊕ received), element by element (pieces
 // of the transport may split an element).
-func (r *runner) recv(peer int, dst, src []byte) error {
+func (r *Runner[P]) recv(peer int, dst, src []byte) error {
 	r.rx = recvState{peer: peer, n: len(dst), dst: dst, src: src, reduce: src != nil, carry: r.rx.carry[:0]}
-	c := r.conns[peer].recv
+	_, c := r.conns[peer].Conns()
 	err := c.Recv(r.ctx, r.acceptF, r.pieceF)
 	if r.rx.refused {
 		c.Fail(err) // the sender's Send fails with it too
 		return err
 	}
-	return r.waited(wrapPeer(err, peer, "receiving from"), peer, func() string { return r.conns[peer].note(r.desc.Label()) })
+	return r.waited(errs.WrapPeer(err, peer, "receiving from"), peer, func() string { return r.conns[peer].Note(r.desc.Label()) })
 }
 
 // accept checks the descriptor of the message recv receives.
-func (r *runner) accept(w transport.Desc, got int) error {
+func (r *Runner[P]) accept(w transport.Desc, got int) error {
 	x := &r.rx
 	err := r.desc.Check(r.me, x.peer, w, got, x.n)
 	x.refused = err != nil
 	if err == nil {
-		r.conns[x.peer].heard(r.desc)
+		r.conns[x.peer].Heard(r.desc)
 	}
 	return err
 }
 
 // piece takes a piece of the message recv receives, whole elements at a
 // time, carrying a split one over to the next piece.
-func (r *runner) piece(p []byte) error {
+func (r *Runner[P]) piece(p []byte) error {
 	x := &r.rx
 	if len(x.carry) > 0 {
 		k := min(r.es-len(x.carry), len(p))
@@ -218,7 +247,7 @@ func (r *runner) piece(p []byte) error {
 }
 
 // consume puts whole elements p at the receive's current offset.
-func (r *runner) consume(p []byte) error {
+func (r *Runner[P]) consume(p []byte) error {
 	x := &r.rx
 	off := x.off
 	x.off += len(p)
@@ -231,22 +260,19 @@ func (r *runner) consume(p []byte) error {
 
 // waited makes a timeout of a wait on peer an opdesc.WaitError with note,
 // which it formats only then (labels cost a Sprintf: not per message).
-func (r *runner) waited(err error, peer int, note func() string) error {
+func (r *Runner[P]) waited(err error, peer int, note func() string) error {
 	if gccl.Code(err) != gccl.TimeoutError {
 		return err
 	}
 	return opdesc.Waiting(r.desc.String(), peer, note(), err)
 }
 
-// sendNote is the note on a peer that did not take this rank's data.
-func sendNote() string { return "it has not taken this rank's data (its receive buffer is full)" }
-
 // send sends p to peer here when its connection buffers it now without
 // waiting and no earlier send to peer is still posted, else posts it.
-func (r *runner) send(peer int, p []byte) error {
-	c := r.conns[peer].send
+func (r *Runner[P]) send(peer int, p []byte) error {
+	c, _ := r.conns[peer].Conns()
 	if buf, ok := c.(transport.Buffered); ok && r.senders[peer] == nil && buf.Takes(len(p)) <= buf.Free() {
-		return r.waited(wrapPeer(c.Send(r.ctx, r.wire, p), peer, "sending to"), peer, sendNote)
+		return r.waited(errs.WrapPeer(c.Send(r.ctx, r.wire, p), peer, "sending to"), peer, opdesc.SendNote)
 	}
 	r.post(peer, p)
 	return nil
@@ -255,7 +281,7 @@ func (r *runner) send(peer int, p []byte) error {
 // post queues p for peer's sender goroutine, starting it on the first
 // post; the queue holds every send the steps make to peer, so this never
 // blocks.
-func (r *runner) post(peer int, p []byte) {
+func (r *Runner[P]) post(peer int, p []byte) {
 	q := r.senders[peer]
 	if q == nil {
 		if r.cancel == nil {
@@ -271,14 +297,14 @@ func (r *runner) post(peer int, p []byte) {
 	q <- req
 }
 
-func (r *runner) sendLoop(peer int, q chan *sendReq) {
+func (r *Runner[P]) sendLoop(peer int, q chan *sendReq) {
 	defer r.wg.Done()
-	c := r.conns[peer].send
+	c, _ := r.conns[peer].Conns()
 	for req := range q {
 		if err := r.ctx.Err(); err != nil {
 			req.err = errs.Ctx(r.ctx, "sending")
 		} else {
-			req.err = r.waited(wrapPeer(c.Send(r.ctx, r.wire, req.p), peer, "sending to"), peer, sendNote)
+			req.err = r.waited(errs.WrapPeer(c.Send(r.ctx, r.wire, req.p), peer, "sending to"), peer, opdesc.SendNote)
 		}
 		close(req.done)
 	}
@@ -286,7 +312,7 @@ func (r *runner) sendLoop(peer int, q chan *sendReq) {
 
 // waitWriters waits for the posted sends whose bytes overlap w, and drops
 // completed sends from the pending list.
-func (r *runner) waitWriters(w []byte) error {
+func (r *Runner[P]) waitWriters(w []byte) error {
 	lo, hi := addr(w), addr(w)+uintptr(len(w))
 	keep := r.pending[:0]
 	for _, req := range r.pending {
@@ -311,17 +337,17 @@ func (r *runner) waitWriters(w []byte) error {
 	return nil
 }
 
-func (r *runner) wait(req *sendReq) error {
+func (r *Runner[P]) wait(req *sendReq) error {
 	select {
 	case <-req.done:
 		return req.err
 	case <-r.ctx.Done():
-		return r.waited(errs.Ctx(r.ctx, "waiting for a send"), req.peer, sendNote)
+		return r.waited(errs.Ctx(r.ctx, "waiting for a send"), req.peer, opdesc.SendNote)
 	}
 }
 
 // finish waits for every posted send and stops the sender goroutines.
-func (r *runner) finish() error {
+func (r *Runner[P]) finish() error {
 	var err error
 	for _, req := range r.pending {
 		werr := r.wait(req)
