@@ -1,0 +1,9 @@
+package runner
+
+import (
+	"testing"
+
+	"github.com/gccl/gccl/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
