@@ -32,6 +32,7 @@ type ranker struct {
 	clk    clock.Clock   // times every library alike
 	mem    *memview.View // GPU: the memory-traffic view; nil elsewhere
 	x      exchange.Exchanger
+	prof   *profRange       // -profilerange, else nil
 	out    io.Writer        // the table (rank 0), else io.Discard
 	prog   *report.Progress // rank 0 with -progress, else nil
 	check  check.Checker
@@ -186,11 +187,13 @@ func (r *ranker) runLocal(library lib.Library, l layout.Layout, c lib.Call, mem 
 		}
 		r.sayWrong(library, c, rep.Wrong, st)
 	}
-	times, err := r.clk.Times(library, c, l.SizeBytes(c.Type, c.NRanks))
+	err := r.prof.around(func() (err error) {
+		rep.Times, err = r.clk.Times(library, c, l.SizeBytes(c.Type, c.NRanks))
+		return err
+	})
 	if err != nil {
 		return rep, err
 	}
-	rep.Times = times
 	if checked && r.cfg.graph && !r.cfg.inplace {
 		again, err := check.Verify(r.dev, c.Recv, st, c.Type, c.NRanks, r.check)
 		if err != nil {

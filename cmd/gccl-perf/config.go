@@ -15,36 +15,37 @@ import (
 
 // config is one invocation's settings, from the command line.
 type config struct {
-	ops      []perf.Op
-	minBytes int64
-	maxBytes int64
-	factor   float64
-	step     int64
-	dtype    gccl.DataType
-	redop    gccl.RedOp
-	root     int
-	iters    int
-	warmup   int
-	inplace  bool
-	graph    bool
-	launches int  // -graph: timed launches of the captured graph
-	batch    int  // CUDA eager: operations between one pair of events (0: automatic)
-	register bool // allocate with bufreg.MemAlloc and register with gccl (and the baseline)
-	check    bool
-	checkMax int64  // check sizes up to this many bytes (0: every size)
-	baseline string // "none", "mpi" or "nccl"
-	np       int    // > 0: that many goroutine ranks in one process; 0: one rank per MPI process
-	device   int    // -np: every rank on this GPU (ranks share it); < 0: rank r on GPU r
-	mem      bool   // GPU: the memory-traffic columns (internal/memview)
-	csv      string
-	png      string
-	json     string
-	progress bool
-	seed     uint64
-	timeout  time.Duration // 0: GCCL_TIMEOUT
-	cpuprof  string        // CPU profile file (under mpirun: one per rank, FILE.RANK)
-	halo     []int         // -op halo: the grid's dimensions (nil: two, balanced over the ranks)
-	haloOpen bool          // -op halo: no dimension wraps around (default: every one does)
+	ops       []perf.Op
+	minBytes  int64
+	maxBytes  int64
+	factor    float64
+	step      int64
+	dtype     gccl.DataType
+	redop     gccl.RedOp
+	root      int
+	iters     int
+	warmup    int
+	inplace   bool
+	graph     bool
+	launches  int  // -graph: timed launches of the captured graph
+	batch     int  // CUDA eager: operations between one pair of events (0: automatic)
+	register  bool // allocate with bufreg.MemAlloc and register with gccl (and the baseline)
+	check     bool
+	checkMax  int64  // check sizes up to this many bytes (0: every size)
+	baseline  string // "none", "mpi" or "nccl"
+	np        int    // > 0: that many goroutine ranks in one process; 0: one rank per MPI process
+	device    int    // -np: every rank on this GPU (ranks share it); < 0: rank r on GPU r
+	mem       bool   // GPU: the memory-traffic columns (internal/memview)
+	csv       string
+	png       string
+	json      string
+	progress  bool
+	seed      uint64
+	timeout   time.Duration // 0: GCCL_TIMEOUT
+	cpuprof   string        // CPU profile file (under mpirun: one per rank, FILE.RANK)
+	profRange bool          // GPU: each library's timed iterations in a CUDA profiler range
+	halo      []int         // -op halo: the grid's dimensions (nil: two, balanced over the ranks)
+	haloOpen  bool          // -op halo: no dimension wraps around (default: every one does)
 }
 
 // typeAliases are nccl-tests' names for the data types, accepted beside gccl's.
@@ -91,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the random inputs")
 	fs.DurationVar(&c.timeout, "timeout", 0, "deadline of every wait (0: GCCL_TIMEOUT, default 5m)")
 	fs.StringVar(&c.cpuprof, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file; under mpirun FILE.RANK")
+	fs.BoolVar(&c.profRange, "profilerange", false, "GPU: bracket each library's warm-up and timed iterations at each size, on every rank, in a CUDA profiler range (cuProfilerStart/Stop) for `ncu --replay-mode app-range` or `nsys --capture-range=cudaProfilerApi`")
 	halo := fs.String("halo", "", "-op halo: the grid of ranks, 1 to 3 dimensions as NxM or NxMxK (default: 2-D, balanced over the ranks)")
 	periodic := fs.Bool("haloperiodic", true, "-op halo: every dimension of the grid wraps around (false: none does, edge faces are skipped)")
 	if err := fs.Parse(args); err != nil {

@@ -77,6 +77,19 @@
 // every process on GPU 0 (the driver time-slices them), and processes that
 // share a GPU are not metered (cuMemGetInfo counts the whole device). All-to-all has no figure (N/A).
 //
+// Profiler ranges (GPU, -profilerange). Each library's warm-up and timed
+// iterations at each size run inside a CUDA profiler range
+// (cuProfilerStart/Stop), opened after every rank reached it and closed
+// after every rank's timed work completed, so that Nsight Compute measures
+// the ranks' kernels as they run unprofiled, side by side:
+//
+//	ncu --replay-mode app-range --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+//	    gccl-perf -np 4 -device 0 -op reducescatter -b 128M -e 128M -profilerange
+//
+// (kernel replay serialises kernels, and ranks whose kernels wait for one
+// another hang under it). Ranges come in the table's order: per size, gccl's
+// then the baseline's.
+//
 // Init cost. Before the tables rank 0 prints one "# init:" line: the wall
 // time of gccl's comm.InitRankConfig and, with -baseline nccl, of
 // ncclCommInitRank (each rank's, all ranks starting together after the

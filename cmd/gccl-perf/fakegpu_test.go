@@ -13,6 +13,9 @@ import (
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/report"
+	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/device"
+	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/perf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,6 +36,8 @@ func fakeRanker(t *testing.T, args []string, fake *perftest.Lib, base *perftest.
 	if base != nil {
 		r.base = base
 	}
+	r.prof, err = newProfRange(cfg, d, r.x)
+	require.NoError(t, err)
 	return r, &out
 }
 
@@ -158,4 +163,32 @@ func TestArenaReleaseFailures(t *testing.T) {
 	_, err := r.sweep(perf.Broadcast)
 	assert.ErrorContains(t, err, "releasing the buffers")
 	assert.ErrorContains(t, err, "deregistration refused")
+}
+
+// -profilerange brackets each library's timed work at each size in one
+// profiler range and leaves none open; the host backend refuses it.
+func TestProfileRanges(t *testing.T) {
+	for _, mode := range [][]string{{}, {"-graph", "-launches", "2"}} {
+		fake, base := fakePair(t, 0)
+		args := append([]string{"-op", "broadcast", "-b", "1K", "-e", "16K", "-f", "4", "-n", "3", "-w", "1", "-profilerange"}, mode...)
+		r, out := fakeRanker(t, args, fake, base)
+		drv := perftest.Driver(fake.Dev).(*cudafake.Fake)
+		_, err := r.sweep(perf.Broadcast)
+		require.NoError(t, err, out.String())
+		closed, open := drv.ProfilerRanges()
+		assert.Equal(t, 3*2, closed, "one range per library per size %v", mode)
+		assert.False(t, open, "a range left open %v", mode)
+	}
+	fake, base := fakePair(t, 0)
+	r, _ := fakeRanker(t, []string{"-op", "broadcast", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0"}, fake, base)
+	_, err := r.sweep(perf.Broadcast)
+	require.NoError(t, err)
+	closed, _ := perftest.Driver(fake.Dev).(*cudafake.Fake).ProfilerRanges()
+	assert.Zero(t, closed, "no range without -profilerange")
+
+	host, err := device.NewHost(0, time.Second)
+	require.NoError(t, err)
+	_, err = newProfRange(mustParse(t, "-profilerange"), host, exchange.NewLocal(1, time.Second).Rank(0))
+	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
+	assert.ErrorContains(t, err, "drop -profilerange")
 }

@@ -169,6 +169,9 @@ func runRank(cfg config, c *comm.Comm, cost initcost.Cost, rank, nranks int, x e
 	env := lib.Env{Comm: c, Device: d, Stream: s}
 	r := &ranker{cfg: cfg, rank: rank, nranks: nranks, dev: d, x: x, out: io.Discard, check: h.check, reg: arena.CommRegister(c),
 		gccl: lib.NewGccl(env), clk: clk}
+	if r.prof, err = newProfRange(cfg, d, x); err != nil {
+		return fail(err)
+	}
 	var paths memview.PathSource
 	if e, err := commlink.Engine(c); err == nil {
 		paths = e

@@ -29,6 +29,12 @@ type Driver interface {
 	CtxSetCurrent(ctx Context) error
 	CtxGetCurrent() (Context, error)
 	CtxSynchronize() error
+	// ProfilerStart and ProfilerStop (cuProfilerStart, cuProfilerStop)
+	// bracket a range of the current context's work for a profiler attached
+	// to the process (Nsight Compute's range replay, Nsight Systems'
+	// capture range); with none attached they do nothing.
+	ProfilerStart() error
+	ProfilerStop() error
 	// CtxEnablePeerAccess maps the peer context's memory into the current
 	// context; enabling it twice is not an error.
 	CtxEnablePeerAccess(peer Context) error

@@ -152,6 +152,14 @@ func (d driver) CtxSynchronize() error {
 	return d.check("cuCtxSynchronize", C.gccl_cuCtxSynchronize())
 }
 
+func (d driver) ProfilerStart() error {
+	return d.check("cuProfilerStart", C.gccl_cuProfilerStart())
+}
+
+func (d driver) ProfilerStop() error {
+	return d.check("cuProfilerStop", C.gccl_cuProfilerStop())
+}
+
 func (d driver) CtxEnablePeerAccess(peer Context) error {
 	err := d.check("cuCtxEnablePeerAccess", C.gccl_cuCtxEnablePeerAccess(C.CUcontext(peer), 0))
 	if ResultOf(err) == ErrorPeerAccessAlreadyEnabled {

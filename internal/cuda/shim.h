@@ -83,6 +83,8 @@ typedef struct {
 	X(cuCtxSetCurrent, "cuCtxSetCurrent", 4000, (CUcontext c), (c)) \
 	X(cuCtxGetCurrent, "cuCtxGetCurrent", 4000, (CUcontext *c), (c)) \
 	X(cuCtxSynchronize, "cuCtxSynchronize", 2000, (void), ()) \
+	X(cuProfilerStart, "cuProfilerStart", 4000, (void), ()) \
+	X(cuProfilerStop, "cuProfilerStop", 4000, (void), ()) \
 	X(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", 4000, (CUcontext c, unsigned int f), (c, f)) \
 	X(cuMemGetInfo, "cuMemGetInfo", 3020, (size_t *fr, size_t *tot), (fr, tot)) \
 	X(cuMemAlloc, "cuMemAlloc", 3020, (CUdeviceptr *p, size_t n), (p, n)) \

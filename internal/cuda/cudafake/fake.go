@@ -74,6 +74,8 @@ type Fake struct {
 	captureID     uint64
 	captureMode   cuda.CaptureMode
 	modeExchanges int
+	profiling     bool // between ProfilerStart and ProfilerStop
+	profiled      int  // ranges ProfilerStop closed
 }
 
 var _ cuda.Driver = (*Fake)(nil)
@@ -287,6 +289,33 @@ func (f *Fake) currentDev(fn string) (int, error) {
 		return 0, fail(fn, cuda.ErrorInvalidContext)
 	}
 	return f.current, nil
+}
+
+// ProfilerStart opens a profiler range (a second start is a no-op, as
+// with the driver).
+func (f *Fake) ProfilerStart() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.profiling = true
+	return nil
+}
+
+// ProfilerStop closes the open profiler range, if any.
+func (f *Fake) ProfilerStop() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.profiling {
+		f.profiling, f.profiled = false, f.profiled+1
+	}
+	return nil
+}
+
+// ProfilerRanges reports how many profiler ranges were closed and whether
+// one is open.
+func (f *Fake) ProfilerRanges() (closed int, open bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.profiled, f.profiling
 }
 
 func (f *Fake) CtxSynchronize() error {
