@@ -28,7 +28,7 @@ type providerRow struct {
 var providers = []providerRow{
 	{"ucx", func(Config) network.Provider { return ucxProvider() }},
 	{socket.Name, func(cfg Config) network.Provider {
-		return socket.New(socket.Options{IfName: cfg.IfName, Threads: cfg.NetThreads, SocksPerThread: cfg.NetSocksPerThread})
+		return socket.New(socket.Options{IfName: cfg.IfName, Threads: cfg.NetThreads, SocksPerThread: cfg.NetSocksPerThread, Checksum: cfg.NetChecksum})
 	}},
 }
 

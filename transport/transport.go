@@ -84,6 +84,9 @@ type Config struct {
 	NetThreads        int
 	NetSocksPerThread int
 	NetChunkSize      int // bytes per transfer of a long message, the same on every rank; 0 = DefaultNetChunkSize
+	// NetChecksum, or GCCL_SOCKET_CHECKSUM=1, makes the socket provider
+	// checksum every payload (a CRC32C in each frame header).
+	NetChecksum bool
 
 	// GPUBusID is the PCI bus id of the rank's GPU ("0000:3b:00.0", or
 	// the CUDA driver's "00000000:3B:00.0"), "" for a host rank. Listen

@@ -34,6 +34,7 @@ type Settings struct {
 	HostID          string // GCCL_HOSTID: replaces the host identity; "" = host name and boot id
 	SocketNThreads  int
 	NSocksPerThread int
+	SocketChecksum  bool   // GCCL_SOCKET_CHECKSUM: the socket provider checksums payloads
 	Net             string // GCCL_NET: the network provider, lower case (auto, socket, ucx)
 	IBDisable       bool   // GCCL_IB_DISABLE: no RDMA (auto takes socket; ucx keeps to TCP)
 	ChunkSize       int
@@ -131,6 +132,7 @@ func load(lookup func(string) (string, bool)) *Settings {
 		HostID:              l.str("GCCL_HOSTID", ""),
 		SocketNThreads:      l.integer("GCCL_SOCKET_NTHREADS", 0),
 		NSocksPerThread:     l.integer("GCCL_NSOCKS_PERTHREAD", 0),
+		SocketChecksum:      l.boolean("GCCL_SOCKET_CHECKSUM", false),
 		Net:                 strings.ToLower(strings.TrimSpace(l.str("GCCL_NET", "auto"))),
 		IBDisable:           l.boolean("GCCL_IB_DISABLE", false),
 		IgnoreCPUAffinity:   l.boolean("GCCL_IGNORE_CPU_AFFINITY", false),

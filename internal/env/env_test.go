@@ -32,6 +32,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 5*time.Minute, s.Timeout)
 	assert.Equal(t, "auto", s.Device)
 	assert.Equal(t, 2<<20, s.BuffSize)
+	assert.False(t, s.SocketChecksum, "payload checksums are opt-in")
 	assert.Empty(t, s.Warnings)
 }
 

@@ -17,8 +17,9 @@ import (
 )
 
 // TestCRCDetectsCorruptionBelowFraming flips bits and drops writes on the
-// sockets under transport/internal/net: every fault must be reported as ErrSystem or
-// ErrRemote, and every byte delivered before it must be the byte sent.
+// sockets under transport/internal/net, payload checksums on: every fault
+// must be reported as ErrSystem or ErrRemote, and every byte delivered
+// before it must be the byte sent.
 func TestCRCDetectsCorruptionBelowFraming(t *testing.T) {
 	detected := 0
 	for seed := range uint64(12) {
@@ -32,7 +33,7 @@ func TestCRCDetectsCorruptionBelowFraming(t *testing.T) {
 			wrapped[i] = WrapNet(c, cfg)
 			out[i] = wrapped[i]
 		}
-		st := NewStream(t, out, in)
+		st := NewStream(t, out, in, true)
 		rng := rand.New(rand.NewPCG(seed, 1))
 		var err error
 		for i := range 20 {
@@ -65,15 +66,36 @@ func TestCRCDetectsCorruptionBelowFraming(t *testing.T) {
 	require.Positive(t, detected, "no seed exercised the checksum")
 }
 
+// TestPayloadCorruptionIsSystemError: with payload checksums on, a bit
+// flipped in a payload fails its receive.
 func TestPayloadCorruptionIsSystemError(t *testing.T) {
-	// Corrupt only the payload write of the first frame on the control
-	// socket (a wrapped socket has no fast path: the control writer writes
-	// header and payload one after the other).
-	out, in := nettest.TCPPairs(t, 2)
-	st := NewStream(t, []gonet.Conn{&flipNth{Conn: out[0], n: 2}, out[1]}, in)
-	require.NoError(t, st.Send(context.Background(), []byte("some payload, long enough to flip a byte of it"), 0))
-	_, err := st.Recv(context.Background(), 100, 0) // the bytes are in the buffer, but the receive fails
+	_, err := sendFlipped(t, 2, true)
 	require.ErrorIs(t, err, gccl.ErrSystem, "a corrupted payload must fail its receive")
+}
+
+// TestHeaderCorruptionWithoutChecksum: with payload checksums off (the
+// default), a bit flipped in a frame header still fails the receive
+// (ErrRemote: the header's own CRC32C), while one flipped in a payload is
+// delivered: past TCP's checksum, that is what the setting trades.
+func TestHeaderCorruptionWithoutChecksum(t *testing.T) {
+	_, err := sendFlipped(t, 1, false)
+	require.ErrorIs(t, err, gccl.ErrRemote, "a corrupted header must fail its receive")
+	got, err := sendFlipped(t, 2, false)
+	require.NoError(t, err)
+	require.NotEqual(t, flipMe, got, "the payload was checked although checksums are off")
+}
+
+var flipMe = []byte("some payload, long enough to flip a byte of it")
+
+// sendFlipped sends flipMe with a bit flipped in the n-th write of the
+// control socket (a wrapped socket has no fast path: the control writer
+// writes header and payload one after the other) and receives it.
+func sendFlipped(t *testing.T, n int, checksum bool) ([]byte, error) {
+	out, in := nettest.TCPPairs(t, 2)
+	st := NewStream(t, []gonet.Conn{&flipNth{Conn: out[0], n: n}, out[1]}, in, checksum)
+	require.NoError(t, st.Send(context.Background(), flipMe, 0))
+	got, err := st.Recv(context.Background(), len(flipMe), 0) // the bytes are in the buffer either way
+	return got, err
 }
 
 // flipNth flips a bit in the n-th Write.

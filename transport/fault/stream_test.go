@@ -20,10 +20,12 @@ type Stream struct {
 	R *tnet.RecvComm
 }
 
-// NewStream connects out (the sending ends) to in; Close runs at cleanup.
-func NewStream(t *testing.T, out, in []gonet.Conn) *Stream {
+// NewStream connects out (the sending ends) to in, both ends with
+// payload checksums on or off (tnet.Options.Checksum); Close runs at
+// cleanup.
+func NewStream(t *testing.T, out, in []gonet.Conn, checksum bool) *Stream {
 	t.Helper()
-	opts := tnet.Options{Threads: 2, Timeout: 5 * time.Second}
+	opts := tnet.Options{Threads: 2, Timeout: 5 * time.Second, Checksum: checksum}
 	s, err := tnet.NewSendComm(out, opts)
 	require.NoError(t, err)
 	r, err := tnet.NewRecvComm(in, opts)

@@ -29,6 +29,11 @@ type Options struct {
 	// OS thread of its own, on these CPUs); nil = wherever the runtime
 	// puts them.
 	CPUs topo.CPUSet
+	// Checksum makes the sender put a CRC32C of every payload in its frame
+	// header, and the receiver verify it and refuse payloads without one
+	// (GCCL_SOCKET_CHECKSUM): off, a payload relies on TCP's own checksum,
+	// as in NCCL and MPI; frame headers carry their CRC32C either way.
+	Checksum bool
 }
 
 var errClosed = gccl.Errorf(gccl.InvalidUsage, "conn", "use of a closed socket connection")
@@ -38,25 +43,26 @@ var errClosed = gccl.Errorf(gccl.InvalidUsage, "conn", "use of a closed socket c
 // back), the data sockets (pieces of larger transfers), the requests, the
 // helpers' queues and the sticky error that ends the connection.
 type conn struct {
-	ctrl    gonet.Conn
-	data    []gonet.Conn
-	queues  []*pieceQueue // one per helper goroutine
-	free    chan *request
-	all     []*request
-	seq     []uint64 // next frame sequence number of each data socket
-	err     atomic.Pointer[error]
-	closed  atomic.Bool
-	quit    chan struct{} // closed when the connection ends (failure or Close)
-	quitOne sync.Once
-	wg      sync.WaitGroup
-	cpus    topo.CPUSet // the helpers' CPUs (Options.CPUs)
+	ctrl     gonet.Conn
+	data     []gonet.Conn
+	queues   []*pieceQueue // one per helper goroutine
+	free     chan *request
+	all      []*request
+	seq      []uint64 // next frame sequence number of each data socket
+	err      atomic.Pointer[error]
+	closed   atomic.Bool
+	quit     chan struct{} // closed when the connection ends (failure or Close)
+	quitOne  sync.Once
+	wg       sync.WaitGroup
+	cpus     topo.CPUSet // the helpers' CPUs (Options.CPUs)
+	checksum bool        // Options.Checksum
 }
 
 func newConn(socks []gonet.Conn, o Options, what string) (*conn, error) {
 	if len(socks) < 2 || len(socks) > MaxSockets {
 		return nil, gccl.Errorf(gccl.InvalidArgument, "socks", "a connection needs a control socket and 1..%d data sockets, got %d sockets", MaxSockets-1, len(socks))
 	}
-	c := &conn{ctrl: socks[0], data: socks[1:], quit: make(chan struct{}), seq: make([]uint64, len(socks)-1), cpus: o.CPUs}
+	c := &conn{ctrl: socks[0], data: socks[1:], quit: make(chan struct{}), seq: make([]uint64, len(socks)-1), cpus: o.CPUs, checksum: o.Checksum}
 	c.free, c.all = newRequests(InFlight, o.Timeout, what)
 	threads := o.Threads
 	if threads <= 0 || threads > len(c.data) {

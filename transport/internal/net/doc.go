@@ -40,7 +40,14 @@
 // Frames carry a 48-byte header
 // (magic, flags, per-socket sequence number, payload length and CRC32C, the
 // transfer's length, tag and piece size, a failure's code, the header's
-// CRC32C). The receiving side's control reader matches transfers with
+// CRC32C). The header's CRC32C is always there; the payload's only with
+// Options.Checksum (GCCL_SOCKET_CHECKSUM), flagged in the header (flagCRC),
+// so that a receiver verifies exactly what its sender checksummed; a
+// receiver with Options.Checksum refuses payloads without one
+// (gccl.ErrInvalidUsage: the ranks disagree on the setting). Without it a
+// payload relies on TCP's own checksum, as in NCCL and MPI: computing
+// CRC32C costs both sides several microseconds per 64 KiB on the critical
+// path. The receiving side's control reader matches transfers with
 // posted receives in order and checks tag and size. A corrupted frame is
 // never reported as received: a bad header or a truncated frame is
 // gccl.ErrRemote, a payload checksum mismatch gccl.ErrSystem, a socket the

@@ -10,11 +10,13 @@ import (
 )
 
 // Frame header layout (little-endian): magic, flags, the socket's frame
-// sequence number, payload length, payload CRC32C; on a transfer's header
-// (flagXfer) the transfer's length, tag and piece size; on a failure record
-// (flagFail) the error's code; the CRC32C of the header.
+// sequence number, payload length, payload CRC32C (with flagCRC, else 0);
+// on a transfer's header (flagXfer) the transfer's length, tag and piece
+// size; on a failure record (flagFail) the error's code; the CRC32C of the
+// header, which is always there: a corrupted or desynchronised stream is
+// an error, never a hang or data.
 const (
-	frameMagic  = 0x33464347 // "GCF3" little-endian
+	frameMagic  = 0x34464347 // "GCF4" little-endian: flagCRC since GCF4
 	HeaderSize  = 48
 	hdrCRCStart = 44 // bytes [0,44) are covered by the header CRC at [44,48)
 
@@ -22,6 +24,10 @@ const (
 	flagPiece = 2 // data socket: one piece of a transfer
 	flagFail  = 4 // a failure record: the payload is the error's message
 	flagBye   = 8 // control socket: an orderly Close, no payload; the last frame
+	// flagCRC, beside one of the kinds above, says that the header holds
+	// the CRC32C of the payload (Options.Checksum on the sender, always on
+	// a failure record), which the receiver then verifies.
+	flagCRC = 16
 
 	// MaxInline is the largest transfer sent inline on the control socket:
 	// header and bytes in one write from Isend itself, no hand-off.
@@ -38,10 +44,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // header is one frame's header, decoded.
 type header struct {
-	flags  uint32
+	flags  uint32 // the frame's kind: flagXfer, flagPiece, flagFail or flagBye
+	sum    bool   // flagCRC: crc is the payload's CRC32C
 	seq    uint64
 	length int    // payload bytes after the header
-	crc    uint32 // CRC32C of the payload
+	crc    uint32 // CRC32C of the payload with sum, else 0
 	total  uint64 // flagXfer: the transfer's length
 	tag    uint32 // flagXfer: the transfer's tag
 	piece  int    // flagXfer: bytes per piece on the data sockets, 0 when inline
@@ -52,7 +59,11 @@ type header struct {
 func (h header) put(b []byte) {
 	le := binary.LittleEndian
 	le.PutUint32(b[0:], frameMagic)
-	le.PutUint32(b[4:], h.flags)
+	flags := h.flags
+	if h.sum {
+		flags |= flagCRC
+	}
+	le.PutUint32(b[4:], flags)
 	le.PutUint64(b[8:], h.seq)
 	le.PutUint32(b[16:], uint32(h.length))
 	le.PutUint32(b[20:], h.crc)
@@ -63,9 +74,18 @@ func (h header) put(b []byte) {
 	le.PutUint32(b[hdrCRCStart:], crc32.Checksum(b[:hdrCRCStart], castagnoli))
 }
 
+// setPayload sets h's payload length to p's and, with sum, its CRC32C
+// (flagCRC).
+func (h *header) setPayload(p []byte, sum bool) {
+	h.length, h.sum = len(p), sum
+	if sum {
+		h.crc = crc32c(p)
+	}
+}
+
 // parseHeader decodes and validates a frame header: magic, header
-// checksum, one known flag, lengths in range for it, and the expected
-// sequence number.
+// checksum, one known kind (flagCRC aside; without it a zero payload
+// CRC), lengths in range for it, and the expected sequence number.
 func parseHeader(b []byte, wantSeq uint64) (header, error) {
 	le := binary.LittleEndian
 	if len(b) < HeaderSize {
@@ -77,8 +97,10 @@ func parseHeader(b []byte, wantSeq uint64) (header, error) {
 	if got, want := le.Uint32(b[hdrCRCStart:]), crc32.Checksum(b[:hdrCRCStart], castagnoli); got != want {
 		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "header checksum mismatch (%#x, want %#x): the stream is corrupted", got, want)
 	}
+	flags := le.Uint32(b[4:])
 	h := header{
-		flags:  le.Uint32(b[4:]),
+		flags:  flags &^ flagCRC,
+		sum:    flags&flagCRC != 0,
 		seq:    le.Uint64(b[8:]),
 		length: int(le.Uint32(b[16:])),
 		crc:    le.Uint32(b[20:]),
@@ -86,6 +108,9 @@ func parseHeader(b []byte, wantSeq uint64) (header, error) {
 		tag:    le.Uint32(b[32:]),
 		piece:  int(le.Uint32(b[36:])),
 		code:   le.Uint32(b[40:]),
+	}
+	if !h.sum && h.crc != 0 {
+		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "frame without a payload checksum has payload CRC %#x: the stream is corrupted", h.crc)
 	}
 	var ok bool
 	switch h.flags {
@@ -100,7 +125,7 @@ func parseHeader(b []byte, wantSeq uint64) (header, error) {
 	case flagBye:
 		ok = h.length == 0
 	default:
-		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "unknown flags %#x", h.flags)
+		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "unknown flags %#x", flags)
 	}
 	if !ok {
 		return header{}, gccl.Errorf(gccl.RemoteError, "frame", "frame with flags %#x: payload %d, transfer %d, piece %d out of range", h.flags, h.length, h.total, h.piece)
@@ -111,8 +136,17 @@ func parseHeader(b []byte, wantSeq uint64) (header, error) {
 	return h, nil
 }
 
-// checkPayload verifies a payload against its header's checksum.
-func checkPayload(h header, p []byte) error {
+// checkPayload verifies a payload against its header's checksum, if the
+// sender computed one (flagCRC). A receiver whose own Options.Checksum is
+// set (want) refuses a payload without one: both ends of a connection
+// check, or the setting differs between the ranks.
+func checkPayload(h header, p []byte, want bool) error {
+	if !h.sum {
+		if want {
+			return gccl.Errorf(gccl.InvalidUsage, "frame", "frame %d carries no payload checksum, but GCCL_SOCKET_CHECKSUM is on here: set it the same on every rank", h.seq)
+		}
+		return nil
+	}
 	if got := crc32c(p); got != h.crc {
 		return gccl.Errorf(gccl.SystemError, "frame", "payload checksum mismatch in frame %d (%#x, want %#x): data was corrupted in transit", h.seq, got, h.crc)
 	}
@@ -131,7 +165,9 @@ func failureFrame(seq uint64, err error) []byte {
 		code = gccl.RemoteError
 	}
 	b := make([]byte, HeaderSize+len(msg))
-	header{flags: flagFail, length: len(msg), seq: seq, crc: crc32c(msg), code: uint32(code)}.put(b)
+	h := header{flags: flagFail, seq: seq, code: uint32(code)}
+	h.setPayload(msg, true)
+	h.put(b)
 	copy(b[HeaderSize:], msg)
 	return b
 }
@@ -146,7 +182,7 @@ func writeFailure(sock gonet.Conn, seq uint64, err error) {
 // failure or a death (network.ErrPeerClosed).
 func writeBye(sock gonet.Conn, seq uint64) {
 	var b [HeaderSize]byte
-	header{flags: flagBye, seq: seq, crc: crc32c(nil)}.put(b[:])
+	header{flags: flagBye, seq: seq}.put(b[:])
 	writeLast(sock, b[:])
 }
 

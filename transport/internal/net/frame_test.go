@@ -14,11 +14,13 @@ import (
 func TestHeaderRoundTripAndRejects(t *testing.T) {
 	var b [HeaderSize]byte
 	for _, h := range []header{
-		{flags: flagXfer, seq: 1<<40 + 5, length: 777, crc: 0xdeadbeef, total: 777, tag: 9},
+		{flags: flagXfer, sum: true, seq: 1<<40 + 5, length: 777, crc: 0xdeadbeef, total: 777, tag: 9},
+		{flags: flagXfer, seq: 1<<40 + 6, length: 777, total: 777, tag: 9},
 		{flags: flagXfer, seq: 2, total: 1 << 30, tag: 1, piece: MaxPiece},
-		{flags: flagPiece, seq: 3, length: MaxPiece, crc: 1},
-		{flags: flagFail, seq: 0, length: 10, code: uint32(gccl.InvalidUsage)},
-		{flags: flagBye, seq: 4, crc: crc32c(nil)},
+		{flags: flagPiece, sum: true, seq: 3, length: MaxPiece, crc: 1},
+		{flags: flagPiece, seq: 3, length: MaxPiece},
+		{flags: flagFail, sum: true, seq: 0, length: 10, code: uint32(gccl.InvalidUsage)},
+		{flags: flagBye, seq: 4},
 	} {
 		h.put(b[:])
 		got, err := parseHeader(b[:], h.seq)
@@ -40,6 +42,7 @@ func TestHeaderRoundTripAndRejects(t *testing.T) {
 		{flags: flagXfer, total: 0, piece: 10},
 		{flags: flagPiece}, {flags: flagPiece, length: MaxPiece + 1},
 		{flags: flagFail, length: maxFailMsg + 1},
+		{flags: flagXfer, length: 10, total: 10, crc: 5}, // a CRC without flagCRC
 	} {
 		bad.put(b[:])
 		_, err := parseHeader(b[:], 0)
@@ -49,8 +52,10 @@ func TestHeaderRoundTripAndRejects(t *testing.T) {
 
 func FuzzParseHeader(f *testing.F) {
 	var b [HeaderSize]byte
-	header{flags: flagXfer, length: 10, seq: 3, crc: 1, total: 10}.put(b[:])
+	header{flags: flagXfer, length: 10, seq: 3, sum: true, crc: 1, total: 10}.put(b[:])
 	f.Add(b[:], uint64(3))
+	header{flags: flagPiece, length: 10, seq: 4}.put(b[:])
+	f.Add(b[:], uint64(4))
 	f.Add([]byte{}, uint64(0))
 	f.Fuzz(func(t *testing.T, data []byte, seq uint64) {
 		h, err := parseHeader(data, seq)
@@ -80,47 +85,63 @@ func FuzzParseHello(f *testing.F) {
 	})
 }
 
-// FuzzRecvComm feeds arbitrary bytes to a receiver's control socket: it
-// must complete nothing that is not a well-formed, checksummed transfer
-// with the posted tag, and must neither hang nor panic.
+// FuzzRecvComm feeds arbitrary bytes to a receiver's control socket, with
+// and without Options.Checksum: it must complete nothing that is not a
+// well-formed transfer with the posted tag (and, with Checksum, a payload
+// CRC that matches), and must neither hang nor panic.
 func FuzzRecvComm(f *testing.F) {
 	payload := []byte("payload!")
-	good := make([]byte, HeaderSize, HeaderSize+len(payload))
-	header{flags: flagXfer, length: len(payload), crc: crc32c(payload), total: uint64(len(payload)), tag: 7}.put(good)
-	good = append(good, payload...)
-	f.Add(good)
-	f.Add(good[:30])
+	for _, sum := range []bool{true, false} {
+		good := make([]byte, HeaderSize, HeaderSize+len(payload))
+		h := header{flags: flagXfer, total: uint64(len(payload)), tag: 7}
+		h.setPayload(payload, sum)
+		h.put(good)
+		good = append(good, payload...)
+		f.Add(good)
+		f.Add(good[:30])
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ctrlOut, ctrlIn := gonet.Pipe()
-		dataOut, dataIn := gonet.Pipe()
-		defer ctrlOut.Close()
-		defer dataOut.Close()
-		r, err := NewRecvComm([]gonet.Conn{ctrlIn, dataIn}, Options{Timeout: 2 * time.Second})
-		require.NoError(t, err)
-		defer r.Close()
-		go func() { // a sender that writes data, then closes (all its sockets)
-			_, _ = ctrlOut.Write(data)
-			ctrlOut.Close()
-			dataOut.Close()
-		}()
-		buf := make([]byte, 64)
-		m, err := r.Register(network.HostRegion(buf))
-		require.NoError(t, err)
-		q, err := r.Irecv(network.HostRegion(buf), m, 7)
-		if err != nil { // the stream already ended, malformed, before the receive was posted
-			require.Equal(t, gccl.RemoteError, gccl.Code(err), "%v", err)
-			return
+		for _, sum := range []bool{false, true} {
+			fuzzRecv(t, data, sum)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		n, err := q.(network.Waiter).Wait(ctx)
-		if err != nil {
-			require.NotEqual(t, gccl.TimeoutError, gccl.Code(err), "a closed stream must end the receive")
-			return
-		}
-		h, herr := parseHeader(data, 0)
-		require.NoError(t, herr)
-		require.Equal(t, data[HeaderSize:HeaderSize+n], buf[:n])
-		require.Equal(t, uint32(7), h.tag)
 	})
+}
+
+// fuzzRecv is one FuzzRecvComm run, with Options.Checksum set to sum.
+func fuzzRecv(t *testing.T, data []byte, sum bool) {
+	ctrlOut, ctrlIn := gonet.Pipe()
+	dataOut, dataIn := gonet.Pipe()
+	defer ctrlOut.Close()
+	defer dataOut.Close()
+	r, err := NewRecvComm([]gonet.Conn{ctrlIn, dataIn}, Options{Timeout: 2 * time.Second, Checksum: sum})
+	require.NoError(t, err)
+	defer r.Close()
+	go func() { // a sender that writes data, then closes (all its sockets)
+		_, _ = ctrlOut.Write(data)
+		ctrlOut.Close()
+		dataOut.Close()
+	}()
+	buf := make([]byte, 64)
+	m, err := r.Register(network.HostRegion(buf))
+	require.NoError(t, err)
+	q, err := r.Irecv(network.HostRegion(buf), m, 7)
+	if err != nil { // the stream already ended, malformed, before the receive was posted
+		require.Equal(t, gccl.RemoteError, gccl.Code(err), "%v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := q.(network.Waiter).Wait(ctx)
+	if err != nil {
+		require.NotEqual(t, gccl.TimeoutError, gccl.Code(err), "a closed stream must end the receive")
+		return
+	}
+	h, herr := parseHeader(data, 0)
+	require.NoError(t, herr)
+	require.Equal(t, data[HeaderSize:HeaderSize+n], buf[:n])
+	require.Equal(t, uint32(7), h.tag)
+	if sum {
+		require.True(t, h.sum, "checksum on: a transfer without one completed")
+		require.Equal(t, h.crc, crc32c(buf[:n]))
+	}
 }

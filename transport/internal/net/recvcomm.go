@@ -362,7 +362,7 @@ func (r *RecvComm) readPayload(read func([]byte) (int, error)) (status, error) {
 			return stMore, nil
 		}
 	}
-	if err := checkPayload(c.h, c.dst); err != nil {
+	if err := checkPayload(c.h, c.dst, r.checksum); err != nil {
 		return stErr, err
 	}
 	if c.q == nil {
@@ -450,7 +450,7 @@ func (r *RecvComm) readPiece(p piece, hdr []byte) error {
 	if _, err := io.ReadFull(sock, p.buf); err != nil {
 		return r.classify(err, "net recv")
 	}
-	return checkPayload(h, p.buf)
+	return checkPayload(h, p.buf, r.checksum)
 }
 
 // Fail tells the sender, over the control socket, that this end failed with

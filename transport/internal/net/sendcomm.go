@@ -77,7 +77,7 @@ func (s *SendComm) Isend(r network.Region, m network.MemHandle, tag uint32) (net
 	inline := len(buf) <= MaxInline
 	q.pieces.Store(!inline)
 	if inline {
-		h.length, h.crc = len(buf), crc32c(buf)
+		h.setPayload(buf, s.checksum)
 		q.pending.Store(1)
 	} else {
 		h.piece = pieceSize(len(buf), len(s.data))
@@ -186,7 +186,9 @@ func (s *SendComm) helper(q *pieceQueue) {
 		if !ok {
 			return
 		}
-		header{flags: flagPiece, seq: p.seq, length: len(p.buf), crc: crc32c(p.buf)}.put(hdr[:])
+		h := header{flags: flagPiece, seq: p.seq}
+		h.setPayload(p.buf, s.checksum)
+		h.put(hdr[:])
 		arr[0], arr[1] = hdr[:], p.buf
 		*bufs = arr
 		_, err := bufs.WriteTo(s.data[p.sock])
@@ -234,7 +236,7 @@ func (s *SendComm) readBack() {
 		s.fail(s.classify(err, "net send"))
 		return
 	}
-	if err := checkPayload(h, msg); err != nil {
+	if err := checkPayload(h, msg, s.checksum); err != nil {
 		s.fail(err)
 		return
 	}

@@ -25,9 +25,13 @@
 // mod n; GCCL_SOCKET_NTHREADS helper goroutines per connection write them
 // (on the receiving side, read them straight into the posted receive), each
 // driving GCCL_NSOCKS_PERTHREAD sockets, on network.Config.CPUs where
-// the endpoint placed the connection (near its GPU or NIC). Every frame carries a CRC32C of its
-// bytes and a sequence number; a corrupted or lost frame is an error, never
-// data. Nagle's algorithm is off on every socket.
+// the endpoint placed the connection (near its GPU or NIC). Every frame
+// header carries a sequence number and a CRC32C of the header, so a
+// corrupted, lost or desynchronised frame is an error, never data or a
+// hang; with GCCL_SOCKET_CHECKSUM=1 (Options.Checksum) every frame also
+// carries a CRC32C of its payload, which the receiver checks (a mismatch
+// is gccl.ErrSystem); off by default: payloads rely on TCP's checksum,
+// as NCCL's and MPI's do. Nagle's algorithm is off on every socket.
 //
 // The receiving side's control reader matches each transfer with the next
 // posted Irecv and checks its tag and size: a mismatch is

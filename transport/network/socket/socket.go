@@ -33,6 +33,10 @@ type Options struct {
 	// SocksPerThread is the data sockets each helper drives; 0 =
 	// GCCL_NSOCKS_PERTHREAD (NCCL_NSOCKS_PERTHREAD), else DefaultSocksPerThread.
 	SocksPerThread int
+	// Checksum puts a CRC32C of every payload in its frame header and
+	// checks it on receipt (and refuses payloads sent without one); false
+	// = GCCL_SOCKET_CHECKSUM, else off: payloads rely on TCP's checksum.
+	Checksum bool
 }
 
 // Provider is the socket provider (network.Provider).
@@ -56,6 +60,7 @@ func New(o Options) *Provider {
 	if o.SocksPerThread == 0 {
 		o.SocksPerThread = e.NSocksPerThread
 	}
+	o.Checksum = o.Checksum || e.SocketChecksum
 	if o.Threads <= 0 {
 		o.Threads = DefaultThreads
 	}
@@ -130,7 +135,7 @@ func (p *Provider) Listen(dev int, cfg network.Config) (network.Listener, error)
 	if err != nil {
 		return nil, err
 	}
-	return &listener{ln: ln, h: encodeHandle(ln.TCPAddr()), opts: tnet.Options{Threads: p.o.Threads, Timeout: cfg.Timeout, CPUs: cfg.CPUs}}, nil
+	return &listener{ln: ln, h: encodeHandle(ln.TCPAddr()), opts: p.connOptions(cfg)}, nil
 }
 
 // Connect dials the listener of handle h with a control socket and
@@ -151,7 +156,7 @@ func (p *Provider) Connect(ctx context.Context, dev int, h network.Handle, cfg n
 	if err != nil {
 		return nil, err
 	}
-	s, err := tnet.NewSendComm(socks, tnet.Options{Threads: p.o.Threads, Timeout: cfg.Timeout, CPUs: cfg.CPUs})
+	s, err := tnet.NewSendComm(socks, p.connOptions(cfg))
 	if err != nil {
 		closeAll(socks)
 		return nil, err
@@ -166,6 +171,11 @@ var (
 	_ network.Refuser  = (*tnet.SendComm)(nil)
 	_ network.Failer   = (*tnet.RecvComm)(nil)
 )
+
+// connOptions are the options of a connection for cfg, both ends alike.
+func (p *Provider) connOptions(cfg network.Config) tnet.Options {
+	return tnet.Options{Threads: p.o.Threads, Timeout: cfg.Timeout, CPUs: cfg.CPUs, Checksum: p.o.Checksum}
+}
 
 // Layout names the connection layout, "2x1": helper goroutines × sockets each.
 func (p *Provider) Layout() string {
