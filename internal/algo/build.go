@@ -40,15 +40,22 @@ func ChannelPart(count, elemSize, channels, c int) Span {
 	return Split(count, channels, alignElems(elemSize))[c]
 }
 
-// NumChannels is how many of at most max channels a collective of bytes
-// (as Choose counts them) over nranks ranks runs on: enough that each
-// channel's part holds a pipeline chunk per rank (so a ring channel moves
-// whole chunks), at least 1. Every rank computes the same.
-func NumChannels(bytes, nranks, chunkBytes, most int) int {
-	if chunkBytes <= 0 {
-		chunkBytes = DefaultChunkBytes
-	}
-	return max(1, min(most, bytes/(chunkBytes*max(nranks, 1))))
+// ChannelBytes is the least a channel moves per rank: a collective runs
+// on one more channel for every ChannelBytes × nranks of data. Each
+// channel has its own goroutine, connections and scratch, so it must carry
+// enough to pay for them; on 16 cores, across 2 simulated hosts, all-reduce
+// of 256 KiB-1 MiB took 1.2-1.8× Open MPI's time with one channel per
+// 512 KiB chunk per rank (a single channel up to 1 MiB) and 0.5-1.0× with
+// one per 64 KiB (docs/perf-notes.md, fourteenth session).
+const ChannelBytes = 64 << 10
+
+// NumChannels is how many of at most most channels a collective of bytes
+// (as Choose counts them) over nranks ranks runs on: one per ChannelBytes
+// per rank, at least 1. It does not depend on the pipeline chunk: a
+// channel's part is cut into chunks of Params.ChunkBytes as before. Every
+// rank computes the same.
+func NumChannels(bytes, nranks, most int) int {
+	return max(1, min(most, bytes/(ChannelBytes*max(nranks, 1))))
 }
 
 func (p *Params) validate() error {

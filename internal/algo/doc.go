@@ -65,7 +65,7 @@
 // over its own connections with its own scratch, so that several messages
 // are in flight per peer and several cores reduce. A channel's plan is the
 // schedule of its part, its refs moved into the whole buffers. NumChannels
-// is how many a collective uses: one per pipeline chunk per rank of data,
+// is how many a collective uses: one per ChannelBytes (64 KiB) per rank of data,
 // at most the backend's setting (the host backend's GCCL_NET_NCHANNELS, on
 // communicators that span hosts).
 //

@@ -43,19 +43,23 @@ func TestNumPieces(t *testing.T) {
 	assert.Equal(t, 1, NumPieces(1<<20, 4, 0))
 }
 
-// TestNumChannels: a channel per nranks chunks of data, 1 to most.
+// TestNumChannels: a channel per nranks × ChannelBytes of data, 1 to most,
+// whatever the chunk.
 func TestNumChannels(t *testing.T) {
-	const mib = 1 << 20
-	for _, c := range []struct{ bytes, nranks, chunk, most, want int }{
-		{0, 2, 0, 4, 1},
-		{1*mib - 1, 2, 0, 4, 1},           // below one 512 KiB chunk per rank
-		{2 * mib, 2, 0, 4, 2},             // 1 MiB a channel
-		{64 * mib, 2, 0, 4, 4},            // capped
-		{64 * mib, 2, 0, 1, 1},            // one channel allowed
-		{8 * mib, 4, 1 * mib, 16, 2},      // 4 MiB a channel
-		{1 << 40, 1 << 10, 1 << 20, 3, 3}, // large
+	const kib = 1 << 10
+	for _, c := range []struct{ bytes, nranks, most, want int }{
+		{0, 2, 4, 1},
+		{128*kib - 1, 2, 4, 1},       // below 64 KiB per rank
+		{128 * kib, 2, 4, 1},         // one channel's worth
+		{256 * kib, 2, 4, 2},         // two
+		{1 << 20, 2, 4, 4},           // capped
+		{64 << 20, 2, 1, 1},          // one channel allowed
+		{1 << 20, 4, 16, 4},          // 256 KiB a rank: 4 channels
+		{1 << 40, 1 << 10, 3, 3},     // large
+		{3 * 64 * kib * 5, 5, 16, 3}, // exact multiples
+		{3*64*kib*5 - 1, 5, 16, 2},   // just below
 	} {
-		assert.Equal(t, c.want, NumChannels(c.bytes, c.nranks, c.chunk, c.most), "%+v", c)
+		assert.Equal(t, c.want, NumChannels(c.bytes, c.nranks, c.most), "%+v", c)
 	}
 }
 

@@ -118,7 +118,7 @@ func (b *Backend) schedules(o *engine.Op) (int, error) {
 		bytes *= b.nranks
 	}
 	p := algo.Params{Kind: o.Kind, Algo: b.choose(o.Kind, bytes), NRanks: b.nranks, Rank: b.rank, Root: o.Root,
-		Count: o.Count, ElemSize: es, ChunkBytes: b.chunk, Channels: algo.NumChannels(bytes, b.nranks, b.chunk, b.nch)}
+		Count: o.Count, ElemSize: es, ChunkBytes: b.chunk, Channels: algo.NumChannels(bytes, b.nranks, b.nch)}
 	for c := range p.Channels {
 		p.Channel = c
 		if _, err := b.chans[c].sched.get(p); err != nil {

@@ -47,7 +47,7 @@ func TestChannelsAcrossHosts(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%d", n/per, per), func(t *testing.T) {
 			w := hostsWorld(t, n, per, 4)
 			for _, kind := range []algo.Kind{algo.AllReduce, algo.AllGather, algo.ReduceScatter, algo.Broadcast, algo.Reduce} {
-				for _, count := range []int{1, 2*1024*n + 3, 9*1024*n + 5} {
+				for _, count := range []int{1, 2*16384*n + 3, 5*16384*n + 5} { // 1, 2 and 4 channels (algo.ChannelBytes)
 					for _, inPlace := range []bool{false, true} {
 						w.collective(t, rng, kind, count, rng.IntN(n), inPlace)
 					}
@@ -66,7 +66,7 @@ func TestChannelsAcrossHosts(t *testing.T) {
 // named by the others' timeout, one error per rank however many channels
 // waited for it.
 func TestChannelsStall(t *testing.T) {
-	const n, count = 3, 40_001 // 4 channels of 4 KiB chunks
+	const n, count = 3, 200_003 // 4 channels (algo.ChannelBytes per rank each)
 	w := hostsWorldTimeout(t, n, 1, 4, 500*time.Millisecond)
 	rng := rand.New(rand.NewPCG(9, 10))
 	w.collective(t, rng, algo.AllReduce, count, 0, false) // connects every channel
@@ -86,7 +86,7 @@ func TestChannelsStall(t *testing.T) {
 // (the same or different channel counts) get gccl.ErrInvalidUsage on
 // every rank, well before the deadline.
 func TestChannelsMismatch(t *testing.T) {
-	for name, counts := range map[string][2]int{"same channels": {40_001, 40_017}, "other channels": {40_001, 4_097}} {
+	for name, counts := range map[string][2]int{"same channels": {160_001, 160_017}, "other channels": {160_001, 4_097}} {
 		t.Run(name, func(t *testing.T) {
 			w := hostsWorldTimeout(t, 2, 1, 4, 10*time.Second)
 			rng := rand.New(rand.NewPCG(11, 12))

@@ -50,7 +50,7 @@
 // (transport channel c to each peer), so that several messages are in
 // flight per peer and the reductions run on several cores; a channel that
 // fails cancels the others, and the first failure is reported. How many:
-// one per pipeline chunk per rank of data (algo.NumChannels), at most
+// one per 64 KiB per rank of data (algo.NumChannels), at most
 // Config.Channels (GCCL_NET_NCHANNELS, default 4); one on a single host
 // and for point-to-point ops. The channel count and the chunk size
 // (GCCL_CHUNKSIZE) shape every rank's plans, so Open all-gathers them
