@@ -72,9 +72,14 @@
 // goroutine runs on network.Config.CPUs (topo.Pin) where the endpoint
 // placed the connection near its GPU or NIC.
 //
-// On a TCP device UCX sends transfers of up to 128 KiB eagerly
-// (UCX_RNDV_THRESH, unless the environment sets it): a message's first
-// transfer never waits for a rendezvous round trip.
+// On a TCP device UCX sends transfers below 1 MiB eagerly
+// (UCX_RNDV_THRESH=1m) in pieces of up to 1 MiB (UCX_TCP_RX_SEG_SIZE=1m),
+// each unless the environment sets it: every transfer the transport
+// makes at its defaults goes at once and in one piece, with no
+// rendezvous round trip (see tcpEagerLimit). A receiver that posts its
+// receive late holds what came meanwhile in UCX's buffers: up to a whole
+// message, where above the limit it would hold only the request to send
+// it (UCX_RNDV_THRESH bounds it).
 //
 // Registration is ucp_mem_map of the region (host or CUDA memory type).
 // Flush is done at once for host memory; for CUDA memory it is a one-byte
