@@ -52,11 +52,15 @@ type Context struct {
 // configuration: Name without the UCX_ prefix ("TLS", "NET_DEVICES").
 type Setting struct{ Name, Value string }
 
-// UnlessSet is s, or nothing where the environment sets UCX_<Name> itself:
-// a default of gccl's that the user's UCX configuration overrides.
-func (s Setting) UnlessSet() []Setting {
-	if _, set := os.LookupEnv("UCX_" + strings.TrimPrefix(s.Name, "?")); set {
-		return nil
+// UnlessSet is s, or nothing where the environment sets UCX_<Name> itself
+// or any of UCX_<also> (a transport's name for its setting, settings UCX
+// checks against it): a default of gccl's that the user's UCX
+// configuration overrides.
+func (s Setting) UnlessSet(also ...string) []Setting {
+	for _, name := range append([]string{s.Name}, also...) {
+		if _, set := os.LookupEnv("UCX_" + strings.TrimPrefix(name, "?")); set {
+			return nil
+		}
 	}
 	return []Setting{s}
 }

@@ -363,4 +363,7 @@ func TestUnlessSet(t *testing.T) {
 	require.Equal(t, []Setting{s}, s.UnlessSet())
 	t.Setenv("UCX_RNDV_THRESH", "1m")
 	require.Empty(t, s.UnlessSet())
+	os.Unsetenv("UCX_RNDV_THRESH")
+	t.Setenv("UCX_RNDV_SCHEME", "")
+	require.Empty(t, s.UnlessSet("?RNDV_SCHEME"), "a setting named in also is set")
 }

@@ -160,3 +160,32 @@ func TestTestAllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// TestSleepSeesCompletion: a receive that another goroutine's progress
+// completed (the events consumed, none left to wake a sleeper) does not
+// sleep its caller's Sleep out, while a Wait would.
+func TestSleepSeesCompletion(t *testing.T) {
+	b, ep, buf, got := talkingPair(t)
+	for i := range 5 {
+		r, err := b.Recv(ptr(got), len(got), uint64(i), nil, false)
+		require.NoError(t, err)
+		s, err := ep.Send(ptr(buf), len(buf), uint64(i), nil, false)
+		require.NoError(t, err)
+		require.NoError(t, s.Wait(10*time.Second))
+		s.Release()
+		require.Eventually(t, func() bool {
+			b.Progress() // as the connection's progress goroutine would
+			r.w.mu.Lock()
+			defer r.w.mu.Unlock()
+			_, s := cRecvStatus(r.h)
+			return s != InProgress
+		}, 5*time.Second, time.Millisecond)
+		start := time.Now()
+		require.NoError(t, r.Sleep(5*time.Second))
+		assert.Less(t, time.Since(start), time.Second, "message %d", i)
+		done, _, err := r.Test()
+		require.NoError(t, err)
+		require.True(t, done)
+		r.Release()
+	}
+}

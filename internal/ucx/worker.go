@@ -23,8 +23,20 @@ type Worker struct {
 	ctx     *Context
 	orphans []*Request   // released before they completed: pinned until Close
 	hurry   atomic.Int64 // Hurry's bound on every wait (Unix ns), 0 for none
-	events  *os.File     // a dup of the event fd in Go's netpoller, made by the first Wait (mu held)
-	sleeper sync.Mutex   // held by the Wait asleep on events
+	// The Waits asleep in Go's netpoller, each on its own dup of the
+	// event fd (made by its first Wait, mu held).
+	sleepers [netpollSleepers]sleeper
+}
+
+// netpollSleepers is how many Waits of a worker sleep in Go's netpoller
+// at once: a connection's progress goroutine and a waiter of one of its
+// requests (see Wait).
+const netpollSleepers = 2
+
+// sleeper is a place for a Wait in Go's netpoller.
+type sleeper struct {
+	held   sync.Mutex // by the Wait asleep on events
+	events *os.File   // a dup of the event fd in the netpoller
 }
 
 // NewWorker creates a worker of c.
@@ -64,16 +76,18 @@ func (w *Worker) Close() {
 	w.drainUntil(deadline)
 	_ = w.Flush(time.Until(deadline))
 	w.drainUntil(deadline)
-	if events := w.destroy(); events != nil {
-		// Without the lock: File.Close waits for a Wait asleep on it to
-		// return, and that Wait may be about to take the lock.
-		events.Close()
+	// Without the lock: File.Close waits for a Wait asleep on it to
+	// return, and that Wait may be about to take the lock.
+	for _, f := range w.destroy() {
+		if f != nil {
+			f.Close()
+		}
 	}
 }
 
 // destroy destroys the worker (lock not held); it returns the event fd's
-// dup for the caller to close.
-func (w *Worker) destroy() *os.File {
+// dups for the caller to close.
+func (w *Worker) destroy() []*os.File {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.h == 0 {
@@ -88,8 +102,10 @@ func (w *Worker) destroy() *os.File {
 		r.finish()
 	}
 	w.orphans = nil
-	events := w.events
-	w.events = nil
+	events := make([]*os.File, len(w.sleepers))
+	for i := range w.sleepers {
+		events[i], w.sleepers[i].events = w.sleepers[i].events, nil
+	}
 	return events
 }
 
@@ -198,17 +214,36 @@ func (w *Worker) progress() {
 // the worker while it sleeps, so other goroutines may progress it
 // meanwhile; waiters loop on their own condition with their own deadline.
 //
-// One Wait at a time sleeps in Go's netpoller, on a dup of the event fd
-// (no thread blocked in C, no wake-up of another thread to take over its
-// P): a connection's progress goroutine, which waits so for every event.
-// A Wait that finds that one taken sleeps in poll(2) (a blocking cgo call)
-// instead, so that each sleeps within its own d.
-func (w *Worker) Wait(d time.Duration) error {
-	if !w.sleeper.TryLock() {
-		return w.pollWait(d)
+// Two Waits at a time sleep in Go's netpoller, each on its own dup of the
+// event fd (no thread blocked in C, no wake-up of another thread to take
+// over its P; an event wakes both): a connection's progress goroutine and
+// the waiter of one of its requests, which an event then wakes itself
+// rather than through the progress goroutine. A Wait that finds both
+// places taken sleeps in poll(2) (a blocking cgo call) instead, so that
+// each sleeps within its own d.
+func (w *Worker) Wait(d time.Duration) error { return w.sleep(d, nil) }
+
+// Sleep is Wait for the caller of r, who tested it: it does not sleep
+// once r is complete. Another goroutine's progress may complete r
+// between the caller's Test and this Wait's; that progress consumed the
+// events, so nothing would wake this Wait for it: r is checked once the
+// worker is armed, after which a completion needs new events.
+func (r *Request) Sleep(d time.Duration) error { return r.w.sleep(d, r) }
+
+// sleep is Wait, not sleeping once r (if not nil) is complete.
+func (w *Worker) sleep(d time.Duration, r *Request) error {
+	for i := range w.sleepers {
+		if w.sleepers[i].held.TryLock() {
+			defer w.sleepers[i].held.Unlock()
+			return w.netpollWait(i, d, r)
+		}
 	}
-	defer w.sleeper.Unlock()
-	f, err := w.eventFile()
+	return w.pollWait(d, r)
+}
+
+// netpollWait is sleep in Go's netpoller, in place i (held).
+func (w *Worker) netpollWait(i int, d time.Duration, r *Request) error {
+	f, err := w.eventFile(i)
 	if err != nil {
 		return err
 	}
@@ -224,7 +259,7 @@ func (w *Worker) Wait(d time.Duration) error {
 				return true // readable: events came
 			}
 			var s Status
-			if s, armErr = w.arm(); armErr != nil || s == InProgress {
+			if s, armErr = w.arm(); armErr != nil || s == InProgress || r.completed() {
 				return true
 			}
 			armed = true
@@ -251,16 +286,16 @@ func (w *Worker) closed() bool {
 	return w.h == 0
 }
 
-// eventFile is the worker's event fd in Go's netpoller (a non-blocking
-// dup of it, edge-triggered there: arm clears what woke it last), made on
-// first use; an error once the worker is closed.
-func (w *Worker) eventFile() (*os.File, error) {
+// eventFile is place i's dup of the worker's event fd in Go's netpoller
+// (non-blocking, edge-triggered there: arm clears what woke it last),
+// made on first use; an error once the worker is closed.
+func (w *Worker) eventFile(i int) (*os.File, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.h == 0 {
 		return nil, errWorkerClosed()
 	}
-	if w.events == nil {
+	if w.sleepers[i].events == nil {
 		fd, s := cEventFd(w.h)
 		if err := check("ucp_worker_get_efd", s); err != nil {
 			return nil, err
@@ -269,9 +304,9 @@ func (w *Worker) eventFile() (*os.File, error) {
 		if err != nil {
 			return nil, gccl.Errorf(gccl.SystemError, "ucx worker", "event fd: %w", err)
 		}
-		w.events = f
+		w.sleepers[i].events = f
 	}
-	return w.events, nil
+	return w.sleepers[i].events, nil
 }
 
 // arm progresses the worker and arms its events (ucp_worker_arm):
@@ -290,8 +325,8 @@ func (w *Worker) arm() (Status, error) {
 	return s, check("ucp_worker_arm", s)
 }
 
-// pollWait is Wait sleeping in poll(2).
-func (w *Worker) pollWait(d time.Duration) error {
+// pollWait is sleep in poll(2).
+func (w *Worker) pollWait(d time.Duration, r *Request) error {
 	w.mu.Lock()
 	if w.h == 0 {
 		w.mu.Unlock()
@@ -302,7 +337,7 @@ func (w *Worker) pollWait(d time.Duration) error {
 	if s == InProgress {
 		return nil
 	}
-	if err := check("ucp_worker_arm", s); err != nil {
+	if err := check("ucp_worker_arm", s); err != nil || r.completed() {
 		return err
 	}
 	cPoll(fd, max(1, int(d/time.Millisecond)))
@@ -520,8 +555,26 @@ func (r *Request) Test() (bool, int, error) {
 	return r.done, r.n, r.err
 }
 
-// poll checks r's status without progressing (lock held).
+// completed reports whether r, if not nil, is complete, without
+// progressing the worker (its completion is recorded as Test would).
+func (r *Request) completed() bool {
+	if r == nil {
+		return false
+	}
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	if r.w.h != 0 {
+		r.poll()
+	}
+	return r.done
+}
+
+// poll checks r's status without progressing, if it is pending (lock
+// held).
 func (r *Request) poll() {
+	if r.done || r.h == 0 {
+		return
+	}
 	if r.recv {
 		r.settle(cRecvStatus(r.h))
 	} else {
@@ -584,7 +637,7 @@ func (r *Request) Wait(d time.Duration) error {
 		if left <= 0 {
 			return gccl.Errorf(gccl.TimeoutError, "ucx request", "not done after %v", d)
 		}
-		if err := r.w.Wait(min(left, 100*time.Millisecond)); err != nil {
+		if err := r.Sleep(min(left, 100*time.Millisecond)); err != nil {
 			return err
 		}
 	}

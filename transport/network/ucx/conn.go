@@ -40,9 +40,8 @@ type conn struct {
 	stopping   atomic.Bool
 	aborted    chan struct{} // closed by abort
 	abortOnce  sync.Once
-	tickMu     sync.Mutex
-	ticker     chan struct{}
-	tickTaken  bool // someone has ticker: the next round closes it
+	waiters    atomic.Int32  // requests' Waits past their first Test: the progress goroutine stands aside
+	resume     chan struct{} // the progress goroutine's turn again (the last waiter left, or stopping)
 
 	peerGone atomic.Bool           // the side socket reached EOF or failed
 	peerBye  atomic.Int64          // sends the peer made before it closed; -1 = not closing
@@ -68,7 +67,7 @@ type conn struct {
 }
 
 func newConn(p *Provider, dc *devContext, w *ucx.Worker, oob net.Conn, cfg network.Config, recvSide bool, onClosing func()) *conn {
-	c := &conn{p: p, dc: dc, w: w, oob: oob, cfg: cfg, watcher: make(chan struct{}), progressed: make(chan struct{}), aborted: make(chan struct{}), ticker: make(chan struct{}), acked: make(chan struct{}), closingAcked: make(chan struct{}),
+	c := &conn{p: p, dc: dc, w: w, oob: oob, cfg: cfg, watcher: make(chan struct{}), progressed: make(chan struct{}), aborted: make(chan struct{}), resume: make(chan struct{}, 1), acked: make(chan struct{}), closingAcked: make(chan struct{}),
 		regs: map[*memHandle]bool{}, pending: map[*request]bool{}}
 	c.peerBye.Store(-1)
 	c.recvSide, c.onClosing = recvSide, onClosing
@@ -82,11 +81,13 @@ func newConn(p *Provider, dc *devContext, w *ucx.Worker, oob net.Conn, cfg netwo
 // gone (after its flush, or because it died).
 func (c *conn) watch() {
 	defer close(c.watcher)
+	defer func() { _ = c.w.Signal() }() // a Wait asleep on the worker sees the peer gone now
 	var b [9]byte
 	for {
 		_, err := c.oob.Read(b[:1])
 		if err == nil && b[0] == msgFail {
 			if err = c.readRefusal(); err == nil {
+				_ = c.w.Signal() // pending sends fail now
 				continue
 			}
 		}
@@ -129,6 +130,7 @@ func (c *conn) watch() {
 		}
 		_ = c.oob.SetReadDeadline(time.Time{})
 		c.peerBye.Store(int64(binary.LittleEndian.Uint64(b[1:])))
+		_ = c.w.Signal() // receives no message will match fail now
 		// The sender destroys its worker after this ack: first let
 		// everything of ours towards it (wire-up replies included) go.
 		_ = c.w.Flush(closeLinger)
@@ -175,16 +177,16 @@ func (c *conn) adopt() error {
 // idleWake bounds how long the progress goroutine sleeps with no event.
 const idleWake = 250 * time.Millisecond
 
-// progress is the connection's one progress mechanism besides the Test
-// calls: it sleeps on the worker's event fd (ucx.Worker.Wait) and
+// progress is the connection's progress while nobody waits for one of
+// its requests: it sleeps on the worker's event fd (ucx.Worker.Wait) and
 // progresses the worker when UCX has events, so that wire-up, the peer's
-// sends and its flush move on while nobody tests a request here. Each
-// round wakes the requests' waiters (tick) at once: a waiter woken by the
-// event tests its request, progressing the worker itself, while this
-// goroutine's next Wait progresses it too and sleeps again only once
-// nothing is left. An idle connection costs a wake-up every idleWake, no
-// busy loop. It runs on Config.CPUs (topo.Pin) where the endpoint placed
-// the connection.
+// sends and its flush move on while nobody tests a request here. While a
+// request's Wait waits, that Wait sleeps on the event fd itself and
+// progresses the worker when woken (no hand-off from this goroutine to
+// it): this goroutine, woken by the same event, stands aside until the
+// last waiter leaves (resume). An idle connection costs a wake-up every
+// idleWake, no busy loop. It runs on Config.CPUs (topo.Pin) where the
+// endpoint placed the connection.
 func (c *conn) progress() {
 	defer close(c.progressed)
 	unpin, err := topo.Pin(c.cfg.CPUs)
@@ -193,28 +195,29 @@ func (c *conn) progress() {
 	}
 	defer unpin()
 	for !c.stopping.Load() {
+		if c.waiters.Load() > 0 {
+			<-c.resume
+			continue
+		}
 		if err := c.w.Wait(idleWake); err != nil {
 			return
 		}
-		c.wake()
 	}
 }
 
-// tick is closed at the progress goroutine's next round: Wait sleeps on it.
-func (c *conn) tick() <-chan struct{} {
-	c.tickMu.Lock()
-	defer c.tickMu.Unlock()
-	c.tickTaken = true
-	return c.ticker
+// waiting counts a Wait in (by 1) or out (by -1); the last one out
+// resumes the progress goroutine.
+func (c *conn) waiting(by int32) {
+	if c.waiters.Add(by) == 0 {
+		c.resumeProgress()
+	}
 }
 
-// wake closes the tick, if anyone took it, for a new one.
-func (c *conn) wake() {
-	c.tickMu.Lock()
-	defer c.tickMu.Unlock()
-	if c.tickTaken {
-		close(c.ticker)
-		c.ticker, c.tickTaken = make(chan struct{}), false
+// resumeProgress gives the progress goroutine its turn, if it stood aside.
+func (c *conn) resumeProgress() {
+	select {
+	case c.resume <- struct{}{}:
+	default: // a turn is pending already
 	}
 }
 
@@ -365,32 +368,44 @@ func (r *request) Test() (bool, int, error) {
 // (each Test progresses the worker) and yielding the P in between, for
 // the host's spin time (futex.SpinTime: GCCL_HOST_SPIN, none where the
 // host's ranks outnumber half its CPUs under auto), as the socket
-// provider's requests do; then it sleeps between the progress
-// goroutine's rounds (which wake on the worker's events). An expired wait
-// is ErrTimeout and leaves r pending.
+// provider's requests do; then it sleeps on the worker's events
+// (ucx.Request.Sleep) and tests r again at each, while the progress
+// goroutine stands aside. An expired wait is ErrTimeout and leaves r
+// pending.
 func (r *request) Wait(ctx context.Context) (int, error) {
+	if done, n, err := r.Test(); done {
+		return n, err
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout(r.c.cfg))
 		defer cancel()
 	}
-	spin := futex.SpinTime()
-	start := time.Now()
-	for {
-		tick := r.c.tick()
-		done, n, err := r.Test()
-		if done {
+	c := r.c
+	c.waiting(1)
+	defer c.waiting(-1)
+	spin, start := futex.SpinTime(), time.Now()
+	for spin > 0 && time.Since(start) < spin && ctx.Err() == nil {
+		runtime.Gosched()
+		if done, n, err := r.Test(); done {
 			return n, err
 		}
-		if spin > 0 && time.Since(start) < spin && ctx.Err() == nil {
-			runtime.Gosched()
-			continue
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.w.Signal() }) // a cancelled ctx wakes the sleep
+	defer stop()
+	dl, _ := ctx.Deadline()
+	for {
+		if done, n, err := r.Test(); done {
+			return n, err
 		}
-		spin = 0
-		select {
-		case <-tick:
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			return 0, gccl.Errorf(gccl.TimeoutError, "ucx request", "not done: %w", ctx.Err())
+		}
+		if err := r.r.Sleep(min(time.Until(dl), idleWake)); err != nil {
+			if done, n, err := r.Test(); done { // closed meanwhile
+				return n, err
+			}
+			return 0, err
 		}
 	}
 }
@@ -522,6 +537,7 @@ func (c *conn) shutdown() error {
 	_ = c.peerEp.Close(true, c.linger())
 	c.stopping.Store(true)
 	_ = c.w.Signal()
+	c.resumeProgress()
 	<-c.progressed
 	c.w.Close()
 	c.p.release(c.dc)

@@ -65,16 +65,25 @@
 // tests here (from the handshake on, so a sender may send, or close,
 // before the listener's Accept). Requests are network.Waiters: Wait tests
 // the request on the caller's goroutine for the host's spin time
-// (GCCL_HOST_SPIN, as the socket provider's waits), then sleeps between
-// that goroutine's rounds, each of which wakes it as soon as the worker
-// has events (the woken waiter's Test progresses the worker itself). An
-// idle connection costs a wake-up every 250 ms, never a busy loop. That
-// goroutine runs on network.Config.CPUs (topo.Pin) where the endpoint
-// placed the connection near its GPU or NIC.
+// (GCCL_HOST_SPIN, as the socket provider's waits), then sleeps on the
+// worker's event fd itself (in Go's netpoller too, on a dup of its own)
+// and tests the request again at each event, while the progress
+// goroutine stands aside: the event wakes the waiter, with no hand-off
+// from one goroutine to another (on the 2-CPU bed, 1-64 KiB all-reduces
+// 1.3-4.5x faster than woken through the progress goroutine, medians of
+// 4 rounds; docs/perf-notes.md). An idle connection
+// costs a wake-up every 250 ms, never a busy loop. That goroutine runs
+// on network.Config.CPUs (topo.Pin) where the endpoint placed the
+// connection near its GPU or NIC.
 //
-// On a TCP device UCX sends transfers of up to 128 KiB eagerly
-// (UCX_RNDV_THRESH, unless the environment sets it): a message's first
-// transfer never waits for a rendezvous round trip.
+// On a TCP device UCX sends transfers below 1 MiB eagerly
+// (UCX_RNDV_THRESH=1m) in pieces of up to 1 MiB (UCX_TCP_RX_SEG_SIZE=1m),
+// each unless the environment sets it: every transfer the transport
+// makes at its defaults goes at once and in one piece, with no
+// rendezvous round trip (see tcpEagerLimit). A receiver that posts its
+// receive late holds what came meanwhile in UCX's buffers: up to a whole
+// message, where above the limit it would hold only the request to send
+// it (UCX_RNDV_THRESH bounds it).
 //
 // Registration is ucp_mem_map of the region (host or CUDA memory type).
 // Flush is done at once for host memory; for CUDA memory it is a one-byte

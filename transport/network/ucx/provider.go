@@ -216,23 +216,45 @@ func (p *Provider) acquire(dev int) (*devContext, error) {
 	return dc, nil
 }
 
-// tcpEagerLimit is UCX_RNDV_THRESH on a device without verbs (TCP), unless
-// the environment sets it: a transfer up to it goes eager, in one
-// message. The transport's first transfer of a message (at most 64 KiB
-// and its header) then never takes UCX's rendezvous, whose extra round
-// trips over TCP cost each side more progress wake-ups than the copy
-// they save (a 64 KiB ping-pong over loopback with UCX 1.13: 126-202 µs
-// a way with UCX's own threshold, 84-103 µs with this one; streams of
-// 64 KiB transfers 1.4-2x the bandwidth); the 512 KiB chunks of long
-// messages keep it.
-const tcpEagerLimit = "128k"
+// The UCX settings of a TCP device's context, unless the environment sets
+// them (see deviceSettings). Every transfer the transport makes at its
+// defaults (a message's first, at most 64 KiB and its header; the 512 KiB
+// chunks of longer ones; the GPU proxy's 512 KiB slots) then goes eagerly
+// and in one piece:
+//
+//   - tcpEagerLimit (UCX_RNDV_THRESH): a transfer below it goes eager,
+//     its bytes sent at once. UCX's rendezvous over TCP (UCX's threshold
+//     is about 20 KiB) costs a transfer the receiver's answer to its
+//     request, then a put and its acknowledgement before the send
+//     completes, each a progress wake-up on one side or the other.
+//   - tcpSegment (UCX_TCP_RX_SEG_SIZE): the largest piece of an eager
+//     transfer (UCX's 64 KiB cuts the first transfer, 64 KiB and a
+//     48-byte header, into 65512 bytes and a 72-byte tail, each its own
+//     system call and receive event, and a 512 KiB chunk into nine).
+//     Each receive buffer of the device's workers is twice it, allocated
+//     as used.
+//
+// All-reduce across 2 simulated hosts × 1 rank over TCP with both, against
+// 128 KiB and UCX's segment (docs/perf-notes.md, issue 19; 2 CPUs): CPU
+// time per operation -14 % at 64 KiB, -17 % at 256 KiB, -41 % at 1 MiB,
+// -32 % at 4 MiB; context switches per operation at 1 MiB 63 → 20.
+const (
+	tcpEagerLimit = "1m"
+	tcpSegment    = "1m"
+)
 
 // deviceSettings are the UCX settings of dev's context: UCX_NET_DEVICES
-// naming dev only, and on TCP the eager limit.
+// naming dev only, and on TCP the eager limit and segment size, each
+// unless the environment sets it (the segment also where it sets
+// UCX_TCP_TX_SEG_SIZE, which UCX wants no larger). The segment is a
+// setting of UCX's tcp transport, which a context takes by its name
+// there (RX_SEG_SIZE; UCX_TCP_RX_SEG_SIZE in the environment), and only
+// from UCX 1.12 on: it is optional.
 func deviceSettings(dev device) []ucx.Setting {
 	s := []ucx.Setting{{Name: "NET_DEVICES", Value: dev.props.Name}}
 	if !dev.ib {
 		s = append(s, ucx.Setting{Name: "RNDV_THRESH", Value: tcpEagerLimit}.UnlessSet()...)
+		s = append(s, ucx.Setting{Name: "?RX_SEG_SIZE", Value: tcpSegment}.UnlessSet("TCP_RX_SEG_SIZE", "TCP_TX_SEG_SIZE")...)
 	}
 	return s
 }

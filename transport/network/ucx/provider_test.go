@@ -6,7 +6,9 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -502,16 +504,63 @@ func TestWaitSpinKeepsDeadline(t *testing.T) {
 	require.False(t, done, "the request stays pending")
 }
 
-// TestDeviceSettings: a TCP device's context sends eagerly up to
-// tcpEagerLimit unless the environment says otherwise; a verbs device's
-// keeps UCX's rendezvous threshold.
+// TestDeviceSettings: a TCP device's context sends eagerly below
+// tcpEagerLimit, in pieces of tcpSegment, unless the environment says
+// otherwise (the segment also where it sets the TX segment, which UCX
+// wants no larger); a verbs device's keeps UCX's own.
 func TestDeviceSettings(t *testing.T) {
 	tcp := device{props: network.Properties{Name: "eth0"}}
 	ib := device{props: network.Properties{Name: "mlx5_0:1"}, ib: true}
 	eager := ucx.Setting{Name: "RNDV_THRESH", Value: tcpEagerLimit}
+	segment := ucx.Setting{Name: "?RX_SEG_SIZE", Value: tcpSegment}
 	require.Contains(t, deviceSettings(tcp), eager)
+	require.Contains(t, deviceSettings(tcp), segment)
 	require.Contains(t, deviceSettings(tcp), ucx.Setting{Name: "NET_DEVICES", Value: "eth0"})
 	require.NotContains(t, deviceSettings(ib), eager)
-	t.Setenv("UCX_RNDV_THRESH", "1m")
+	require.NotContains(t, deviceSettings(ib), segment)
+	t.Setenv("UCX_RNDV_THRESH", "256k")
 	require.NotContains(t, deviceSettings(tcp), eager, "the environment's UCX_RNDV_THRESH wins")
+	require.Contains(t, deviceSettings(tcp), segment)
+	t.Setenv("UCX_TCP_RX_SEG_SIZE", "128k")
+	require.NotContains(t, deviceSettings(tcp), segment, "the environment's UCX_TCP_RX_SEG_SIZE wins")
+	os.Unsetenv("UCX_TCP_RX_SEG_SIZE")
+	t.Setenv("UCX_TCP_TX_SEG_SIZE", "2m")
+	require.NotContains(t, deviceSettings(tcp), segment, "a TX segment of the environment's may exceed ours")
+}
+
+// TestDeviceSettingsReachUCX: UCX takes every setting of a TCP device's
+// context (a transport setting under a name its transport does not know
+// is dropped with a warning when the worker is made: "invalid
+// configuration"). A child process makes the worker
+// (TestDeviceSettingsChild) with UCX's log on its standard error, which
+// C does not buffer (on standard output, the default, the warning would
+// be lost when Go exits).
+func TestDeviceSettingsReachUCX(t *testing.T) {
+	requireUCX(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDeviceSettingsChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "GCCL_UCX_SETTINGS_CHILD=1", "UCX_LOG_FILE=stderr")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- PASS: TestDeviceSettingsChild")
+	require.NotContains(t, string(out), "invalid configuration")
+}
+
+// TestDeviceSettingsChild makes a worker of the first TCP device's
+// context (for TestDeviceSettingsReachUCX).
+func TestDeviceSettingsChild(t *testing.T) {
+	if os.Getenv("GCCL_UCX_SETTINGS_CHILD") == "" {
+		t.Skip("run by TestDeviceSettingsReachUCX")
+	}
+	p := New()
+	devs, err := p.devices()
+	require.NoError(t, err)
+	i := slices.IndexFunc(devs, func(d device) bool { return !d.ib })
+	require.GreaterOrEqual(t, i, 0, "no TCP device")
+	require.Contains(t, deviceSettings(devs[i]), ucx.Setting{Name: "?RX_SEG_SIZE", Value: tcpSegment})
+	dc, err := p.acquire(i)
+	require.NoError(t, err)
+	w, err := dc.ctx.NewWorker()
+	require.NoError(t, err)
+	w.Close()
+	p.release(dc)
 }
