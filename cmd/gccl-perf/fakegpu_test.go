@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/check"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/clock"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/exchange"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/perftest"
 	"github.com/gccl/gccl/cmd/gccl-perf/internal/report"
-	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/cuda/cudafake"
 	"github.com/gccl/gccl/internal/perf"

@@ -38,6 +38,19 @@ func talkingPair(t *testing.T) (b *Worker, ep *Endpoint, buf, got []byte) {
 	return b, ep, buf, got
 }
 
+// sentTo posts a receive of got on b with tag, sends buf to it from ep
+// and waits for the send; the receive is the caller's.
+func sentTo(t *testing.T, b *Worker, ep *Endpoint, buf, got []byte, tag uint64) *Request {
+	t.Helper()
+	r, err := b.Recv(ptr(got), len(got), tag, nil, false)
+	require.NoError(t, err)
+	s, err := ep.Send(ptr(buf), len(buf), tag, nil, false)
+	require.NoError(t, err)
+	require.NoError(t, s.Wait(10*time.Second))
+	s.Release()
+	return r
+}
+
 // TestWaitWakesOnMessage: a Wait asleep on the receiver's events (in the
 // netpoller) wakes when a message arrives, every time, long before its
 // 10 s: an event the edge-triggered netpoller missed would sleep it out.
@@ -129,12 +142,7 @@ func TestCloseEndsWait(t *testing.T) {
 func TestWaitReturnsWhatItsProgressCompleted(t *testing.T) {
 	b, ep, buf, got := talkingPair(t)
 	for i := range 10 {
-		r, err := b.Recv(ptr(got), len(got), uint64(i), nil, false)
-		require.NoError(t, err)
-		s, err := ep.Send(ptr(buf), len(buf), uint64(i), nil, false)
-		require.NoError(t, err)
-		require.NoError(t, s.Wait(10*time.Second))
-		s.Release()
+		r := sentTo(t, b, ep, buf, got, uint64(i))
 		time.Sleep(20 * time.Millisecond) // arrived, not handled
 		start := time.Now()
 		require.NoError(t, b.Wait(5*time.Second))
@@ -167,12 +175,7 @@ func TestTestAllocatesNothing(t *testing.T) {
 func TestSleepSeesCompletion(t *testing.T) {
 	b, ep, buf, got := talkingPair(t)
 	for i := range 5 {
-		r, err := b.Recv(ptr(got), len(got), uint64(i), nil, false)
-		require.NoError(t, err)
-		s, err := ep.Send(ptr(buf), len(buf), uint64(i), nil, false)
-		require.NoError(t, err)
-		require.NoError(t, s.Wait(10*time.Second))
-		s.Release()
+		r := sentTo(t, b, ep, buf, got, uint64(i))
 		require.Eventually(t, func() bool {
 			b.Progress() // as the connection's progress goroutine would
 			r.w.mu.Lock()
