@@ -5,7 +5,9 @@
 #   fatbin/sources.sha256  the hash of the sources (checked by the Go test, so
 #                          a stale fatbin fails CI) and of the fatbin itself;
 #   fatbin/ptxas.txt       the -Xptxas -v report (registers, spills, smem).
-# Usage: [MODULES="gccl ring"] kernels/build.sh [nvcc]   (run from anywhere; make kernels calls it)
+# Usage: [MODULES="gccl ring"] [QUICK=1] kernels/build.sh [nvcc]   (run from anywhere; make kernels calls it)
+# QUICK=1 builds SASS for sm_90 only (about a third of the time), to try a
+# kernel change on an H100/H200 through GCCL_FATBIN_DIR; never commit it.
 set -euo pipefail
 cd "$(dirname "$0")"
 NVCC=${1:-${NVCC:-nvcc}}
@@ -36,10 +38,9 @@ build() {
 	local cu=()
 	for src in "$@"; do [[ $src == *.cu ]] && cu+=("$src"); done
 	for src in "${cu[@]}"; do echo "#include \"$src\""; done > "$tmp/$name.cu"
-	if ! "$NVCC" -std=c++17 -O3 --fatbin --threads 0 -Xptxas -v -I. \
-		-gencode arch=compute_80,code=sm_80 \
-		-gencode arch=compute_90,code=sm_90 \
-		-gencode arch=compute_90,code=compute_90 \
+	local gencode=(-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90)
+	[ "${QUICK:-0}" = 1 ] && gencode=(-gencode arch=compute_90,code=sm_90)
+	if ! "$NVCC" -std=c++17 -O3 --fatbin --threads 0 -Xptxas -v -I. "${gencode[@]}" \
 		-o "fatbin/$name.fatbin" "$tmp/$name.cu" 2> "$tmp/$name.ptxas"; then
 		cat "$tmp/$name.ptxas" >&2
 		echo "build.sh: nvcc failed for $name" >&2
