@@ -607,9 +607,14 @@ __device__ __forceinline__ void ringBroadcast(const gcclComm &c, const gcclRingD
 	}
 }
 
+// The entry points take their gcclComm and descriptor __grid_constant__:
+// device code reads them in place, in the kernel's parameter space.
+// Without it nvcc gave every thread a 1.5 KB stack frame and copied the
+// whole descriptor into it at every launch (ring-ptxas.txt), to index
+// d.ch[blockIdx.x] and pass d by reference.
 #define GCCL_RING_RED_ENTRY(K, T, tn, OP, on) \
 	extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_##K##_##tn##_##on( \
-		const gcclComm c, const gcclRingDesc d, unsigned long long scalarBits, const void *scalarPtr) { \
+		const __grid_constant__ gcclComm c, const __grid_constant__ gcclRingDesc d, unsigned long long scalarBits, const void *scalarPtr) { \
 		K<T, OP>(c, d, Red<T, OP>(scalarBits, scalarPtr, d.nranks)); \
 	}
 #define GCCL_RING_RED_TYPE(K, T, tn) GCCL_OPS(GCCL_RING_RED_ENTRY, K, T, tn)
@@ -620,11 +625,13 @@ GCCL_RING_INSTANTIATE_RED(ring_reducescatter)
 GCCL_RING_INSTANTIATE_RED(ring_reduce)
 GCCL_RING_INSTANTIATE_RED(ring_allreduce_gather)
 
-extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_ring_allgather(const gcclComm c, const gcclRingDesc d) {
+extern "C" __global__ void __launch_bounds__(GCCL_THREADS)
+	gccl_ring_allgather(const __grid_constant__ gcclComm c, const __grid_constant__ gcclRingDesc d) {
 	ringAllGather(c, d);
 }
 
-extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_ring_broadcast(const gcclComm c, const gcclRingDesc d) {
+extern "C" __global__ void __launch_bounds__(GCCL_THREADS)
+	gccl_ring_broadcast(const __grid_constant__ gcclComm c, const __grid_constant__ gcclRingDesc d) {
 	ringBroadcast(c, d);
 }
 
@@ -651,7 +658,8 @@ __device__ __forceinline__ void netStream(const gcclNetP2PDesc &d, int first, in
 
 // gccl_net_p2p: block 2j sends peer j's byte stream, block 2j+1 receives
 // it, one slot at a time (an empty stream moves nothing).
-extern "C" __global__ void __launch_bounds__(GCCL_THREADS) gccl_net_p2p(const gcclComm c, const gcclNetP2PDesc d) {
+extern "C" __global__ void __launch_bounds__(GCCL_THREADS)
+	gccl_net_p2p(const __grid_constant__ gcclComm c, const __grid_constant__ gcclNetP2PDesc d) {
 	__shared__ RingShared sh;
 	const int j = blockIdx.x / 2;
 	if (j >= d.npeers || j >= GCCL_NET_P2P_MAX_PEERS) return;
