@@ -218,6 +218,30 @@ func (d launchOnly) LaunchKernel(fn cuda.Function, grid, block cuda.Dim3, _ int,
 	return nil
 }
 
+// TestLaunchAllocatesNothing: in steady state the host path of a small
+// all-reduce's launch (launchOnly: the kernel dropped) allocates nothing.
+func TestLaunchAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	w := newWorld(t, 2, 0, 0, 20*time.Second)
+	g := w.backs[0]
+	var launches int
+	drv := g.drv
+	g.drv = launchOnly{Fake: w.fakes[0], launches: &launches}
+	t.Cleanup(func() { g.drv = drv })
+	in, err := w.devs[0].Alloc(1 << 10)
+	require.NoError(t, err)
+	ops := []engine.Op{{Kind: algo.AllReduce, Send: in, Recv: in, Count: 256, Type: gccl.Float32, Op: gccl.Sum, Stream: w.streams[0]}}
+	launch := func() { require.NoError(t, w.engines[0].Launch(ops)) }
+	for range 10 {
+		launch()
+	}
+	require.Zero(t, testing.AllocsPerRun(100, launch))
+	require.Equal(t, kernels.RingAllReduceGather, g.LastPath())
+	require.Equal(t, 10+1+100, launches) // AllocsPerRun runs launch once more first
+}
+
 // BenchmarkLaunch: the host path of one small all-reduce's launch on the
 // backend, rank 0 of 2 simulated hosts (engine.Launch: the turn, Submit,
 // the ring kernel's launch, the proxy's kick), the kernels dropped
