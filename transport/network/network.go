@@ -143,6 +143,15 @@ type Waiter interface {
 // RecvComm instead, which the sender sees as gccl.ErrRemote.
 type Failer interface{ Fail(err error) }
 
+// Poller is an optional interface of RecvComms: PollOnly says that the
+// caller will Test the connection's oldest receive over and over until
+// Close (a progress loop, such as the GPU proxy's), and will not Wait, so
+// that the provider need not be woken to read what arrives on its own:
+// the socket provider then stops waking its reader goroutine for every
+// transfer (a wake-up that the sender's write paid for). The end of the
+// stream and failures are still noticed without a Test.
+type Poller interface{ PollOnly() error }
+
 // Refuser is an optional interface of SendComms: Refusal is the failure
 // the receiving end sent with Failer.Fail, nil if none came.
 type Refuser interface{ Refusal() error }

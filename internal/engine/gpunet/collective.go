@@ -44,7 +44,7 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		d.Ch[c] = kernels.RingConn{Send: kernels.FIFOAt(g.ring[c].send.dev), Recv: kernels.FIFOAt(g.ring[c].recv.dev)}
 	}
 	put := func(a *cuda.Args) { d.Put(a.Slot(kernels.RingDescBytes, kernels.RingDescAlign)) }
-	var family string
+	var family *string
 	switch o.Kind {
 	case algo.AllGather:
 		d.Count = uint64(o.Count * o.Type.Size())
@@ -55,32 +55,36 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		g.last.Store(&pathBroadcast)
 		return g.launch(kernels.RingBroadcast, grid, s, put)
 	case algo.AllReduce:
-		family = kernels.RingAllReduce
+		family = &pathAllReduce
 		if gather {
-			family = kernels.RingAllReduceGather
+			family = &pathAllReduceGather
 		}
 	case algo.ReduceScatter:
-		family = kernels.RingReduceScatter
+		family = &pathReduceScatter
 	case algo.Reduce:
-		family = kernels.RingReduce
+		family = &pathReduce
 	default:
 		return gccl.Errorf(gccl.InternalError, "kind", "%v is not a collective", o.Kind)
 	}
-	name, err := kernels.ReductionName(family, o.Type, o.Op)
+	name, err := kernels.ReductionName(*family, o.Type, o.Op)
 	if err != nil {
 		return err
 	}
-	g.last.Store(&family)
+	g.last.Store(family)
 	bits, ptr := scalarArgs(o)
 	return g.launch(name, grid, s, func(a *cuda.Args) { put(a); a.U64(bits).Ptr(ptr) })
 }
 
-// The paths LastPath reports besides the reduction families.
+// The paths LastPath reports, stored by address (a launch allocates none).
 var (
-	pathCopy      = "copy"
-	pathAllGather = kernels.RingAllGather
-	pathBroadcast = kernels.RingBroadcast
-	pathP2P       = kernels.NetP2P
+	pathCopy            = "copy"
+	pathAllGather       = kernels.RingAllGather
+	pathBroadcast       = kernels.RingBroadcast
+	pathP2P             = kernels.NetP2P
+	pathAllReduce       = kernels.RingAllReduce
+	pathAllReduceGather = kernels.RingAllReduceGather
+	pathReduceScatter   = kernels.RingReduceScatter
+	pathReduce          = kernels.RingReduce
 )
 
 // scalarArgs are a reduction kernel's scalarBits and scalarPtr:

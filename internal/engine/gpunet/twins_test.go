@@ -2,6 +2,7 @@ package gpunet
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,23 +97,40 @@ func (k *twin) fail(code uint32) {
 	}
 }
 
+// twinSpin makes the twins' waits poll without sleeping, yielding the P
+// between polls, as a GPU polls: the latency benchmarks set it. Tests
+// leave it off: the 20 µs sleeps leave a small machine's CPUs to the
+// proxies and the providers.
+var twinSpin atomic.Bool
+
 // waiter is sync.cuh's Waiter: abort, another failure, or the timeout
 // end a wait.
 type waiter struct {
-	k     *twin
-	start time.Time
+	k             *twin
+	start         time.Time
+	abort, status *uint32 // the words, looked up at the first poll (nil: none)
 }
 
 func (w *waiter) keepGoing() bool {
 	if w.start.IsZero() {
 		w.start = time.Now()
+		if w.k.c.abort != 0 {
+			w.abort = w.k.word32(w.k.c.abort)
+		}
+		if w.k.c.status != 0 {
+			w.status = w.k.word32(w.k.c.status)
+		}
 	}
-	time.Sleep(20 * time.Microsecond)
-	if w.k.c.abort != 0 && atomic.LoadUint32(w.k.word32(w.k.c.abort)) != 0 {
+	if twinSpin.Load() {
+		runtime.Gosched()
+	} else {
+		time.Sleep(20 * time.Microsecond)
+	}
+	if w.abort != nil && atomic.LoadUint32(w.abort) != 0 {
 		w.k.fail(kernels.StatusAborted)
 		return false
 	}
-	if w.k.c.status != 0 && atomic.LoadUint32(w.k.word32(w.k.c.status)) != kernels.StatusOK {
+	if w.status != nil && atomic.LoadUint32(w.status) != kernels.StatusOK {
 		return false
 	}
 	if w.k.c.timeout != 0 && time.Since(w.start) > w.k.c.timeout {
@@ -140,22 +158,28 @@ func (k *twin) openRecv(f kernels.FIFO) fifo {
 // full receive slot (r non-nil) whose size must be expect.
 func (k *twin) waitSlots(s, r *fifo, nslots, slotBytes int, expect int) (snd, rcv []byte, ok bool) {
 	w := waiter{k: k}
-	if s != nil {
+	if s != nil && s.pos-s.other >= uint64(nslots) {
+		head := k.word64(s.f.Head) // looked up once: the fake's lookup is slower than a poll
 		for s.pos-s.other >= uint64(nslots) {
-			s.other = atomic.LoadUint64(k.word64(s.f.Head))
+			s.other = atomic.LoadUint64(head)
 			if s.pos-s.other >= uint64(nslots) && !w.keepGoing() {
 				return nil, nil, false
 			}
 		}
+	}
+	if s != nil {
 		snd = k.mem(s.f.Slots+uintptr(s.pos%uint64(nslots))*uintptr(slotBytes), slotBytes)
 	}
-	if r != nil {
+	if r != nil && r.other <= r.pos {
+		tail := k.word64(r.f.Tail)
 		for r.other <= r.pos {
-			r.other = atomic.LoadUint64(k.word64(r.f.Tail))
+			r.other = atomic.LoadUint64(tail)
 			if r.other <= r.pos && !w.keepGoing() {
 				return nil, nil, false
 			}
 		}
+	}
+	if r != nil {
 		i := uintptr(r.pos % uint64(nslots))
 		rcv = k.mem(r.f.Slots+i*uintptr(slotBytes), slotBytes)
 		if size := atomic.LoadUint32(k.word32(r.f.Sizes + 4*i)); int(size) != expect {

@@ -42,7 +42,7 @@ var fakeBases atomic.Uint64
 
 // newWorld opens n ranks, each on a host of its own (every connection
 // over the network), with FIFOs of buff bytes and ch channels.
-func newWorld(t *testing.T, n, buff, ch int, timeout time.Duration) *world {
+func newWorld(t testing.TB, n, buff, ch int, timeout time.Duration) *world {
 	t.Helper()
 	return newWorldOn(t, hostsOf(n, 1), buff, ch, timeout, nil)
 }
@@ -59,7 +59,7 @@ func hostsOf(n, per int) []int {
 
 // newWorldOn opens a rank on host hosts[r] for every r, closed after the
 // test; p2pOff[r] (nil: none) sets rank r's Config.P2PDisable.
-func newWorldOn(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, p2pOff []bool) *world {
+func newWorldOn(t testing.TB, hosts []int, buff, ch int, timeout time.Duration, p2pOff []bool) *world {
 	t.Helper()
 	w, errs := openWorld(t, hosts, buff, ch, timeout, p2pOff)
 	for r, err := range errs {
@@ -72,14 +72,14 @@ func newWorldOn(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, 
 }
 
 // openWorld is newWorldOn that returns each rank's Open error.
-func openWorld(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, p2pOff []bool) (*world, []error) {
+func openWorld(t testing.TB, hosts []int, buff, ch int, timeout time.Duration, p2pOff []bool) (*world, []error) {
 	t.Helper()
 	return openWorldLog(t, hosts, buff, ch, timeout, p2pOff, nil)
 }
 
 // openWorldLog is openWorld with the engines logging to log (nil:
 // slog.Default()).
-func openWorldLog(t *testing.T, hosts []int, buff, ch int, timeout time.Duration, p2pOff []bool, log *slog.Logger) (*world, []error) {
+func openWorldLog(t testing.TB, hosts []int, buff, ch int, timeout time.Duration, p2pOff []bool, log *slog.Logger) (*world, []error) {
 	t.Helper()
 	n := len(hosts)
 	w := &world{n: n, fakes: make([]*cudafake.Fake, n), devs: make([]*device.CUDADevice, n), streams: make([]gccl.Stream, n),
@@ -153,7 +153,7 @@ func orNil(b *Backend, err error) (engine.Backend, error) {
 }
 
 // buf is a device buffer of rank r holding content.
-func (w *world) buf(t *testing.T, r int, content []byte) uintptr {
+func (w *world) buf(t testing.TB, r int, content []byte) uintptr {
 	t.Helper()
 	p, err := w.devs[r].Alloc(max(1, len(content)))
 	require.NoError(t, err)
@@ -164,7 +164,7 @@ func (w *world) buf(t *testing.T, r int, content []byte) uintptr {
 }
 
 // out is n bytes of rank r's device buffer p.
-func (w *world) out(t *testing.T, r int, p uintptr, n int) []byte {
+func (w *world) out(t testing.TB, r int, p uintptr, n int) []byte {
 	t.Helper()
 	b := make([]byte, n)
 	if n > 0 {
@@ -174,7 +174,7 @@ func (w *world) out(t *testing.T, r int, p uintptr, n int) []byte {
 }
 
 // launch runs ops[r] on every rank at once and waits for the streams.
-func (w *world) launch(t *testing.T, ops [][]engine.Op) {
+func (w *world) launch(t testing.TB, ops [][]engine.Op) {
 	t.Helper()
 	errs := make([]error, w.n)
 	var wg sync.WaitGroup

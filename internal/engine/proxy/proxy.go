@@ -146,7 +146,10 @@ func (p *Proxy) AddSend(f FIFO, sc network.SendComm, l Label) error {
 
 // AddRecv adds a receiving FIFO and its connection: the proxy keeps up to
 // NSlots receives posted into f's free slots and publishes what arrives.
-// It registers f's memory with rc once. Ownership of rc is as in AddSend.
+// It registers f's memory with rc once, and tells a network.Poller that
+// only Test will be called (the goroutine tests every receiving
+// connection at least every quietEvery hot passes and after every
+// sleep). Ownership of rc is as in AddSend.
 func (p *Proxy) AddRecv(f FIFO, rc network.RecvComm, l Label) error {
 	if rc == nil {
 		return gccl.Errorf(gccl.InvalidArgument, "rc", "nil RecvComm for %v", l)
@@ -154,6 +157,11 @@ func (p *Proxy) AddRecv(f FIFO, rc network.RecvComm, l Label) error {
 	k, err := p.newLink(f, rc, l, "recv")
 	if err != nil {
 		return err
+	}
+	if pl, ok := rc.(network.Poller); ok {
+		if err := pl.PollOnly(); err != nil { // the connection still works, woken per transfer
+			p.log.Debug("network connection left in its default mode", "rank", p.rank, "conn", l.String(), "err", err)
+		}
 	}
 	return p.add(&recvConn{conn: k, rc: rc})
 }

@@ -35,7 +35,11 @@
 // auto where the host's ranks are more than half its CPUs) before it
 // sleeps, yielding its P between polls (a goroutine the caller just
 // readied, such as the host backend's sender, waits there), so a waiting
-// rank takes a small transfer with no goroutine hand-off. A transfer cut
+// rank takes a small transfer with no goroutine hand-off. PollOnly
+// (network.Poller) raises the control socket's SO_RCVLOWAT for a caller
+// that only Tests (the GPU proxy): a frame then wakes neither the reader
+// goroutine nor the thread in Go's network poller; the end of the stream
+// and a reset still do. A transfer cut
 // into pieces is neither read nor polled so: its Wait sleeps at once.
 // Frames carry a 48-byte header
 // (magic, flags, per-socket sequence number, payload length and CRC32C, the

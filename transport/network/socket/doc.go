@@ -38,4 +38,7 @@
 // gccl.ErrInvalidUsage naming both. A receiver's Fail (network.Failer) sends
 // its error back on the control socket, where the sender's Isends and
 // Refusal (network.Refuser) find it; requests implement network.Waiter.
+// A RecvComm is a network.Poller: PollOnly raises its control socket's
+// SO_RCVLOWAT, for a caller that only Tests (the GPU proxy), so that a
+// frame's arrival wakes no goroutine; Test reads it.
 package socket

@@ -170,6 +170,7 @@ var (
 	_ network.RecvComm = (*tnet.RecvComm)(nil)
 	_ network.Refuser  = (*tnet.SendComm)(nil)
 	_ network.Failer   = (*tnet.RecvComm)(nil)
+	_ network.Poller   = (*tnet.RecvComm)(nil)
 )
 
 // connOptions are the options of a connection for cfg, both ends alike.

@@ -1,0 +1,5 @@
+//go:build race
+
+package gpunet
+
+const raceEnabled = true
