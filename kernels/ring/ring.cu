@@ -115,6 +115,7 @@ struct RingShared {
 	char *recvSlot;
 	unsigned int recvSize;
 	int ok;
+	unsigned long long recvPos, recvOther; // the receiving FIFO as Ring's warp 1 opened it
 };
 
 __device__ __forceinline__ void fifoOpenSend(Fifo &s, const gcclFifo &f) {
@@ -178,8 +179,9 @@ __device__ __forceinline__ void postSlots(Fifo *s, Fifo *r, int nslots, size_t b
 	__syncthreads();
 	if (threadIdx.x == 0) {
 		if (s != nullptr) {
+			// the release orders this thread's size store, and the block's
+			// slot stores (fenced, then ordered by __syncthreads), before tail
 			*(volatile unsigned int *)(s->f.sizes + (size_t)(s->pos % (unsigned long long)nslots)) = (unsigned int)bytes;
-			__threadfence_system();
 			stReleaseSys64(s->f.tail, ++s->pos);
 		}
 		if (r != nullptr) stReleaseSys64(r->f.head, ++r->pos);
@@ -324,10 +326,23 @@ struct Ring {
 	const gcclRingDesc &d;
 	RingShared &sh;
 	Fifo s, r;
+	// Ring opens both FIFOs of the block's channel at once: each open is
+	// two reads of host memory (a PCIe round trip each), so thread 0 opens
+	// the sending one while thread 32 (another warp) opens the receiving
+	// one and hands it over through shared memory. Every thread of the
+	// block constructs it (it synchronises the block).
 	__device__ Ring(const gcclComm &cc, const gcclRingDesc &dd, RingShared &shh) : c(cc), d(dd), sh(shh) {
-		if (threadIdx.x == 0) {
-			fifoOpenSend(s, d.ch[blockIdx.x].send);
+		if (threadIdx.x == 0) fifoOpenSend(s, d.ch[blockIdx.x].send);
+		if (threadIdx.x == 32) {
 			fifoOpenRecv(r, d.ch[blockIdx.x].recv);
+			sh.recvPos = r.pos;
+			sh.recvOther = r.other;
+		}
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			r.f = d.ch[blockIdx.x].recv;
+			r.pos = sh.recvPos;
+			r.other = sh.recvOther;
 		}
 	}
 	// step runs one ring step of bytes: send (a slot from f), receive (a
