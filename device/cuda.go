@@ -3,6 +3,7 @@ package device
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gccl/gccl"
@@ -51,7 +52,7 @@ type CUDADevice struct {
 	mu      sync.Mutex
 	allocs  map[uintptr]int // base -> size
 	streams map[gccl.Stream]bool
-	closed  bool
+	closed  atomic.Bool // set by Close, under mu; Do reads it without
 
 	ranges rangeCache // allocations the driver reported to CheckRange
 }
@@ -93,10 +94,7 @@ func (d *CUDADevice) Ordinal() int { return d.ordinal }
 // Do runs fn on a locked OS thread with the device's context current, as
 // every driver call that uses the current context needs.
 func (d *CUDADevice) Do(fn func() error) error {
-	d.mu.Lock()
-	closed := d.closed
-	d.mu.Unlock()
-	if closed {
+	if d.closed.Load() {
 		return gccl.Errorf(gccl.InvalidUsage, "device", "GPU %d is closed", d.ordinal)
 	}
 	runtime.LockOSThread()
@@ -239,7 +237,7 @@ func (d *CUDADevice) Close() error {
 		return nil
 	}
 	d.mu.Lock()
-	if d.closed {
+	if d.closed.Load() {
 		d.mu.Unlock()
 		return nil
 	}
@@ -263,7 +261,7 @@ func (d *CUDADevice) Close() error {
 		return nil
 	}))
 	d.mu.Lock()
-	d.closed = true
+	d.closed.Store(true)
 	d.mu.Unlock()
 	keep(d.drv.PrimaryCtxRelease(d.dev))
 	return first

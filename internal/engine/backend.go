@@ -111,7 +111,7 @@ type Stats struct {
 // Stats returns the data-path counters. They count what the GPU backend
 // enqueued; other backends report zeros.
 func (e *Engine) Stats() Stats {
-	if r, ok := e.backend.(Reporter); ok {
+	if r := e.reporter; r != nil {
 		return r.Stats()
 	}
 	return Stats{}
@@ -123,7 +123,7 @@ func (e *Engine) Stats() Stats {
 // PathCopy, PathNone); "" before the first one and on other backends.
 // Package gpu's Traffic turns it into bytes.
 func (e *Engine) LastGPUPath() string {
-	if r, ok := e.backend.(Reporter); ok {
+	if r := e.reporter; r != nil {
 		return r.LastPath()
 	}
 	return ""

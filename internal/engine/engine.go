@@ -48,6 +48,7 @@ type Engine struct {
 	dev          device.Device
 	timeout      time.Duration
 	backend      Backend
+	reporter     Reporter // backend as a Reporter; nil when it is none
 
 	ctx    context.Context // cancelled by Abort and Close
 	cancel context.CancelFunc
@@ -104,6 +105,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.backend = b
+	e.reporter, _ = b.(Reporter)
 	return e, nil
 }
 
@@ -134,7 +136,7 @@ func (e *Engine) AsyncError() error {
 	if p := e.asyncErr.Load(); p != nil {
 		return *p
 	}
-	if r, ok := e.backend.(Reporter); ok {
+	if r := e.reporter; r != nil {
 		// A kernel that gave up left its stream done and its outputs unwritten.
 		if err := r.Status(); err != nil {
 			e.setAsyncError(err)

@@ -99,7 +99,9 @@ func (l *Launch) Done(err error) error {
 	e := l.e
 	err = e.abortCause(err, l.deadline)
 	l.Fail(err)
-	l.scope.Release()
+	if !l.deadline.IsZero() { // Context was called: a wait may have armed the scope's timer
+		l.scope.Release()
+	}
 	e.order.release()
 	e.recycle(l)
 	return err

@@ -192,7 +192,7 @@ type Input struct {
 }
 
 // Bytes is Count × ElemSize: what one rank contributes.
-func (in Input) Bytes() int { return in.Count * in.ElemSize }
+func (in *Input) Bytes() int { return in.Count * in.ElemSize }
 
 // Choice is how one operation runs on the GPU: which path, with how
 // many blocks, with which area as the kernel's scratch and its size

@@ -72,7 +72,7 @@ func Choose(in Input) (Choice, error) {
 }
 
 // single is step 3: done when a one-rank collective needs no kernel.
-func (in Input) single() (Kernel, bool) {
+func (in *Input) single() (Kernel, bool) {
 	switch {
 	case in.NRanks != 1 || in.PreMulSum:
 		return 0, false
@@ -85,7 +85,7 @@ func (in Input) single() (Kernel, bool) {
 }
 
 // oneShot is step 4.
-func (in Input) oneShot() bool {
+func (in *Input) oneShot() bool {
 	s, bytes := in.Set, in.Bytes()
 	oneRank := in.NRanks == 1 && bytes < SingleCopyMin // a copy kernel: no peer, no LL slot crosses the bus
 	return s.Algos.Has(algo.Direct) && s.Protos.Has(algo.LL) && (s.Protos.LLForced() || bytes <= s.LLMax || oneRank) &&
@@ -93,7 +93,7 @@ func (in Input) oneShot() bool {
 }
 
 // push is step 6.
-func (in Input) push() bool {
+func (in *Input) push() bool {
 	s, bytes := in.Set, in.Bytes()
 	return in.Kind == algo.AllReduce && s.Algos.Has(algo.Direct) && !in.CommRegistered && !s.Protos.LLForced() &&
 		bytes <= s.PushMax && PushScratchBytes(bytes, in.NRanks) <= DirectBytes
@@ -109,7 +109,7 @@ func zeroCopyForm(k algo.Kind) bool {
 // agreement (the one-shot and push kernels beat zero-copy up to there and
 // need no registration); else, when the communicator has registrations,
 // the eager lookup.
-func (in Input) RegLookup() RegLookup {
+func (in *Input) RegLookup() RegLookup {
 	if !in.PeersMapped || in.Count == 0 || !zeroCopyForm(in.Kind) || in.PreMulSum || !in.Set.Algos.Has(algo.ZeroCopy) {
 		return NoLookup
 	}
@@ -129,7 +129,7 @@ func (in Input) RegLookup() RegLookup {
 // in, so the engine need not ask the driver otherwise: via the host (which
 // refuses captures), one-rank copies below SingleCopyMin, and
 // zero-copy candidates past the push limit.
-func (in Input) CaptureMatters() bool {
+func (in *Input) CaptureMatters() bool {
 	if !in.PeersMapped {
 		return true
 	}
@@ -144,14 +144,14 @@ func (in Input) CaptureMatters() bool {
 }
 
 // perRank is how many times Count × ElemSize a rank's larger buffer holds.
-func (in Input) perRank() int {
+func (in *Input) perRank() int {
 	if in.Kind == algo.AllGather || in.Kind == algo.ReduceScatter {
 		return max(1, in.NRanks)
 	}
 	return 1
 }
 
-func (in Input) validate() error {
+func (in *Input) validate() error {
 	s := in.Set
 	switch {
 	case !in.Kind.Valid():

@@ -92,11 +92,16 @@ func (g *Backend) bulk(r int) uintptr {
 // turn, and ends the launch before it returns (nothing on the host waits
 // for the GPU).
 func (g *Backend) Submit(l *engine.Launch) error {
-	if err := l.WaitTurn(context.Background()); err != nil {
-		return err // the core gives the turn back on a failed Submit
-	}
-	if err := g.checkStatus(l); err != nil {
-		return err
+	if !l.Ready() {
+		if err := l.WaitTurn(context.Background()); err != nil {
+			return err // the core gives the turn back on a failed Submit
+		}
+		// A kernel may have failed while the earlier launches ran; the
+		// core checked the status word (AsyncError) just before an
+		// immediate turn.
+		if err := g.checkStatus(l); err != nil {
+			return err
+		}
 	}
 	if len(l.More) > 0 { // refused before anything is enqueued: the communicator stays usable
 		if err := g.dev.Do(func() error { return streamjoin.Check(g.drv, cuda.Stream(l.Stream), l.More) }); err != nil {

@@ -245,3 +245,18 @@ func TestGPULaunchArgs(t *testing.T) {
 	require.NoError(t, rs[0].e.Launch(ops))
 	require.Error(t, rs[0].d.Synchronize(rs[0].s))
 }
+
+// TestLaunchAfterKernelFailure: once a kernel reported a failure in the
+// status word, the next launch fails with it and enqueues nothing.
+func TestLaunchAfterKernelFailure(t *testing.T) {
+	rs := launchWorld(t, 2, true)
+	lr := rs[0]
+	ops := lr.launchOps(t, 1, 2)
+	require.NoError(t, lr.e.Launch(ops))
+	require.EqualValues(t, 1, lr.launches.Load())
+	atomic.StoreUint32(lr.g.ctl.StatusWord(), kernels.StatusTimeout)
+	lr.poisoned = true
+	require.ErrorIs(t, lr.e.Launch(ops), gccl.ErrTimeout)
+	assert.EqualValues(t, 1, lr.launches.Load(), "nothing enqueued after the failure")
+	require.ErrorIs(t, lr.e.AsyncError(), gccl.ErrTimeout)
+}
