@@ -38,17 +38,23 @@
 // smaller is simply asked again.
 //
 // The goroutine polls without pause (runtime.Gosched when a pass moved
-// nothing) while sends are in flight and for Config.Spin
-// (GCCL_PROXY_SPIN, default 1ms) after a Kick (the backend kicks on every
-// launch it enqueues) or after any transfer progressed; otherwise it
-// sleeps, 1 µs first, doubling up to 100 µs, and a Kick, an added
+// nothing) while sends are in flight, while it is held (Hold) and for
+// Config.Spin (GCCL_PROXY_SPIN, default 1ms) after a Kick (the backend
+// kicks on every launch it enqueues) or after any transfer progressed;
+// otherwise it sleeps, 1 µs first, doubling up to 100 µs, and a Kick, an added
 // connection or Close wakes it. It sleeps on a futex (internal/futex),
 // not a Go timer, because Go rounds timers under a millisecond up to about
 // one on Linux when the process is otherwise idle; the kernel's timer
-// slack (about 50 µs) still lengthens the short sleeps. Graph replays
-// have no launch to kick, so package gpunet adds a host node that kicks to
-// every captured launch; without a kick, work is found within about 150 µs
-// and then served hot. In steady state a transfer allocates nothing (the socket
+// slack (about 50 µs) still lengthens the short sleeps; without a kick,
+// work is found within about 150 µs and then served hot. Graph replays
+// have no launch to kick, so package gpunet holds the proxy (Hold) for as
+// long as a CUDA graph holding the communicator's launches exists, as
+// NCCL's proxy thread polls its persistent graph operations: the cost is
+// one goroutine polling per such communicator, all the time, even between
+// replays (crowded, it still gives its P back as below), against a host
+// node per captured launch that every later operation of the graph had to
+// wait for (the driver's callback latency: a small captured all-reduce
+// took 48-79 µs against 38 µs eager on an H100). In steady state a transfer allocates nothing (the socket
 // provider reuses its requests too): TestNoAllocations checks it.
 //
 // Testing a receive costs what the provider's Test costs: the socket

@@ -82,6 +82,8 @@ type Proxy struct {
 	more   atomic.Bool // added is not empty
 
 	kicked   atomic.Int64  // time of the last Kick, ns since epoch
+	holds    atomic.Int32  // Holds not released: the goroutine never sleeps while > 0
+	sleeps   atomic.Int64  // idle sleeps so far (tests)
 	bell     uint32        // bumped (atomically) by Kick, add and Close; the idle goroutine sleeps on it
 	sleeping atomic.Bool   // the goroutine sleeps on bell: ringing it needs a wake-up
 	wake     chan struct{} // cap 1: rung, for a goroutine asleep on a Go timer
@@ -170,6 +172,27 @@ func (p *Proxy) AddRecv(f FIFO, rc network.RecvComm, l Label) error {
 func (p *Proxy) Kick() {
 	p.kicked.Store(int64(time.Since(p.epoch)))
 	p.ring()
+}
+
+// Hold keeps the goroutine polling hot, as for ever after a Kick, until
+// release is called: package gpunet holds the proxy for as long as a CUDA
+// graph holding this communicator's launches exists, since a replay has
+// no Submit to kick it (NCCL's proxy thread polls its persistent graph
+// operations the same way). release is safe to call more than once (only
+// the first counts) and after Close. Crowded, a held proxy still gives
+// its P back as a hot one does (waiter.yield).
+func (p *Proxy) Hold() (release func()) {
+	p.holds.Add(1)
+	p.ring()
+	var once sync.Once
+	return func() { once.Do(func() { p.holds.Add(-1) }) }
+}
+
+// hot reports whether the goroutine is to poll on at time now rather
+// than sleep: sends are in flight (busy), it is held, or the spin time
+// since the last Kick or progress has not passed.
+func (p *Proxy) hot(now, progressed int64, busy bool) bool {
+	return busy || p.holds.Load() > 0 || now-progressed <= int64(p.spin) || now-p.kicked.Load() <= int64(p.spin)
 }
 
 // ring wakes the goroutine if it sleeps, and makes a sleep it is about to
@@ -370,9 +393,9 @@ func (p *Proxy) take(now int64) {
 	}
 }
 
-// run is the goroutine: serve every connection while it has work or the
-// spin time since the last Kick or progress has not passed, else sleep in
-// growing steps (see waiter).
+// run is the goroutine: serve every connection while it has work, is
+// held or the spin time since the last Kick or progress has not passed,
+// else sleep in growing steps (see waiter).
 func (p *Proxy) run() {
 	running.Add(1)
 	defer close(p.done)
@@ -403,13 +426,14 @@ func (p *Proxy) run() {
 		default:
 		}
 		w.check(now)
-		if busy || now-progressed <= int64(p.spin) || now-p.kicked.Load() <= int64(p.spin) {
+		if p.hot(now, progressed, busy) {
 			sleep = MinSleep
 			if !moved {
 				w.yield()
 			}
 			continue
 		}
+		p.sleeps.Add(1)
 		w.sleep(bell, sleep)
 		hot = -1
 		if atomic.LoadUint32(&p.bell) != bell {
