@@ -62,8 +62,9 @@ type Backend struct {
 	args  cuda.Args                // reused by every launch, under the turn
 	chain streamjoin.Chain
 	links *streamjoin.Events
-	side  cuda.Stream // the branch of captured launches that kicks the proxy (graphKick), made on first use
-	kick  func()      // the proxy's Kick: Submit calls it, a captured launch's host node at every replay
+	kick  func()                  // the proxy's Kick, which Submit calls
+	hold  func() (release func()) // the proxy's Hold, taken per captured graph (graphHold)
+	held  uint64                  // the capture whose graph holds the proxy last (graphHold), under the turn
 
 	last atomic.Pointer[string] // LastPath
 }
@@ -107,55 +108,40 @@ func (g *Backend) Meets(l *engine.Launch) bool { return len(g.newPeers(l.Ops)) >
 // enqueue issues l's collectives in order, then its point-to-point ops,
 // on l's stream, chained after the communicator's previous launch and
 // joined with l's other streams (device context current, in l's turn).
-func (g *Backend) enqueue(l *engine.Launch) (err error) {
-	s := cuda.Stream(l.Stream)
-	forked, err := g.graphKick(s)
-	if err != nil {
+func (g *Backend) enqueue(l *engine.Launch) error {
+	if err := g.graphHold(cuda.Stream(l.Stream)); err != nil {
 		return err
-	}
-	if forked {
-		defer func() { // the branch joins back whatever happened: a capture ends only with every branch joined
-			if jerr := g.links.Link(g.side, s); jerr != nil && err == nil {
-				err = gccl.Errorf(gccl.Code(jerr), "stream", "joining the proxy's kick back into the captured stream: %w", jerr)
-			}
-		}()
 	}
 	return g.chain.Enqueue(g.drv, g.links, l, g.collective, g.sendRecv)
 }
 
-// graphKick makes a launch that is being captured into a CUDA graph wake
-// the proxy at every replay, as Submit's Kick does for an eager launch:
-// without it a replay's slots wait until the idle proxy's next poll (its
+// graphHold keeps the proxy polling hot for as long as the graph that s
+// is being captured into exists (proxy.Hold, released by a user object
+// the graph owns: cuda.RetainByGraph, which the executables instantiated
+// from the graph keep alive too), since a replay has no Submit to kick
+// it: an idle proxy finds a replay's slots only at its next poll (its
 // sleeps grow to proxy.MaxSleep, about 150 µs with the kernel's timer
-// slack). The graph gets a branch off s, a host node that calls Kick
-// (cuLaunchHostFunc on the backend's side stream, forked from s by an
-// event), joined back into s after the launch's kernels (enqueue), so the
-// kernels never wait for the host node and the graph's end waits for it.
-// NCCL posts its proxy's work from a host node of the graph the same way.
-// It reports whether it forked; nothing is done for an eager launch or a
-// communicator with no proxy (device context current, in the turn).
-func (g *Backend) graphKick(s cuda.Stream) (bool, error) {
-	if g.kick == nil {
-		return false, nil
+// slack). NCCL's proxy thread polls its persistent (graph) operations the
+// same way. One hold per capture: a launch of the capture that took the
+// last hold takes none (several captures interleaved on one communicator
+// may take more than one each, all released with their graph). Nothing is
+// done for an eager launch or a communicator with no proxy (device
+// context current, in the turn).
+func (g *Backend) graphHold(s cuda.Stream) error {
+	if g.hold == nil {
+		return nil
 	}
 	info, err := capture.Info(g.drv, gccl.Stream(s))
-	if err != nil || !info.Active {
-		return false, err
+	if err != nil || !info.Active || info.ID == g.held {
+		return err
 	}
-	if g.side == 0 {
-		if g.side, err = g.drv.StreamCreate(cuda.StreamNonBlocking); err != nil {
-			g.side = 0
-			return false, gccl.Errorf(gccl.Code(err), "stream", "creating the stream of the proxy's kick in captured launches: %w", err)
-		}
+	release := g.hold()
+	if err := cuda.RetainByGraph(g.drv, info.Graph, release); err != nil {
+		release()
+		return gccl.Errorf(gccl.Code(err), "stream", "tying the network proxy's hold to the captured graph: %w", err)
 	}
-	if err := g.links.Link(s, g.side); err != nil {
-		return false, err
-	}
-	if err := g.drv.LaunchHostFunc(g.side, g.kick); err != nil {
-		err = gccl.Errorf(gccl.Code(err), "stream", "adding the proxy's kick to the captured graph: %w", err)
-		return false, errs.First(err, g.links.Link(g.side, s)) // the fork must not stay unjoined
-	}
-	return true, nil
+	g.held = info.ID
+	return nil
 }
 
 // Status is the failure a kernel or the proxy reported in the status

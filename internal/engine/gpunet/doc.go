@@ -43,8 +43,9 @@
 // and the root's, then the launch's Sends and Recvs, and kicks the
 // proxy. Nothing on the host waits for the GPU, so launches can be
 // captured into CUDA graphs and replayed: the proxy finds a replay's
-// work in the FIFO counters, and a host node on a branch of the graph
-// beside the kernels kicks it at every replay (graphKick).
+// work in the FIFO counters, and polls hot for as long as a graph
+// holding the communicator's launches exists (graphHold: one proxy.Hold
+// per capture, released with the graph).
 //
 // Point-to-point: one connection pair per peer, made on first use: both
 // ranks of a pair have an op naming the other, so each connects in its

@@ -129,7 +129,7 @@ func Open(ctx context.Context, s engine.Setup, cfg Config) (*Backend, error) {
 	g.base = kernels.DevComm{AbortFlag: g.ctl.AbortFlag(), Status: g.ctl.Status(), TimeoutNs: uint64(g.timeout.Nanoseconds()),
 		NRanks: int32(g.nranks), Rank: int32(g.rank)}
 	g.px = proxy.New(proxy.Config{Rank: g.rank, Logger: g.log, Status: g.ctl.StatusWord(), Timeout: g.timeout})
-	g.kick = g.px.Kick
+	g.kick, g.hold = g.px.Kick, g.px.Hold
 	if g.nranks > 1 {
 		if err := g.connectRing(ctx, s.Boot); err != nil {
 			return fail(err)
@@ -381,10 +381,6 @@ func (g *Backend) free() error {
 	var first error
 	first = errs.First(first, g.links.Close())
 	g.chain.Reset()
-	if g.side != 0 {
-		first = errs.First(first, g.drv.StreamDestroy(g.side))
-		g.side = 0
-	}
 	for _, f := range g.fifos {
 		first = errs.First(first, g.drv.MemFreeHost(f.host))
 	}
