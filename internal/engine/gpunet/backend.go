@@ -65,6 +65,7 @@ type Backend struct {
 	kick  func()                  // the proxy's Kick, which Submit calls
 	hold  func() (release func()) // the proxy's Hold, taken per captured graph (graphHold)
 	held  uint64                  // the capture whose graph holds the proxy last (graphHold), under the turn
+	holds bool                    // held names a capture (capture IDs need not start above 0)
 
 	last atomic.Pointer[string] // LastPath
 }
@@ -132,7 +133,7 @@ func (g *Backend) graphHold(s cuda.Stream) error {
 		return nil
 	}
 	info, err := capture.Info(g.drv, gccl.Stream(s))
-	if err != nil || !info.Active || info.ID == g.held {
+	if err != nil || !info.Active || g.holds && info.ID == g.held {
 		return err
 	}
 	release := g.hold()
@@ -140,7 +141,7 @@ func (g *Backend) graphHold(s cuda.Stream) error {
 		release()
 		return gccl.Errorf(gccl.Code(err), "stream", "tying the network proxy's hold to the captured graph: %w", err)
 	}
-	g.held = info.ID
+	g.held, g.holds = info.ID, true
 	return nil
 }
 
