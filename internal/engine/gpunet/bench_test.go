@@ -218,28 +218,37 @@ func (d launchOnly) LaunchKernel(fn cuda.Function, grid, block cuda.Dim3, _ int,
 	return nil
 }
 
+// launchOnlyAllReduce sets up rank 0 of 2 simulated hosts with its
+// kernels dropped (launchOnly, restored at cleanup) and a 1 KiB float32
+// all-reduce in place: the world, rank 0's backend, the ops and the count
+// of kernel launches.
+func launchOnlyAllReduce(tb testing.TB) (*world, *Backend, []engine.Op, *int) {
+	w := newWorld(tb, 2, 0, 0, 20*time.Second)
+	g := w.backs[0]
+	launches := new(int)
+	drv := g.drv
+	g.drv = launchOnly{Fake: w.fakes[0], launches: launches}
+	tb.Cleanup(func() { g.drv = drv })
+	in, err := w.devs[0].Alloc(1 << 10)
+	require.NoError(tb, err)
+	ops := []engine.Op{{Kind: algo.AllReduce, Send: in, Recv: in, Count: 256, Type: gccl.Float32, Op: gccl.Sum, Stream: w.streams[0]}}
+	return w, g, ops, launches
+}
+
 // TestLaunchAllocatesNothing: in steady state the host path of a small
 // all-reduce's launch (launchOnly: the kernel dropped) allocates nothing.
 func TestLaunchAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	w := newWorld(t, 2, 0, 0, 20*time.Second)
-	g := w.backs[0]
-	var launches int
-	drv := g.drv
-	g.drv = launchOnly{Fake: w.fakes[0], launches: &launches}
-	t.Cleanup(func() { g.drv = drv })
-	in, err := w.devs[0].Alloc(1 << 10)
-	require.NoError(t, err)
-	ops := []engine.Op{{Kind: algo.AllReduce, Send: in, Recv: in, Count: 256, Type: gccl.Float32, Op: gccl.Sum, Stream: w.streams[0]}}
+	w, g, ops, launches := launchOnlyAllReduce(t)
 	launch := func() { require.NoError(t, w.engines[0].Launch(ops)) }
 	for range 10 {
 		launch()
 	}
 	require.Zero(t, testing.AllocsPerRun(100, launch))
 	require.Equal(t, kernels.RingAllReduceGather, g.LastPath())
-	require.Equal(t, 10+1+100, launches) // AllocsPerRun runs launch once more first
+	require.Equal(t, 10+1+100, *launches) // AllocsPerRun runs launch once more first
 }
 
 // BenchmarkLaunch: the host path of one small all-reduce's launch on the
@@ -248,15 +257,7 @@ func TestLaunchAllocatesNothing(t *testing.T) {
 // (launchOnly). ns/op and allocs/op are the launch's (the proxy, kicked,
 // polls on another goroutine meanwhile).
 func BenchmarkLaunch(b *testing.B) {
-	w := newWorld(b, 2, 0, 0, 20*time.Second)
-	g := w.backs[0]
-	var launches int
-	drv := g.drv
-	g.drv = launchOnly{Fake: w.fakes[0], launches: &launches}
-	b.Cleanup(func() { g.drv = drv })
-	in, err := w.devs[0].Alloc(1 << 10)
-	require.NoError(b, err)
-	ops := []engine.Op{{Kind: algo.AllReduce, Send: in, Recv: in, Count: 256, Type: gccl.Float32, Op: gccl.Sum, Stream: w.streams[0]}}
+	w, g, ops, launches := launchOnlyAllReduce(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := w.engines[0].Launch(ops); err != nil {
@@ -264,5 +265,5 @@ func BenchmarkLaunch(b *testing.B) {
 		}
 	}
 	require.Equal(b, kernels.RingAllReduceGather, g.LastPath())
-	require.Positive(b, launches)
+	require.Positive(b, *launches)
 }
