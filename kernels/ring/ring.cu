@@ -85,9 +85,11 @@ __device__ __forceinline__ unsigned long long ldAcquireSys64(const unsigned long
 	return v;
 }
 
-__device__ __forceinline__ void stReleaseSys64(unsigned long long *p, unsigned long long v) {
-	asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+__device__ __forceinline__ void stRelaxedSys64(unsigned long long *p, unsigned long long v) {
+	asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+
+__device__ __forceinline__ void fenceAcqRelSys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 
 // Slots are read with volatile loads: the CPU (or the NIC) wrote them, and
 // a cached copy of an earlier use of the slot must never be seen.
@@ -113,7 +115,6 @@ struct Fifo {
 struct RingShared {
 	char *sendSlot;
 	char *recvSlot;
-	unsigned int recvSize;
 	int ok;
 	unsigned long long recvPos, recvOther; // the receiving FIFO as Ring's warp 1 opened it
 };
@@ -131,11 +132,14 @@ __device__ __forceinline__ void fifoOpenRecv(Fifo &r, const gcclFifo &f) {
 }
 
 // waitSlots waits (thread 0) for a free send slot (s non-null) and a full
-// receive slot (r non-null) and shares them; false when a wait gave up or
-// the received size is not the expected one (the ranks disagree on the
-// operation). Uniform over the block.
+// receive slot (r non-null) and shares them; false when a wait gave up.
+// Uniform over the block. The received slot's size is not read here:
+// recvSize issues that load once the block has the slot, so that it
+// overlaps the block's reads of the slot instead of adding a round trip
+// over PCIe before them, and postSlots checks it before anything is
+// published (a rank never forwards what came with the wrong size).
 __device__ __forceinline__ bool waitSlots(const gcclComm &c, RingShared &sh, Fifo *s, Fifo *r, int nslots,
-					  size_t slotBytes, size_t expect) {
+					  size_t slotBytes) {
 	if (threadIdx.x == 0) {
 		sh.ok = 1;
 		Waiter w(c);
@@ -157,36 +161,56 @@ __device__ __forceinline__ bool waitSlots(const gcclComm &c, RingShared &sh, Fif
 					break;
 				}
 			}
-			if (sh.ok) {
-				const size_t i = (size_t)(r->pos % (unsigned long long)nslots);
-				sh.recvSlot = r->f.slots + i * slotBytes;
-				sh.recvSize = *(volatile unsigned int *)(r->f.sizes + i);
-				if (sh.recvSize != expect) {
-					fail(c, GCCL_STATUS_BADUSAGE);
-					sh.ok = 0;
-				}
-			}
+			if (sh.ok) sh.recvSlot = r->f.slots + (size_t)(r->pos % (unsigned long long)nslots) * slotBytes;
 		}
 	}
 	__syncthreads();
 	return sh.ok != 0;
 }
 
-// postSlots publishes the send slot with bytes (s non-null) and frees the
-// receive slot (r non-null), after every thread's stores and loads.
-__device__ __forceinline__ void postSlots(Fifo *s, Fifo *r, int nslots, size_t bytes) {
-	if (s != nullptr) __threadfence_system(); // this thread's slot stores before the tail
+// recvSize loads (thread 0; 0 elsewhere) the size of the slot waitSlots got
+// for r, which the tail it acquired orders after the proxy's store. Call it
+// after waitSlots and before the block reads the slot; check it with
+// sizeOK.
+__device__ __forceinline__ unsigned int recvSize(const Fifo &r, int nslots) {
+	if (threadIdx.x != 0) return 0;
+	return *(volatile unsigned int *)(r.f.sizes + (size_t)(r.pos % (unsigned long long)nslots));
+}
+
+// sizeOK (thread 0) fails the launch when a received slot's size is not
+// the expected one: the ranks disagree on the operation.
+__device__ __forceinline__ bool sizeOK(const gcclComm &c, unsigned int got, size_t expect) {
+	if (got == expect) return true;
+	fail(c, GCCL_STATUS_BADUSAGE);
+	return false;
+}
+
+// postSlots checks a received size (with check: got, from recvSize,
+// against expect), then publishes the send slot with bytes (s non-null)
+// and frees the receive slot, after every thread's stores and loads; false
+// (uniform) when the size was wrong, and then it publishes nothing. As
+// NCCL posts to its proxy: the block's slot stores, ordered by
+// __syncthreads, then thread 0's size store, one system-scope fence, and
+// a relaxed store of tail (the fence is the release, cumulative over what
+// the barrier ordered before it). Freeing a slot needs no fence: every
+// thread's loads of it returned before the barrier (their values were
+// used).
+__device__ __forceinline__ bool postSlots(const gcclComm &c, RingShared &sh, Fifo *s, Fifo *r, int nslots, size_t bytes,
+					  bool check, unsigned int got, size_t expect) {
 	__syncthreads();
 	if (threadIdx.x == 0) {
-		if (s != nullptr) {
-			// the release orders this thread's size store, and the block's
-			// slot stores (fenced, then ordered by __syncthreads), before tail
-			*(volatile unsigned int *)(s->f.sizes + (size_t)(s->pos % (unsigned long long)nslots)) = (unsigned int)bytes;
-			stReleaseSys64(s->f.tail, ++s->pos);
+		sh.ok = !check || sizeOK(c, got, expect);
+		if (sh.ok) {
+			if (s != nullptr) {
+				*(volatile unsigned int *)(s->f.sizes + (size_t)(s->pos % (unsigned long long)nslots)) = (unsigned int)bytes;
+				fenceAcqRelSys();
+				stRelaxedSys64(s->f.tail, ++s->pos);
+			}
+			if (r != nullptr) stRelaxedSys64(r->f.head, ++r->pos);
 		}
-		if (r != nullptr) stReleaseSys64(r->f.head, ++r->pos);
 	}
 	__syncthreads();
+	return sh.ok != 0;
 }
 
 // ---- data movement --------------------------------------------------------
@@ -348,10 +372,10 @@ struct Ring {
 	// step runs one ring step of bytes: send (a slot from f), receive (a
 	// slot into f), or both. f(sendSlot, recvSlot) moves the data.
 	template <typename F> __device__ __forceinline__ bool step(bool send, bool recv, size_t bytes, const F &f) {
-		if (!waitSlots(c, sh, send ? &s : nullptr, recv ? &r : nullptr, d.nslots, d.slotBytes, bytes)) return false;
+		if (!waitSlots(c, sh, send ? &s : nullptr, recv ? &r : nullptr, d.nslots, d.slotBytes)) return false;
+		const unsigned int got = recv ? recvSize(r, d.nslots) : 0;
 		f(send ? sh.sendSlot : nullptr, recv ? sh.recvSlot : nullptr);
-		postSlots(send ? &s : nullptr, recv ? &r : nullptr, d.nslots, bytes);
-		return true;
+		return postSlots(c, sh, send ? &s : nullptr, recv ? &r : nullptr, d.nslots, bytes, recv, got, bytes);
 	}
 };
 
@@ -487,22 +511,26 @@ __device__ __forceinline__ void ring_allreduce_gather(const gcclComm &c, const g
 	const RingMove<T, OP> mv{red};
 	if (!ring.step(true, false, bytes, [&](char *snd, char *) { mv.run(d.in, nullptr, snd, nullptr, count, false); }))
 		return;
+	unsigned int last = 0; // the last received slot's size (thread 0), checked after the reduction read it
 	for (int j = 1; j < n; j++) {
 		const bool fwd = j < n - 1;
-		if (!waitSlots(c, sh, fwd ? &ring.s : nullptr, &ring.r, d.nslots, d.slotBytes, bytes)) return;
+		if (!waitSlots(c, sh, fwd ? &ring.s : nullptr, &ring.r, d.nslots, d.slotBytes)) return;
+		const unsigned int got = recvSize(ring.r, d.nslots);
 		if (threadIdx.x == 0) {
 			src[d.ranks[ringMod((long long)p - j, n)]] = sh.recvSlot;
 			ring.r.pos++; // kept: freed after the reduction
 		}
 		if (fwd) {
 			moveBytes(sh.recvSlot, true, sh.sendSlot, nullptr, bytes);
-			postSlots(&ring.s, nullptr, d.nslots, bytes);
+			if (!postSlots(c, sh, &ring.s, nullptr, d.nslots, bytes, true, got, bytes)) return;
+		} else {
+			last = got;
 		}
 	}
 	__syncthreads();
 	gatherReduce<T, OP>(red, src, n, d.ranks[p], d.in, d.out, count);
 	__syncthreads();
-	if (threadIdx.x == 0) stReleaseSys64(ring.r.f.head, ring.r.pos);
+	if (threadIdx.x == 0 && sizeOK(c, last, bytes)) stRelaxedSys64(ring.r.f.head, ring.r.pos);
 }
 
 template <typename T, int OP>
@@ -689,13 +717,14 @@ extern "C" __global__ void __launch_bounds__(GCCL_THREADS)
 	for (size_t b = 0; b < total; b += d.slotBytes) {
 		const size_t e = smin(total, b + d.slotBytes);
 		if (sending) {
-			if (!waitSlots(c, sh, &f, nullptr, d.nslots, d.slotBytes, 0)) return;
+			if (!waitSlots(c, sh, &f, nullptr, d.nslots, d.slotBytes)) return;
 			netStream(d, pr.sendFirst, pr.nsend, b, e, sh.sendSlot, true);
-			postSlots(&f, nullptr, d.nslots, e - b);
+			if (!postSlots(c, sh, &f, nullptr, d.nslots, e - b, false, 0, 0)) return;
 		} else {
-			if (!waitSlots(c, sh, nullptr, &f, d.nslots, d.slotBytes, e - b)) return;
+			if (!waitSlots(c, sh, nullptr, &f, d.nslots, d.slotBytes)) return;
+			const unsigned int got = recvSize(f, d.nslots);
 			netStream(d, pr.recvFirst, pr.nrecv, b, e, sh.recvSlot, false);
-			postSlots(nullptr, &f, d.nslots, 0);
+			if (!postSlots(c, sh, nullptr, &f, d.nslots, 0, true, got, e - b)) return;
 		}
 	}
 }
