@@ -96,9 +96,10 @@ func TestRingLayoutMatchesC(t *testing.T) {
 #include <cstdio>
 #include <cstddef>
 int main() {
-	printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(gcclRingDesc), alignof(gcclRingDesc),
+	printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %d\n", sizeof(gcclRingDesc), alignof(gcclRingDesc),
 	       offsetof(gcclRingDesc, nranks), offsetof(gcclRingDesc, pos), offsetof(gcclRingDesc, root),
-	       offsetof(gcclRingDesc, ranks), offsetof(gcclRingDesc, ch), sizeof(gcclNetP2PDesc), alignof(gcclNetP2PDesc));
+	       offsetof(gcclRingDesc, ranks), offsetof(gcclRingDesc, ch), sizeof(gcclNetP2PDesc), alignof(gcclNetP2PDesc),
+	       GCCL_RING_TRAILER);
 }
 `
 	dir := t.TempDir()
@@ -108,7 +109,7 @@ int main() {
 	require.NoError(t, err, "%s", out)
 	got, err := exec.Command(bin).Output()
 	require.NoError(t, err)
-	want := []int{RingDescBytes, RingDescAlign, 36, 40, 44, 48, ringDescHeadBytes, NetP2PDescBytes, NetP2PDescAlign}
+	want := []int{RingDescBytes, RingDescAlign, 36, 40, 44, 48, ringDescHeadBytes, NetP2PDescBytes, NetP2PDescAlign, RingTrailerBytes}
 	var wantS []string
 	for _, v := range want {
 		wantS = append(wantS, strconv.Itoa(v))

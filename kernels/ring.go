@@ -32,12 +32,15 @@ const (
 	// RingGatherMaxRanks (GCCL_RING_GATHER_MAX_RANKS) bounds the ranks of
 	// ring_allreduce_gather: each rank keeps the n-1 slots it received.
 	RingGatherMaxRanks = FIFOSlots + 1
-	FIFOHeader         = 4096
-	FIFOTailOffset     = 0
-	FIFOHeadOffset     = 64
-	FIFOSizesOffset    = 128
-	ringFifoBytes      = 4 * 8
-	ringDescHeadBytes  = 4*8 + 4*4 + 8
+	// RingTrailerBytes (GCCL_RING_TRAILER) is the key trailer every slot of
+	// a ring collective carries after its data (RingSlotData).
+	RingTrailerBytes  = 16
+	FIFOHeader        = 4096
+	FIFOTailOffset    = 0
+	FIFOHeadOffset    = 64
+	FIFOSizesOffset   = 128
+	ringFifoBytes     = 4 * 8
+	ringDescHeadBytes = 4*8 + 4*4 + 8
 )
 
 // FIFO is one direction of one connection as a kernel sees it (struct
@@ -50,6 +53,14 @@ type FIFO struct {
 func FIFOAt(base uintptr) FIFO {
 	return FIFO{Slots: base + FIFOHeader, Tail: base + FIFOTailOffset, Head: base + FIFOHeadOffset, Sizes: base + FIFOSizesOffset}
 }
+
+// RingSlotData is the data one slot of slotBytes carries for a ring
+// collective: every such slot ends with a trailer, the launch's operation
+// key (DevComm.Key) at the first 16-byte boundary after the data, which
+// the receiving kernel checks with the slot's size, so that ranks that
+// launched different operations fail with StatusBadUsage even where their
+// slots have the same sizes. The point-to-point kernel's slots have none.
+func RingSlotData(slotBytes int) int { return slotBytes - RingTrailerBytes }
 
 // FIFOBytes is the size of one FIFO with slots of slotBytes.
 func FIFOBytes(slotBytes int) int { return FIFOHeader + FIFOSlots*slotBytes }

@@ -134,3 +134,39 @@ func (o *Op) inPlaceRule() string {
 	}
 	return "sendbuff == recvbuff"
 }
+
+// Key is o's descriptor as the ranks compare it before they pair their
+// kernels (kernels.DevComm.Key; the GPU backends' kernels check it): its
+// kind, count, data type, reduction operator (CreatePreMulSum operators
+// count as one: their handles and factors may differ between ranks) and
+// root, and plan, the backend's words for how it runs the operation
+// (kernel, grid, areas, slots), so that ranks that launched different
+// operations fail with gccl.ErrInvalidUsage instead of pairing them. It
+// holds no operation number: a captured operation replays with the
+// number it was captured with, so numbers would refuse valid programs
+// that capture on some ranks while others run eagerly. Never zero; it
+// allocates nothing.
+func (o *Op) Key(plan [4]uint64) uint32 {
+	h := uint32(2166136261) // 32-bit FNV-1a
+	word := func(v uint64) {
+		for range 8 {
+			h ^= uint32(v & 0xff)
+			h *= 16777619
+			v >>= 8
+		}
+	}
+	op, root := uint64(0), uint64(0)
+	if o.Kind.Reduces() {
+		op = uint64(min(o.Op, gccl.NumBuiltinOps))
+	}
+	if o.Kind.Rooted() {
+		root = uint64(uint32(o.Root))
+	}
+	word(uint64(o.Kind) | uint64(o.Type)<<8 | op<<16)
+	word(root)
+	word(uint64(o.Count))
+	for _, v := range plan {
+		word(v)
+	}
+	return h | 1
+}

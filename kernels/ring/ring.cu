@@ -14,6 +14,7 @@
 #define GCCL_NET_P2P_MAX_PEERS 8
 #define GCCL_NET_P2P_MAX_PIECES 64
 #define GCCL_RING_GATHER_MAX_RANKS 9 // 1 + the FIFO's slots: a rank keeps n-1 received slots
+#define GCCL_RING_TRAILER 16          // the key trailer of a ring collective's slot (ringWire)
 
 // gcclFifo is one direction of one connection, as the GPU sees it
 // (device-mapped pointers into the FIFO's pinned host memory).
@@ -32,7 +33,8 @@ struct gcclRingConn {
 
 // gcclRingDesc is a ring collective, passed by value after the gcclComm
 // (whose in/out/scratch/flags are unused: the ring may have more ranks
-// than they address). The ring is ranks[0] -> ranks[1] -> ... ->
+// than they address; its regKey is the operation's key, which every slot
+// of a ring collective carries: ringWire). The ring is ranks[0] -> ranks[1] -> ... ->
 // ranks[nranks-1] -> ranks[0]; the steps go by ring position, and the
 // per-rank blocks of reduce-scatter and all-gather by rank (ranks[q] is
 // the block that position q owns).
@@ -170,25 +172,49 @@ __device__ __forceinline__ bool waitSlots(const gcclComm &c, RingShared &sh, Fif
 
 // recvSize loads (thread 0; 0 elsewhere) the size of the slot waitSlots got
 // for r, which the tail it acquired orders after the proxy's store. Call it
-// after waitSlots and before the block reads the slot; check it with
-// sizeOK.
+// after waitSlots and before the block reads the slot; postSlots takes
+// the verdict.
 __device__ __forceinline__ unsigned int recvSize(const Fifo &r, int nslots) {
 	if (threadIdx.x != 0) return 0;
 	return *(volatile unsigned int *)(r.f.sizes + (size_t)(r.pos % (unsigned long long)nslots));
 }
 
-// sizeOK (thread 0) fails the launch when a received slot's size is not
-// the expected one: the ranks disagree on the operation.
-__device__ __forceinline__ bool sizeOK(const gcclComm &c, unsigned int got, size_t expect) {
-	if (got == expect) return true;
-	fail(c, GCCL_STATUS_BADUSAGE);
-	return false;
+// A ring collective's slot carries, after its data, a trailer: the
+// launch's operation key (c.regKey: engine.Op.Key of the operation and its
+// plan) at the first 16-byte boundary past the data, so that a slot of b
+// data bytes travels as ringWire(b) bytes and holds at most
+// ringData(slotBytes) of them. The receiver checks both the size and the
+// key, so ranks that launched different operations fail (BADUSAGE) even
+// where their slots have the same sizes (a count that rounds to the same
+// chunks, another collective, another root). The point-to-point kernel's
+// slots have no trailer: each connection carries one pair's byte streams,
+// checked by their sizes.
+__device__ __forceinline__ size_t ringPad(size_t b) { return (b + 15) / 16 * 16; }
+__device__ __forceinline__ size_t ringWire(size_t b) { return ringPad(b) + GCCL_RING_TRAILER; }
+__device__ __forceinline__ size_t ringData(size_t slotBytes) { return slotBytes - GCCL_RING_TRAILER; }
+
+// recvKey loads (thread 0; 0 elsewhere) the key trailer of a received slot
+// of b data bytes, with the block's reads of the slot (as recvSize).
+__device__ __forceinline__ unsigned int recvKey(const char *slot, size_t b) {
+	if (threadIdx.x != 0) return 0;
+	return *(const volatile unsigned int *)(slot + ringPad(b));
 }
 
-// postSlots checks a received size (with check: got, from recvSize,
-// against expect), then publishes the send slot with bytes (s non-null)
-// and frees the receive slot, after every thread's stores and loads; false
-// (uniform) when the size was wrong, and then it publishes nothing. As
+// putKey (thread 0) writes this launch's key trailer into a send slot of b
+// data bytes; postSlots' fence orders it before tail.
+__device__ __forceinline__ void putKey(const gcclComm &c, char *slot, size_t b) {
+	if (threadIdx.x == 0)
+		asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(slot + ringPad(b)), "r"(c.regKey), "r"(0u), "r"(0u),
+			     "r"(0u)
+			     : "memory");
+}
+
+// postSlots takes thread 0's verdict on what it received (good: the size
+// from recvSize, and a ring collective's key, were right; true when
+// nothing was received), then publishes the send slot with bytes (s
+// non-null) and frees the receive slot, after every thread's stores and
+// loads; false (uniform) when the verdict was no, and then it fails the
+// launch with BADUSAGE and publishes nothing. As
 // NCCL posts to its proxy: the block's slot stores, ordered by
 // __syncthreads, then thread 0's size store, one system-scope fence, and
 // a relaxed store of tail (the fence is the release, cumulative over what
@@ -196,10 +222,11 @@ __device__ __forceinline__ bool sizeOK(const gcclComm &c, unsigned int got, size
 // thread's loads of it returned before the barrier (their values were
 // used).
 __device__ __forceinline__ bool postSlots(const gcclComm &c, RingShared &sh, Fifo *s, Fifo *r, int nslots, size_t bytes,
-					  bool check, unsigned int got, size_t expect) {
+					  bool good) {
 	__syncthreads();
 	if (threadIdx.x == 0) {
-		sh.ok = !check || sizeOK(c, got, expect);
+		sh.ok = good;
+		if (!good) fail(c, GCCL_STATUS_BADUSAGE);
 		if (sh.ok) {
 			if (s != nullptr) {
 				*(volatile unsigned int *)(s->f.sizes + (size_t)(s->pos % (unsigned long long)nslots)) = (unsigned int)bytes;
@@ -373,9 +400,13 @@ struct Ring {
 	// slot into f), or both. f(sendSlot, recvSlot) moves the data.
 	template <typename F> __device__ __forceinline__ bool step(bool send, bool recv, size_t bytes, const F &f) {
 		if (!waitSlots(c, sh, send ? &s : nullptr, recv ? &r : nullptr, d.nslots, d.slotBytes)) return false;
+		const size_t wire = ringWire(bytes);
 		const unsigned int got = recv ? recvSize(r, d.nslots) : 0;
+		const unsigned int key = recv ? recvKey(sh.recvSlot, bytes) : 0;
 		f(send ? sh.sendSlot : nullptr, recv ? sh.recvSlot : nullptr);
-		return postSlots(c, sh, send ? &s : nullptr, recv ? &r : nullptr, d.nslots, bytes, recv, got, bytes);
+		if (send) putKey(c, sh.sendSlot, bytes);
+		return postSlots(c, sh, send ? &s : nullptr, recv ? &r : nullptr, d.nslots, wire,
+				 !recv || (got == wire && key == c.regKey));
 	}
 };
 
@@ -404,7 +435,7 @@ __device__ __forceinline__ void ring_allreduce(const gcclComm &c, const gcclRing
 	Ring ring(c, d, sh);
 	const RingMove<T, OP> mv{red};
 	const int n = d.nranks, p = d.pos;
-	const size_t slotElems = d.slotBytes / sizeof(T);
+	const size_t slotElems = ringData(d.slotBytes) / sizeof(T);
 	size_t b, e;
 	channelSlice<T>(d.count, b, e);
 	const T *in = reinterpret_cast<const T *>(d.in);
@@ -503,7 +534,7 @@ __device__ __forceinline__ void ring_allreduce_gather(const gcclComm &c, const g
 	__shared__ const char *src[GCCL_RING_GATHER_MAX_RANKS];
 	const int n = d.nranks, p = d.pos;
 	const size_t count = d.count, bytes = count * sizeof(T);
-	if (gridDim.x != 1 || n < 2 || n > GCCL_RING_GATHER_MAX_RANKS || n - 1 > d.nslots || bytes > d.slotBytes) {
+	if (gridDim.x != 1 || n < 2 || n > GCCL_RING_GATHER_MAX_RANKS || n - 1 > d.nslots || ringWire(bytes) > d.slotBytes) {
 		if (threadIdx.x == 0) fail(c, GCCL_STATUS_BADARGS);
 		return;
 	}
@@ -511,26 +542,32 @@ __device__ __forceinline__ void ring_allreduce_gather(const gcclComm &c, const g
 	const RingMove<T, OP> mv{red};
 	if (!ring.step(true, false, bytes, [&](char *snd, char *) { mv.run(d.in, nullptr, snd, nullptr, count, false); }))
 		return;
-	unsigned int last = 0; // the last received slot's size (thread 0), checked after the reduction read it
+	const size_t wire = ringWire(bytes);
+	bool lastOK = true; // the last received slot's size and key (thread 0), checked after the reduction read it
 	for (int j = 1; j < n; j++) {
 		const bool fwd = j < n - 1;
 		if (!waitSlots(c, sh, fwd ? &ring.s : nullptr, &ring.r, d.nslots, d.slotBytes)) return;
 		const unsigned int got = recvSize(ring.r, d.nslots);
+		const unsigned int key = recvKey(sh.recvSlot, bytes);
 		if (threadIdx.x == 0) {
 			src[d.ranks[ringMod((long long)p - j, n)]] = sh.recvSlot;
 			ring.r.pos++; // kept: freed after the reduction
 		}
 		if (fwd) {
 			moveBytes(sh.recvSlot, true, sh.sendSlot, nullptr, bytes);
-			if (!postSlots(c, sh, &ring.s, nullptr, d.nslots, bytes, true, got, bytes)) return;
+			putKey(c, sh.sendSlot, bytes);
+			if (!postSlots(c, sh, &ring.s, nullptr, d.nslots, wire, got == wire && key == c.regKey)) return;
 		} else {
-			last = got;
+			lastOK = got == wire && key == c.regKey;
 		}
 	}
 	__syncthreads();
 	gatherReduce<T, OP>(red, src, n, d.ranks[p], d.in, d.out, count);
 	__syncthreads();
-	if (threadIdx.x == 0 && sizeOK(c, last, bytes)) stRelaxedSys64(ring.r.f.head, ring.r.pos);
+	if (threadIdx.x == 0) {
+		if (lastOK) stRelaxedSys64(ring.r.f.head, ring.r.pos);
+		else fail(c, GCCL_STATUS_BADUSAGE);
+	}
 }
 
 template <typename T, int OP>
@@ -539,7 +576,7 @@ __device__ __forceinline__ void ring_reducescatter(const gcclComm &c, const gccl
 	Ring ring(c, d, sh);
 	const RingMove<T, OP> mv{red};
 	const int n = d.nranks, p = d.pos;
-	const size_t slotElems = d.slotBytes / sizeof(T);
+	const size_t slotElems = ringData(d.slotBytes) / sizeof(T);
 	const size_t count = d.count;
 	size_t b, e;
 	channelSlice<T>(count, b, e);
@@ -573,7 +610,7 @@ __device__ __forceinline__ void ring_reduce(const gcclComm &c, const gcclRingDes
 	const RingMove<T, OP> mv{red};
 	const int n = d.nranks;
 	const int q = ringMod((long long)d.pos - d.root - 1, n); // the root is q = n-1
-	const size_t slotElems = d.slotBytes / sizeof(T);
+	const size_t slotElems = ringData(d.slotBytes) / sizeof(T);
 	size_t b, e;
 	channelSlice<T>(d.count, b, e);
 	const T *in = reinterpret_cast<const T *>(d.in);
@@ -606,7 +643,7 @@ __device__ __forceinline__ void ringAllGather(const gcclComm &c, const gcclRingD
 	size_t b, e;
 	byteSlice(nbytes, b, e);
 	for (size_t rb = b; rb < e;) {
-		const size_t re = smin(e, rb + d.slotBytes);
+		const size_t re = smin(e, rb + ringData(d.slotBytes));
 		const size_t len = re - rb;
 		char *mine = d.out + (size_t)d.ranks[p] * nbytes + rb;
 		const char *src = d.in + rb;
@@ -635,7 +672,7 @@ __device__ __forceinline__ void ringBroadcast(const gcclComm &c, const gcclRingD
 	size_t b, e;
 	byteSlice(d.count, b, e);
 	for (size_t pb = b; pb < e;) {
-		const size_t pe = smin(e, pb + d.slotBytes);
+		const size_t pe = smin(e, pb + ringData(d.slotBytes));
 		const size_t len = pe - pb;
 		char *dst = d.out + pb;
 		bool ok;
@@ -719,12 +756,12 @@ extern "C" __global__ void __launch_bounds__(GCCL_THREADS)
 		if (sending) {
 			if (!waitSlots(c, sh, &f, nullptr, d.nslots, d.slotBytes)) return;
 			netStream(d, pr.sendFirst, pr.nsend, b, e, sh.sendSlot, true);
-			if (!postSlots(c, sh, &f, nullptr, d.nslots, e - b, false, 0, 0)) return;
+			if (!postSlots(c, sh, &f, nullptr, d.nslots, e - b, true)) return;
 		} else {
 			if (!waitSlots(c, sh, nullptr, &f, d.nslots, d.slotBytes)) return;
 			const unsigned int got = recvSize(f, d.nslots);
 			netStream(d, pr.recvFirst, pr.nrecv, b, e, sh.recvSlot, false);
-			if (!postSlots(c, sh, nullptr, &f, d.nslots, 0, true, got, e - b)) return;
+			if (!postSlots(c, sh, nullptr, &f, d.nslots, 0, got == e - b)) return;
 		}
 	}
 }

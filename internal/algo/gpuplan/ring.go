@@ -112,10 +112,11 @@ type Ring struct {
 	NetEdges int
 	// MaxChannels: the channels connected at setup (GCCL_NET_NCHANNELS).
 	MaxChannels int
-	// SlotBytes and Slots: each FIFO's slots (the gather all-reduce sends
-	// the buffer in one slot and keeps n-1 received ones); 0 rules the
-	// gather out.
-	SlotBytes, Slots int
+	// SlotData and Slots: the data one slot of a ring collective carries
+	// (kernels.RingSlotData: the slot less its key trailer) and each FIFO's
+	// slots (the gather all-reduce sends the buffer in one slot and keeps
+	// n-1 received ones); 0 rules the gather out.
+	SlotData, Slots int
 }
 
 // GatherMaxRanks bounds the gather all-reduce's ranks
@@ -177,7 +178,7 @@ func (r Ring) GatherTime() int {
 // alike.
 func (r Ring) Gather() bool {
 	n := r.NRanks
-	if r.Kind != algo.AllReduce || n < 2 || n > GatherMaxRanks || n-1 > r.Slots || r.Bytes > r.SlotBytes {
+	if r.Kind != algo.AllReduce || n < 2 || n > GatherMaxRanks || n-1 > r.Slots || r.Bytes > r.SlotData {
 		return false
 	}
 	return r.GatherTime() < r.Time(r.Channels())

@@ -101,14 +101,14 @@ type ringScenario struct {
 }
 
 var ringScenarios = []ringScenario{
-	{"2 hosts x 1 (2 network edges of 2), GCCL_NET_NCHANNELS=4 (default)", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
-	{"2 hosts x 2, host-grouped ring (2 network edges of 4)", Ring{NRanks: 4, NetEdges: 2, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
-	{"2 hosts x 2, rank order of a round robin (4 network edges of 4: before RingOrder)", Ring{NRanks: 4, NetEdges: 4, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
-	{"3 hosts x 2, host-grouped ring (3 network edges of 6)", Ring{NRanks: 6, NetEdges: 3, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
-	{"8 hosts x 8, host-grouped ring (8 network edges of 64)", Ring{NRanks: 64, NetEdges: 8, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
-	{"1 host x 9 (every edge direct)", Ring{NRanks: 9, NetEdges: 0, MaxChannels: 4, SlotBytes: 512 << 10, Slots: 8}},
-	{"2 hosts x 1, GCCL_NET_NCHANNELS=16", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 16, SlotBytes: 512 << 10, Slots: 8}},
-	{"2 hosts x 1, GCCL_NET_NCHANNELS=1", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 1, SlotBytes: 512 << 10, Slots: 8}},
+	{"2 hosts x 1 (2 network edges of 2), GCCL_NET_NCHANNELS=4 (default)", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 4, SlotData: 512<<10 - 16, Slots: 8}},
+	{"2 hosts x 2, host-grouped ring (2 network edges of 4)", Ring{NRanks: 4, NetEdges: 2, MaxChannels: 4, SlotData: 512<<10 - 16, Slots: 8}},
+	{"2 hosts x 2, rank order of a round robin (4 network edges of 4: before RingOrder)", Ring{NRanks: 4, NetEdges: 4, MaxChannels: 4, SlotData: 512<<10 - 16, Slots: 8}},
+	{"3 hosts x 2, host-grouped ring (3 network edges of 6)", Ring{NRanks: 6, NetEdges: 3, MaxChannels: 4, SlotData: 512<<10 - 16, Slots: 8}},
+	{"8 hosts x 8, host-grouped ring (8 network edges of 64)", Ring{NRanks: 64, NetEdges: 8, MaxChannels: 4, SlotData: 512<<10 - 16, Slots: 8}},
+	{"1 host x 9 (every edge direct)", Ring{NRanks: 9, NetEdges: 0, MaxChannels: 4, SlotData: 512<<10 - 16, Slots: 8}},
+	{"2 hosts x 1, GCCL_NET_NCHANNELS=16", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 16, SlotData: 512<<10 - 16, Slots: 8}},
+	{"2 hosts x 1, GCCL_NET_NCHANNELS=1", Ring{NRanks: 2, NetEdges: 2, MaxChannels: 1, SlotData: 512<<10 - 16, Slots: 8}},
 }
 
 // ringKinds are the collectives, the columns of the channel table.

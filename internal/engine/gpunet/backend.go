@@ -158,9 +158,11 @@ func (g *Backend) Status() error {
 	return ctlblock.Err(st)
 }
 
-// launch starts kernel name with grid blocks on s: the DevComm, then
-// args (in the launch's turn: it reuses g.args).
-func (g *Backend) launch(name string, grid int, s cuda.Stream, args func(*cuda.Args)) error {
+// launch starts kernel name with grid blocks on s: the DevComm with the
+// operation's key (a ring collective's, which its slots carry; 0 for the
+// point-to-point kernel), then args (in the launch's turn: it reuses
+// g.args).
+func (g *Backend) launch(name string, grid int, key uint32, s cuda.Stream, args func(*cuda.Args)) error {
 	f, ok := g.fns[name]
 	if !ok {
 		var err error
@@ -172,6 +174,7 @@ func (g *Backend) launch(name string, grid int, s cuda.Stream, args func(*cuda.A
 	a := &g.args
 	a.Reset()
 	c := g.base
+	c.Key = key
 	c.Put(a.Slot(kernels.DevCommBytes, kernels.DevCommAlign))
 	if args != nil {
 		args(a)

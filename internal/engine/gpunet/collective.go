@@ -29,12 +29,20 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 		return devcopy.Async(g.drv, o.Recv, o.Send, o.Count*o.Type.Size(), s)
 	}
 	plan := gpuplan.Ring{Kind: o.Kind, Bytes: o.Count * o.Type.Size(), NRanks: g.nranks, NetEdges: g.netEdges, MaxChannels: g.nch,
-		SlotBytes: g.slotBytes, Slots: kernels.FIFOSlots}
+		SlotData: kernels.RingSlotData(g.slotBytes), Slots: kernels.FIFOSlots}
 	gather := plan.Gather()
 	grid := plan.Channels()
 	if gather {
 		grid = 1
 	}
+	// The operation's key, which every slot carries (kernels.RingSlotData):
+	// the plan's words are the grid and whether it gathers; every rank of
+	// the ring computes the same from the same operation.
+	gw := uint64(0)
+	if gather {
+		gw = 1
+	}
+	key := o.Key([4]uint64{uint64(grid), gw, uint64(g.slotBytes), uint64(g.nranks)})
 	d := kernels.RingDesc{In: o.Send, Out: o.Recv, Count: uint64(o.Count), SlotBytes: uint64(g.slotBytes), NSlots: kernels.FIFOSlots,
 		NRanks: int32(g.nranks), Pos: int32(g.pos[g.rank]), Ranks: g.ranksDev}
 	if o.Kind.Rooted() {
@@ -49,11 +57,11 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	case algo.AllGather:
 		d.Count = uint64(o.Count * o.Type.Size())
 		g.last.Store(&pathAllGather)
-		return g.launch(kernels.RingAllGather, grid, s, put)
+		return g.launch(kernels.RingAllGather, grid, key, s, put)
 	case algo.Broadcast:
 		d.Count = uint64(o.Count * o.Type.Size())
 		g.last.Store(&pathBroadcast)
-		return g.launch(kernels.RingBroadcast, grid, s, put)
+		return g.launch(kernels.RingBroadcast, grid, key, s, put)
 	case algo.AllReduce:
 		family = &pathAllReduce
 		if gather {
@@ -72,7 +80,7 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	}
 	g.last.Store(family)
 	bits, ptr := scalarArgs(o)
-	return g.launch(name, grid, s, func(a *cuda.Args) { put(a); a.U64(bits).Ptr(ptr) })
+	return g.launch(name, grid, key, s, func(a *cuda.Args) { put(a); a.U64(bits).Ptr(ptr) })
 }
 
 // The paths LastPath reports, stored by address (a launch allocates none).

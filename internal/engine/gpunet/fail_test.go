@@ -62,3 +62,66 @@ func TestCountMismatch(t *testing.T) {
 		require.ErrorIs(t, err, gccl.ErrInvalidUsage, "rank %d", r)
 	}
 }
+
+// TestDisagreeingOperations: ranks that launch different operations whose
+// slots have the same sizes (another operator, another collective, a
+// count that cuts into the same chunks, another root) get
+// gccl.ErrInvalidUsage from the ring kernels' key trailer, at that launch
+// or, where no rank received anything (two ranks that each think they
+// are the root), at the next one, instead of completing with wrong data.
+func TestDisagreeingOperations(t *testing.T) {
+	const count = 1000 // int32: the gather all-reduce; 3000 takes the ring
+	ar := func(n int, op gccl.RedOp) engine.Op {
+		return engine.Op{Kind: algo.AllReduce, Count: n, Type: gccl.Int32, Op: op}
+	}
+	cases := []struct {
+		name   string
+		r0, r1 engine.Op
+	}{
+		{"operator", ar(count, gccl.Sum), ar(count, gccl.Max)},
+		{"operator/ring", ar(3000, gccl.Sum), ar(3000, gccl.Min)},
+		{"count/same chunks", ar(3000, gccl.Sum), ar(3008, gccl.Sum)},
+		{"kind", ar(count, gccl.Sum), engine.Op{Kind: algo.Reduce, Count: count, Type: gccl.Int32, Op: gccl.Sum, Root: 0}},
+		{"root", engine.Op{Kind: algo.Broadcast, Count: count, Type: gccl.Int32, Root: 0},
+			engine.Op{Kind: algo.Broadcast, Count: count, Type: gccl.Int32, Root: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, 2, 8*4096, 2, 5*time.Second)
+			first := w.runOn(t, map[int]engine.Op{0: c.r0, 1: c.r1})
+			var next []error
+			if first[0] == nil || first[1] == nil {
+				next = w.runOn(t, map[int]engine.Op{0: ar(1, gccl.Sum), 1: ar(1, gccl.Sum)})
+			}
+			for r, err := range first {
+				if err == nil {
+					err = next[r]
+				}
+				require.ErrorIs(t, err, gccl.ErrInvalidUsage, "rank %d (first launch: %v)", r, first[r])
+			}
+		})
+	}
+}
+
+// runOn runs ops[r] (buffers of ones made here) at once on each rank r
+// of ops and returns each one's error (Launch's, else the async error
+// once its stream is done), by rank.
+func (w *world) runOn(t *testing.T, ops map[int]engine.Op) []error {
+	errs := make([]error, w.n)
+	var wg sync.WaitGroup
+	for r, o := range ops {
+		wg.Go(func() {
+			send, recv := o.Sizes(w.n)
+			o.Send = w.buf(t, r, bytes.Repeat([]byte{1}, send))
+			o.Recv = w.buf(t, r, make([]byte, recv))
+			o.Stream = w.streams[r]
+			if errs[r] = w.engines[r].Launch([]engine.Op{o}); errs[r] != nil {
+				return
+			}
+			_ = w.devs[r].Synchronize(w.streams[r])
+			errs[r] = w.engines[r].AsyncError()
+		})
+	}
+	wg.Wait()
+	return errs
+}

@@ -245,5 +245,5 @@ func (g *Backend) p2pLaunch(steps []p2pStep, s cuda.Stream) error {
 		}
 	}
 	g.last.Store(&pathP2P)
-	return g.launch(kernels.NetP2P, 2*len(steps), s, func(a *cuda.Args) { d.Put(a.Slot(kernels.NetP2PDescBytes, kernels.NetP2PDescAlign)) })
+	return g.launch(kernels.NetP2P, 2*len(steps), 0, s, func(a *cuda.Args) { d.Put(a.Slot(kernels.NetP2PDescBytes, kernels.NetP2PDescAlign)) })
 }

@@ -26,13 +26,14 @@ type twinComm struct {
 	abort, status uintptr
 	timeout       time.Duration
 	nranks, rank  int
+	key           uint32 // the operation's key (regKey), which a ring collective's slots carry
 }
 
 func decodeComm(b []byte) twinComm {
 	le := binary.LittleEndian
 	w := b[4*kernels.MaxRanks*8:]
 	return twinComm{abort: uintptr(le.Uint64(w[8:])), status: uintptr(le.Uint64(w[16:])), timeout: time.Duration(le.Uint64(w[24:])),
-		nranks: int(le.Uint32(w[40:])), rank: int(le.Uint32(w[44:]))}
+		nranks: int(le.Uint32(w[40:])), rank: int(le.Uint32(w[44:])), key: le.Uint32(w[52:])}
 }
 
 func decodeFIFO(b []byte) kernels.FIFO {
@@ -211,6 +212,31 @@ type ring struct {
 	s, r fifo
 }
 
+// ringPad and ringWire are ring.cu's: a ring collective's slot of b data
+// bytes carries its key trailer at ringPad(b) and travels as ringWire(b).
+func ringPad(b int) int  { return (b + 15) / 16 * 16 }
+func ringWire(b int) int { return ringPad(b) + kernels.RingTrailerBytes }
+
+// keyOK is ring.cu's check of a received slot's key trailer (its size,
+// ringWire(b), was checked by waitSlots).
+func (g *ring) keyOK(slot []byte, b int) bool {
+	if binary.LittleEndian.Uint32(slot[ringPad(b):]) == g.c.key {
+		return true
+	}
+	g.fail(kernels.StatusBadUsage)
+	return false
+}
+
+// putKey is ring.cu's putKey: the launch's key trailer after b data bytes.
+func (g *ring) putKey(slot []byte, b int) {
+	t := slot[ringPad(b) : ringPad(b)+kernels.RingTrailerBytes]
+	clear(t)
+	binary.LittleEndian.PutUint32(t, g.c.key)
+}
+
+// slotData is ring.cu's ringData(d.slotBytes).
+func (g *ring) slotData() int { return kernels.RingSlotData(int(g.d.SlotBytes)) }
+
 func (g *ring) step(send, recv bool, bytes int, fn func(snd, rcv []byte)) bool {
 	var s, r *fifo
 	if send {
@@ -219,10 +245,11 @@ func (g *ring) step(send, recv bool, bytes int, fn func(snd, rcv []byte)) bool {
 	if recv {
 		r = &g.r
 	}
-	snd, rcv, ok := g.waitSlots(s, r, int(g.d.NSlots), int(g.d.SlotBytes), bytes)
-	if !ok {
+	snd, rcv, ok := g.waitSlots(s, r, int(g.d.NSlots), int(g.d.SlotBytes), ringWire(bytes))
+	if !ok || rcv != nil && !g.keyOK(rcv, bytes) {
 		return false
 	}
+	full := snd
 	if snd != nil {
 		snd = snd[:bytes]
 	}
@@ -230,7 +257,10 @@ func (g *ring) step(send, recv bool, bytes int, fn func(snd, rcv []byte)) bool {
 		rcv = rcv[:bytes]
 	}
 	fn(snd, rcv)
-	g.postSlots(s, r, int(g.d.NSlots), bytes)
+	if full != nil {
+		g.putKey(full, bytes)
+	}
+	g.postSlots(s, r, int(g.d.NSlots), ringWire(bytes))
 	return true
 }
 
@@ -299,7 +329,7 @@ func roundChunk(n, nranks, slotElems, es int) int {
 
 func (g *ring) allReduce(m mover, es, grid int) {
 	n, p := int(g.d.NRanks), int(g.d.Pos)
-	slotElems := int(g.d.SlotBytes) / es
+	slotElems := g.slotData() / es
 	b, e := channelSlice(int(g.d.Count), es, grid, g.blk)
 	in := func(i, l int) []byte { return g.mem(g.d.In+uintptr(i*es), l*es) }
 	out := func(i, l int) []byte { return g.mem(g.d.Out+uintptr(i*es), l*es) }
@@ -342,7 +372,7 @@ func (g *ring) allReduceGather(m mover, es, grid int) {
 	n, p := int(g.d.NRanks), int(g.d.Pos)
 	count := int(g.d.Count)
 	bytes, nslots, slot := count*es, int(g.d.NSlots), int(g.d.SlotBytes)
-	if grid != 1 || n < 2 || n > kernels.RingGatherMaxRanks || n-1 > nslots || bytes > slot {
+	if grid != 1 || n < 2 || n > kernels.RingGatherMaxRanks || n-1 > nslots || ringWire(bytes) > slot {
 		g.fail(kernels.StatusBadArgs)
 		return
 	}
@@ -359,15 +389,16 @@ func (g *ring) allReduceGather(m mover, es, grid int) {
 		if j < n-1 {
 			s = &g.s
 		}
-		snd, rcv, ok := g.waitSlots(s, &g.r, nslots, slot, bytes)
-		if !ok {
+		snd, rcv, ok := g.waitSlots(s, &g.r, nslots, slot, ringWire(bytes))
+		if !ok || !g.keyOK(rcv, bytes) {
 			return
 		}
 		src[g.rankAt(ringMod(p-j, n))] = rcv[:bytes]
 		g.r.pos++ // kept
 		if s != nil {
 			copy(snd, rcv[:bytes])
-			g.postSlots(s, nil, nslots, bytes)
+			g.putKey(snd, bytes)
+			g.postSlots(s, nil, nslots, ringWire(bytes))
 		}
 	}
 	acc := append([]byte(nil), src[0]...)
@@ -383,7 +414,7 @@ func (g *ring) allReduceGather(m mover, es, grid int) {
 
 func (g *ring) reduceScatter(m mover, es, grid int) {
 	n, p := int(g.d.NRanks), int(g.d.Pos)
-	slotElems := int(g.d.SlotBytes) / es
+	slotElems := g.slotData() / es
 	count := int(g.d.Count)
 	b, e := channelSlice(count, es, grid, g.blk)
 	in := func(blk, i, l int) []byte { return g.mem(g.d.In+uintptr((blk*count+i)*es), l*es) }
@@ -413,7 +444,7 @@ func (g *ring) reduceScatter(m mover, es, grid int) {
 func (g *ring) reduceTo(m mover, es, grid int) {
 	n := int(g.d.NRanks)
 	q := ringMod(int(g.d.Pos)-int(g.d.Root)-1, n)
-	slotElems := int(g.d.SlotBytes) / es
+	slotElems := g.slotData() / es
 	b, e := channelSlice(int(g.d.Count), es, grid, g.blk)
 	for pb := b; pb < e; {
 		pe := min(e, pb+slotElems)
@@ -440,7 +471,7 @@ func (g *ring) allGather(grid int) {
 	nbytes := int(g.d.Count)
 	b, e := byteSlice(nbytes, grid, g.blk)
 	for rb := b; rb < e; {
-		re := min(e, rb+int(g.d.SlotBytes))
+		re := min(e, rb+g.slotData())
 		l := re - rb
 		minePtr, srcPtr := g.d.Out+uintptr(g.rankAt(p)*nbytes+rb), g.d.In+uintptr(rb)
 		if !g.step(true, false, l, func(snd, _ []byte) {
@@ -466,7 +497,7 @@ func (g *ring) broadcast(grid int) {
 	q := ringMod(int(g.d.Pos)-int(g.d.Root), n)
 	b, e := byteSlice(int(g.d.Count), grid, g.blk)
 	for pb := b; pb < e; {
-		pe := min(e, pb+int(g.d.SlotBytes))
+		pe := min(e, pb+g.slotData())
 		l := pe - pb
 		dst := g.d.Out + uintptr(pb)
 		var ok bool
