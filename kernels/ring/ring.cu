@@ -543,7 +543,10 @@ __device__ __forceinline__ void ring_allreduce_gather(const gcclComm &c, const g
 	if (!ring.step(true, false, bytes, [&](char *snd, char *) { mv.run(d.in, nullptr, snd, nullptr, count, false); }))
 		return;
 	const size_t wire = ringWire(bytes);
-	bool lastOK = true; // the last received slot's size and key (thread 0), checked after the reduction read it
+	// The last received slot's size and key (thread 0), compared only after
+	// the reduction: comparing them here would wait for the loads (a PCIe
+	// round trip) while the block waits for thread 0.
+	unsigned int lastGot = 0, lastKey = 0;
 	for (int j = 1; j < n; j++) {
 		const bool fwd = j < n - 1;
 		if (!waitSlots(c, sh, fwd ? &ring.s : nullptr, &ring.r, d.nslots, d.slotBytes)) return;
@@ -558,14 +561,15 @@ __device__ __forceinline__ void ring_allreduce_gather(const gcclComm &c, const g
 			putKey(c, sh.sendSlot, bytes);
 			if (!postSlots(c, sh, &ring.s, nullptr, d.nslots, wire, got == wire && key == c.regKey)) return;
 		} else {
-			lastOK = got == wire && key == c.regKey;
+			lastGot = got;
+			lastKey = key;
 		}
 	}
 	__syncthreads();
 	gatherReduce<T, OP>(red, src, n, d.ranks[p], d.in, d.out, count);
 	__syncthreads();
 	if (threadIdx.x == 0) {
-		if (lastOK) stRelaxedSys64(ring.r.f.head, ring.r.pos);
+		if (lastGot == wire && lastKey == c.regKey) stRelaxedSys64(ring.r.f.head, ring.r.pos);
 		else fail(c, GCCL_STATUS_BADUSAGE);
 	}
 }

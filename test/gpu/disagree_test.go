@@ -12,12 +12,15 @@ import (
 	"github.com/gccl/gccl/test/harness"
 )
 
-// TestDisagreeingOperations: ranks that launch different collectives on
-// the GPU direct path get gccl.ErrInvalidUsage (at the next launch and in
-// AsyncError) instead of paired kernels that give wrong data or time out.
+// TestDisagreeingOperations: ranks that launch different collectives get
+// gccl.ErrInvalidUsage (at the next launch and in AsyncError; across hosts
+// a rank whose kernel only sent, at its next operation) instead of paired
+// kernels that give wrong data or time out.
 // The pipelined kernels compare the operation's descriptor at their first
 // barrier always; the one-shot and push kernels with
 // GCCL_GPU_CHECK_DESCRIPTORS=1, which puts a check kernel before them.
+// Across hosts (run it in gccl-bed) the ring kernels check the key every
+// slot carries.
 func TestDisagreeingOperations(t *testing.T) {
 	requireGPUs(t, 1)
 	if _, size := mpiboot.World(); size < 2 {
@@ -70,6 +73,11 @@ func TestDisagreeingOperations(t *testing.T) {
 			}
 			if err == nil { // the kernel's verdict surfaces at the next launch
 				err = coll.AllReduce(cm, send, send, 1, gccl.Float32, gccl.Sum, s)
+			}
+			if err == nil { // across hosts (ring kernels) a rank whose kernel only sent (a root, a chain's first rank) learns of it at its next receive: that operation's kernel fails
+				if err = mpiboot.Wait(cm.Device(), s, 0); err == nil {
+					err = cm.AsyncError()
+				}
 			}
 			var failures []error
 			if gccl.Code(err) != gccl.InvalidUsage || gccl.Code(cm.AsyncError()) != gccl.InvalidUsage {
