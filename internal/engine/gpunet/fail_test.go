@@ -2,6 +2,7 @@ package gpunet
 
 import (
 	"bytes"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -124,4 +125,32 @@ func (w *world) runOn(t *testing.T, ops map[int]engine.Op) []error {
 	}
 	wg.Wait()
 	return errs
+}
+
+// TestDisagreeingOperationsRing: on a ring of 2 hosts x 2 ranks, rank 0
+// launches another operator than the others. The ranks that receive its
+// slots, or slots forwarded after them, fail with gccl.ErrInvalidUsage;
+// a rank past one that stopped waits for data that never comes and fails
+// with gccl.ErrTimeout at the deadline. Every rank gets a typed error,
+// none hangs and none completes.
+func TestDisagreeingOperationsRing(t *testing.T) {
+	const timeout = 2 * time.Second
+	w := newWorldOn(t, hostsOf(4, 2), 8*4096, 2, timeout, nil)
+	ar := func(op gccl.RedOp) engine.Op {
+		return engine.Op{Kind: algo.AllReduce, Count: 3000, Type: gccl.Int32, Op: op}
+	}
+	start := time.Now()
+	errs := w.runOn(t, map[int]engine.Op{0: ar(gccl.Max), 1: ar(gccl.Sum), 2: ar(gccl.Sum), 3: ar(gccl.Sum)})
+	usage := 0
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		t.Logf("rank %d: %v", r, err)
+		if errors.Is(err, gccl.ErrInvalidUsage) {
+			usage++
+			continue
+		}
+		require.ErrorIs(t, err, gccl.ErrTimeout, "rank %d", r)
+	}
+	assert.Positive(t, usage, "no rank reported the disagreement: %v", errs)
+	assert.Less(t, time.Since(start), 4*timeout)
 }
