@@ -104,7 +104,12 @@
 // to send that made no progress for Config.Timeout (GCCL_TIMEOUT:
 // gccl.ErrTimeout), counters or sizes that break the FIFO rules (a tail
 // that goes back or runs more than NSlots ahead of head, a size larger
-// than the slots, a head past the tail: gccl.ErrInternal). The error is a
+// than the slots, a head past the tail: gccl.ErrInternal), or a failure
+// this rank's kernel stored in the status word (any code but
+// kernels.StatusNetwork: the ranks launched different operations, a
+// kernel's wait timed out, an abort), with the kernel's typed error, so
+// that peers waiting for what that kernel will never send stop at once
+// rather than at their deadline. The error is a
 // *gccl.Error naming the connection (peer rank, channel, direction) and
 // the slot; Err returns it, kernels.StatusNetwork is stored in the status
 // word if it still holds 0 (the kernels' waits poll it and stop), and

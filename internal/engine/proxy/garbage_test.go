@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func TestStatusWordKept(t *testing.T) {
 	noLeaks(t)
 	w := newWorld(t, 2, nil)
 	send, _ := w.connect(t, 0, 1, 0, 4096)
-	w.ranks[0].status = kernels.StatusTimeout
+	atomic.StoreUint32(&w.ranks[0].status, kernels.StatusTimeout) // the proxy reads it while it runs
 	send.StoreTail(proxy.NSlots + 1)
 	w.waitErr(t, 0, 5*time.Second)
 	assert.Equal(t, uint32(kernels.StatusTimeout), w.statusOf(0))

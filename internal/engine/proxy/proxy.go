@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gccl/gccl"
+	"github.com/gccl/gccl/internal/engine/internal/ctlblock"
 	"github.com/gccl/gccl/internal/env"
 	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/kernels"
@@ -409,6 +410,9 @@ func (p *Proxy) run() {
 			p.take(now)
 		}
 		busy, moved, err := p.serve(now, hot%quietEvery == 0)
+		if err == nil {
+			err = p.kernelFailure()
+		}
 		if err != nil {
 			p.fail(err)
 			return
@@ -493,6 +497,24 @@ func (p *Proxy) peerLeft(c *recvConn, err error, now int64) {
 		p.left, p.leftAt = c.errorf(gccl.RemoteError, "peer rank %d closed its communicator: %w", c.label.Peer, network.ErrPeerClosed), now
 	}
 	p.log.Debug("network peer closed its connection in order", "rank", p.rank, "conn", c.label.String(), "err", err)
+}
+
+// kernelFailure is the failure this rank's kernels reported in the status
+// word (any but the proxy's own StatusNetwork), or nil. The proxy then
+// stops and tells its peers (fail): the ranks of the ring that wait for
+// what this rank's kernel will never send (it stopped: the ranks launched
+// different operations, a wait timed out, the launch was aborted) fail at
+// once instead of at their deadline, as for a network failure.
+func (p *Proxy) kernelFailure() error {
+	if p.status == nil {
+		return nil
+	}
+	st := atomic.LoadUint32(p.status)
+	if st == kernels.StatusOK || st == kernels.StatusNetwork {
+		return nil
+	}
+	err := ctlblock.Err(st)
+	return gccl.Errorf(gccl.Code(err), "proxy", "rank %d's GPU kernel stopped: %w", p.rank, err)
 }
 
 // fail records err, stores StatusNetwork in the status word if it holds

@@ -291,3 +291,36 @@ func TestStats(t *testing.T) {
 		assert.Contains(t, out, fmt.Sprintf("slots=%d", count), "rank %d", r)
 	}
 }
+
+// TestKernelFailureSpreads: a kernel failure in a rank's status word
+// (here StatusBadUsage: the ranks launched different operations) stops
+// that rank's proxy with the kernel's typed error, which reaches the
+// sender of its receiving connection: the peer's proxy fails with it at
+// once, sets its status word to StatusNetwork, and the peer's kernels stop,
+// instead of waiting for their deadline.
+func TestKernelFailureSpreads(t *testing.T) {
+	noLeaks(t)
+	const timeout = 20 * time.Second
+	w := newWorld(t, 2, func(int) proxy.Config { return proxy.Config{Timeout: timeout} })
+	send, recv := w.connect(t, 0, 1, 0, 128<<10)
+	st := stream{seed: 3, slotBytes: 128 << 10}
+	w.kick()
+	kernelsDone := launch(
+		func() error { return w.gpu(0, nil).send(send, st, 1<<30) },
+		func() error { return w.gpu(1, nil).recv(recv, st, 1<<30) })
+	require.Eventually(t, func() bool { return recv.Head() > 4 }, wait, time.Millisecond)
+	start := time.Now()
+	atomic.StoreUint32(&w.ranks[1].status, kernels.StatusBadUsage)
+	err1 := w.waitErr(t, 1, 5*time.Second)
+	assert.ErrorIs(t, err1, gccl.ErrInvalidUsage)
+	assert.Contains(t, err1.Error(), "GPU kernel stopped")
+	err0 := w.waitErr(t, 0, 5*time.Second)
+	t.Logf("rank 0 failed %v after rank 1's kernel: %v", time.Since(start), err0)
+	assert.ErrorIs(t, err0, gccl.ErrInvalidUsage, "the kernel's error reaches the peer")
+	assert.Less(t, time.Since(start), timeout/4)
+	assert.Equal(t, uint32(kernels.StatusNetwork), w.statusOf(0))
+	assert.Equal(t, uint32(kernels.StatusBadUsage), w.statusOf(1), "the kernel's own status stays")
+	kerr := kernelsDone()
+	assert.ErrorIs(t, kerr, errStatus, "the kernels stop on the status words")
+	assert.NotErrorIs(t, kerr, errHung)
+}
