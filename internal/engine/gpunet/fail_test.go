@@ -34,23 +34,13 @@ func TestDeadRank(t *testing.T) {
 }
 
 // allReduceOn runs one all-reduce of ones at once on each rank r of
-// counts, of counts[r] int32s, and returns each one's error (Launch's,
-// else the async error once its stream is done), by rank.
+// counts, of counts[r] int32s (runOn), and returns each one's error by rank.
 func (w *world) allReduceOn(t *testing.T, counts map[int]int) []error {
-	errs := make([]error, w.n)
-	var wg sync.WaitGroup
+	ops := make(map[int]engine.Op, len(counts))
 	for r, count := range counts {
-		wg.Go(func() {
-			buf := w.buf(t, r, bytes.Repeat([]byte{1}, 4*count))
-			if errs[r] = w.engines[r].Launch([]engine.Op{{Kind: algo.AllReduce, Send: buf, Recv: buf, Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: w.streams[r]}}); errs[r] != nil {
-				return
-			}
-			_ = w.devs[r].Synchronize(w.streams[r])
-			errs[r] = w.engines[r].AsyncError()
-		})
+		ops[r] = engine.Op{Kind: algo.AllReduce, Count: count, Type: gccl.Int32, Op: gccl.Sum}
 	}
-	wg.Wait()
-	return errs
+	return w.runOn(t, ops)
 }
 
 // TestCountMismatch: ranks that launch all-reduces of different counts
