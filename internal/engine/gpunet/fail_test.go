@@ -38,9 +38,15 @@ func TestDeadRank(t *testing.T) {
 func (w *world) allReduceOn(t *testing.T, counts map[int]int) []error {
 	ops := make(map[int]engine.Op, len(counts))
 	for r, count := range counts {
-		ops[r] = engine.Op{Kind: algo.AllReduce, Count: count, Type: gccl.Int32, Op: gccl.Sum}
+		ops[r] = int32AllReduce(count, gccl.Sum)
 	}
 	return w.runOn(t, ops)
+}
+
+// int32AllReduce is an all-reduce of count int32s with op, buffers and
+// stream left to runOn.
+func int32AllReduce(count int, op gccl.RedOp) engine.Op {
+	return engine.Op{Kind: algo.AllReduce, Count: count, Type: gccl.Int32, Op: op}
 }
 
 // TestCountMismatch: ranks that launch all-reduces of different counts
@@ -62,9 +68,7 @@ func TestCountMismatch(t *testing.T) {
 // are the root), at the next one, instead of completing with wrong data.
 func TestDisagreeingOperations(t *testing.T) {
 	const count = 1000 // int32: the gather all-reduce; 3000 takes the ring
-	ar := func(n int, op gccl.RedOp) engine.Op {
-		return engine.Op{Kind: algo.AllReduce, Count: n, Type: gccl.Int32, Op: op}
-	}
+	ar := int32AllReduce
 	cases := []struct {
 		name   string
 		r0, r1 engine.Op
@@ -129,11 +133,8 @@ func (w *world) runOn(t *testing.T, ops map[int]engine.Op) []error {
 func TestDisagreeingOperationsRing(t *testing.T) {
 	const timeout = 20 * time.Second
 	w := newWorld(t, 3, 8*4096, 2, timeout)
-	ar := func(op gccl.RedOp) engine.Op {
-		return engine.Op{Kind: algo.AllReduce, Count: 3000, Type: gccl.Int32, Op: op}
-	}
 	start := time.Now()
-	errs := w.runOn(t, map[int]engine.Op{0: ar(gccl.Max), 1: ar(gccl.Sum), 2: ar(gccl.Sum)})
+	errs := w.runOn(t, map[int]engine.Op{0: int32AllReduce(3000, gccl.Max), 1: int32AllReduce(3000, gccl.Sum), 2: int32AllReduce(3000, gccl.Sum)})
 	usage := 0
 	for r, err := range errs {
 		require.Error(t, err, "rank %d", r)
