@@ -9,7 +9,8 @@ import (
 // Limits and layout constants shared with common.cuh and sync.cuh.
 const (
 	MaxRanks    = 8   // GCCL_MAX_RANKS: peers a kernel can address
-	MaxChannels = 64  // GCCL_MAX_CHANNELS: the most blocks in a grid
+	MaxChannels = 64  // GCCL_MAX_CHANNELS: the most blocks in a grid of co-resident blocks
+	CopyGridMax = 512 // the most blocks in a grid of the copy kernel (Copy), whose blocks never wait for each other
 	Threads     = 512 // GCCL_THREADS: block size every kernel is built for
 
 	// FlagsWords is the size in uint32 of each rank's flag array (zeroed,
@@ -72,7 +73,11 @@ const (
 	P2PCopy          = "gccl_p2p_copy"          // (DevComm, nbytes uint64, recv int32)
 	Barrier          = "gccl_barrier"           // (DevComm)
 	FillU32          = "gccl_fill_u32"          // (p uintptr, n uint64, seed uint32): test kernel
-	P2P              = "gccl_p2p"               // (DevComm, gcclP2PDesc by value): a launch's sends and receives (p2p.cu)
+	// Copy: a one-rank collective's copy of nbytes from In[Rank] to
+	// Out[Rank] on the SMs; its grid (up to CopyGridMax blocks) strides
+	// over 16-byte vectors and needs no co-residency.
+	Copy = "gccl_copy" // (DevComm, nbytes uint64)
+	P2P  = "gccl_p2p"  // (DevComm, gcclP2PDesc by value): a launch's sends and receives (p2p.cu)
 )
 
 var typeSuffix = map[gccl.DataType]string{
@@ -113,7 +118,7 @@ func EntryPoints() []string {
 		}
 	}
 	return append(names, AllGather, Broadcast, AllGatherStaged, BroadcastStaged, AllGatherOneShot, BroadcastOneShot,
-		P2PCopy, Barrier, FillU32, P2P)
+		P2PCopy, Barrier, FillU32, P2P, Copy)
 }
 
 // RingEntryPoints lists every entry point of Ring's fatbin, as EntryPoints

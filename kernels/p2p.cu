@@ -84,20 +84,15 @@ __device__ __forceinline__ bool p2pBarrierCh(const gcclComm &c, int peer, int ch
 	return ok != 0;
 }
 
-// p2pSeg is the segment length for a channel's slice of n bytes: at most
-// a half, and the slice in at least three segments of at least 64 KiB
-// (16-byte multiples), so that one segment's pull overlaps the next one's
-// copy-in. Three, not splitSeg's four: on an H100 (4 ranks sharing it,
-// send/recv of 16 MiB, 11 channels a pair, slices of 1.5 MiB) three equal
-// segments moved memory at 77.7-79.4 % of the same-run copy against
-// 70.9-72.2 % for four, 74.7-74.8 % for two and 71.4-72.5 % for eight
-// (docs/perf-notes.md, sixteenth session): each segment adds a pairwise
-// barrier, and fewer leave a longer phase with one side idle.
-__device__ __forceinline__ size_t p2pSeg(size_t half, size_t n) {
-	size_t third = ((n + 2) / 3 + 15) / 16 * 16;
-	if (third < ((size_t)64 << 10)) third = (size_t)64 << 10;
-	return smin(half, third);
-}
+// A channel's slice is cut into at least three segments of at most a
+// half (splitSeg), so that one segment's pull overlaps the next one's
+// copy-in. Three, not the staged collectives' four: on an H100 (4 ranks
+// sharing it, send/recv of 16 MiB, 11 channels a pair, slices of 1.5 MiB)
+// three equal segments moved memory at 77.7-79.4 % of the same-run copy
+// against 70.9-72.2 % for four, 74.7-74.8 % for two and 71.4-72.5 % for
+// eight (docs/perf-notes.md, sixteenth session): each segment adds a
+// pairwise barrier, and fewer leave a longer phase with one side idle.
+constexpr int p2pParts = 3;
 
 // p2pStream moves bytes [b, e) of the byte stream that d.pieces[first,
 // first+n) make in order, to or from buf, which holds stream byte b at
@@ -145,7 +140,7 @@ __device__ __forceinline__ void p2pChannel(const gcclComm &c, const gcclP2PDesc 
 	if (b >= e) return; // the peer's channel ch is empty too
 	char *mine = c.scratch[me] + (size_t)(peer < me ? peer : peer - 1) * region + (size_t)ch * 2 * half;
 	char *theirs = c.scratch[peer] + (size_t)(me < peer ? me : me - 1) * region + (size_t)ch * 2 * half;
-	const size_t seg = p2pSeg(half, e - b); // segments of the channel's slice; halves stay where they are
+	const size_t seg = splitSeg(half, e - b, p2pParts); // segments of the channel's slice; halves stay where they are
 	{
 		const size_t se = smin(e, b + seg);
 		if (b < out) p2pStream(d, send, nsend, b, smin(se, out), mine, true);

@@ -71,30 +71,39 @@ __device__ __forceinline__ void reduceCopy(const Red<T, OP> &red, char *const *s
 	}
 }
 
-// copyBytes copies nbytes from src to each of the ndst destinations.
-__device__ __forceinline__ void copyBytes(const char *src, char *const *dst, int ndst, size_t nbytes) {
+// copyStrided copies nbytes from src to each of the ndst destinations; this
+// thread takes the 16-byte vectors first, first+stride, ... (and the same
+// bytes when a pointer is not 16-byte aligned).
+__device__ __forceinline__ void copyStrided(const char *src, char *const *dst, int ndst, size_t nbytes, size_t first,
+	size_t stride) {
 	bool vec = aligned16(src);
 	for (int k = 0; k < ndst; k++) vec = vec && aligned16(dst[k]);
 	const size_t nvec = vec ? nbytes / 16 : 0;
 	constexpr int U = 8; // loads in flight per thread
-	size_t v = threadIdx.x;
-	for (; v + (size_t)(U - 1) * blockDim.x < nvec; v += (size_t)U * blockDim.x) {
+	size_t v = first;
+	for (; v + (size_t)(U - 1) * stride < nvec; v += (size_t)U * stride) {
 		uint4 x[U];
 #pragma unroll
-		for (int u = 0; u < U; u++) x[u] = load16(src + (v + (size_t)u * blockDim.x) * 16);
+		for (int u = 0; u < U; u++) x[u] = load16(src + (v + (size_t)u * stride) * 16);
 		for (int k = 0; k < ndst; k++) {
 #pragma unroll
-			for (int u = 0; u < U; u++) store16(dst[k] + (v + (size_t)u * blockDim.x) * 16, x[u]);
+			for (int u = 0; u < U; u++) store16(dst[k] + (v + (size_t)u * stride) * 16, x[u]);
 		}
 	}
-	for (; v < nvec; v += blockDim.x) {
+	for (; v < nvec; v += stride) {
 		const uint4 x = load16(src + v * 16);
 		for (int k = 0; k < ndst; k++) store16(dst[k] + v * 16, x);
 	}
-	for (size_t i = nvec * 16 + threadIdx.x; i < nbytes; i += blockDim.x) {
+	for (size_t i = nvec * 16 + first; i < nbytes; i += stride) {
 		const char x = *(const volatile char *)(src + i);
 		for (int k = 0; k < ndst; k++) dst[k][i] = x;
 	}
+}
+
+// copyBytes copies nbytes from src to each of the ndst destinations, the
+// block's threads striding.
+__device__ __forceinline__ void copyBytes(const char *src, char *const *dst, int ndst, size_t nbytes) {
+	copyStrided(src, dst, ndst, nbytes, threadIdx.x, blockDim.x);
 }
 
 // ownCopy copies nelem T of this rank's input from src to the ndst
@@ -114,13 +123,14 @@ __device__ __forceinline__ void ownCopy(const Red<T, OP> &red, const char *src, 
 // steps alternate between ranks (a root copies in, then every rank moves
 // its part, then copies out; a sender stages, then its receiver pulls):
 // with the slice in one or two segments of at most seg bytes those steps
-// would run one after another, so it is cut into at least four segments
+// would run one after another, so it is cut into at least parts segments
 // of at least 64 KiB (16-byte multiples), which overlap one step of one
-// segment with the next step of the previous.
-__device__ __forceinline__ size_t splitSeg(size_t seg, size_t n) {
-	size_t quarter = ((n + 3) / 4 + 15) / 16 * 16;
-	if (quarter < ((size_t)64 << 10)) quarter = (size_t)64 << 10;
-	return smin(seg, quarter);
+// segment with the next step of the previous. The staged collectives take
+// four parts, the point-to-point kernel three (p2p.cu says why).
+__device__ __forceinline__ size_t splitSeg(size_t seg, size_t n, int parts) {
+	size_t part = ((n + parts - 1) / parts + 15) / 16 * 16;
+	if (part < ((size_t)64 << 10)) part = (size_t)64 << 10;
+	return smin(seg, part);
 }
 
 // byteSlice is the part of an nbytes buffer that this block (channel) owns.

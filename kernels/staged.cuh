@@ -43,7 +43,7 @@ template <typename S> __device__ __forceinline__ void staged(const gcclComm &c, 
 	}
 	size_t b, e;
 	byteSlice(nbytes, b, e);
-	if (S::rooted) seg = splitSeg(seg, e - b);
+	if (S::rooted) seg = splitSeg(seg, e - b, 4);
 	char *scr[2][GCCL_MAX_RANKS];
 	for (int r = 0; r < c.nranks; r++) {
 		scr[0][r] = c.scratch[r] + blockIdx.x * 2 * half;

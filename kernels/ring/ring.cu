@@ -200,6 +200,12 @@ __device__ __forceinline__ unsigned int recvKey(const char *slot, size_t b) {
 	return *(const volatile unsigned int *)(slot + ringPad(b));
 }
 
+// slotOK is thread 0's verdict on a received slot of b data bytes whose
+// size (recvSize) and key (recvKey) it loaded: both what this launch sent.
+__device__ __forceinline__ bool slotOK(const gcclComm &c, unsigned int got, unsigned int key, size_t b) {
+	return got == ringWire(b) && key == c.regKey;
+}
+
 // putKey (thread 0) writes this launch's key trailer into a send slot of b
 // data bytes; postSlots' fence orders it before tail.
 __device__ __forceinline__ void putKey(const gcclComm &c, char *slot, size_t b) {
@@ -406,7 +412,7 @@ struct Ring {
 		f(send ? sh.sendSlot : nullptr, recv ? sh.recvSlot : nullptr);
 		if (send) putKey(c, sh.sendSlot, bytes);
 		return postSlots(c, sh, send ? &s : nullptr, recv ? &r : nullptr, d.nslots, wire,
-				 !recv || (got == wire && key == c.regKey));
+				 !recv || slotOK(c, got, key, bytes));
 	}
 };
 
@@ -559,7 +565,7 @@ __device__ __forceinline__ void ring_allreduce_gather(const gcclComm &c, const g
 		if (fwd) {
 			moveBytes(sh.recvSlot, true, sh.sendSlot, nullptr, bytes);
 			putKey(c, sh.sendSlot, bytes);
-			if (!postSlots(c, sh, &ring.s, nullptr, d.nslots, wire, got == wire && key == c.regKey)) return;
+			if (!postSlots(c, sh, &ring.s, nullptr, d.nslots, wire, slotOK(c, got, key, bytes))) return;
 		} else {
 			lastGot = got;
 			lastKey = key;
@@ -569,7 +575,7 @@ __device__ __forceinline__ void ring_allreduce_gather(const gcclComm &c, const g
 	gatherReduce<T, OP>(red, src, n, d.ranks[p], d.in, d.out, count);
 	__syncthreads();
 	if (threadIdx.x == 0) {
-		if (lastGot == wire && lastKey == c.regKey) stRelaxedSys64(ring.r.f.head, ring.r.pos);
+		if (slotOK(c, lastGot, lastKey, bytes)) stRelaxedSys64(ring.r.f.head, ring.r.pos);
 		else fail(c, GCCL_STATUS_BADUSAGE);
 	}
 }

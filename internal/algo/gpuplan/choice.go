@@ -20,6 +20,10 @@ const (
 	// KernelCopy: a device-to-device copy on the stream (a one-rank
 	// collective, a send to self).
 	KernelCopy
+	// KernelSMCopy: the copy kernel (kernels.Copy), an eager one-rank
+	// collective below SingleCopyMin: this rank's input to its output,
+	// the grid striding over 16-byte vectors, no peer and no area.
+	KernelSMCopy
 	// KernelOneShot: algorithm Direct over protocol LL. Every rank stores
 	// its data into every peer's direct area as flag-in-data lines and
 	// combines what the peers stored into its own; no barrier.
@@ -43,7 +47,7 @@ const (
 	numKernels
 )
 
-var kernelNames = [numKernels]string{"none", "copy", "oneshot", "push", "pipelined", "zerocopy", "p2p", "viahost"}
+var kernelNames = [numKernels]string{"none", "copy", "smcopy", "oneshot", "push", "pipelined", "zerocopy", "p2p", "viahost"}
 
 func (k Kernel) String() string {
 	if k < numKernels {
@@ -88,6 +92,8 @@ func (k Kernel) ComparesKeys() bool { return k == KernelPipelined || k == Kernel
 var families = [numKernels][algo.NumKinds]string{
 	KernelNone: {"none", "none", "none", "none", "none", "none", "none"},
 	KernelCopy: {"copy", "copy", "copy", "copy", "copy", "copy", "copy"},
+	KernelSMCopy: {algo.AllReduce: "gccl_copy", algo.Broadcast: "gccl_copy", algo.Reduce: "gccl_copy",
+		algo.AllGather: "gccl_copy", algo.ReduceScatter: "gccl_copy"},
 	KernelOneShot: {algo.AllReduce: "allreduce_oneshot", algo.Broadcast: "gccl_broadcast_oneshot", algo.Reduce: "reduce_oneshot",
 		algo.AllGather: "gccl_allgather_oneshot", algo.ReduceScatter: "reducescatter_oneshot"},
 	KernelPush: {algo.AllReduce: "allreduce_push"},

@@ -18,14 +18,15 @@ import (
 //  2. Nothing to move: none. Point-to-point: a copy to self, else the
 //     point-to-point kernel.
 //  3. One rank, a built-in operator: nothing in place, else a copy when
-//     capturing or from SingleCopyMin bytes; smaller eager copies run a
-//     kernel (its launch costs the host less than a copy's).
+//     capturing (a copy node) or from SingleCopyMin bytes; smaller eager
+//     copies run the copy kernel (KernelSMCopy, CopyGrid blocks), whose
+//     launch costs the host less than a copy's and which moves the bytes
+//     faster while the L2 holds them. GCCL_ALGO and GCCL_PROTO do not
+//     apply: a copy has no algorithm.
 //  4. Direct over LL (the one-shot) when GCCL_ALGO allows direct,
 //     GCCL_PROTO allows LL, the size is within GCCL_GPU_LL_MAX (any size
-//     when GCCL_PROTO leaves out Simple; on one rank, every eager size
-//     below SingleCopyMin: there the one-shot is a plain copy kernel, 0.85x
-//     NCCL's copy at 64 KiB, while the pipelined kernel's three copies made
-//     256 KiB 1.05-1.46x) and the copies fit the direct area. This depends on sizes and settings only, never on
+//     when GCCL_PROTO leaves out Simple) and the copies fit the direct
+//     area. This depends on sizes and settings only, never on
 //     registration, so no two ranks can disagree on it.
 //  5. ZeroCopy on registered buffers (not for PreMulSum, whose kernels
 //     would read the peers' unscaled inputs) when GCCL_ALGO allows it and
@@ -56,8 +57,8 @@ func Choose(in Input) (Choice, error) {
 	case in.Kind.IsP2P(): // this op as its pair's only piece
 		return Choice{Kernel: KernelP2P, Grid: s.P2PChannels(in.NRanks, bytes, in.Link), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
 	}
-	if k, done := in.single(); done {
-		return Choice{Kernel: k}, nil
+	if c, done := in.single(); done {
+		return c, nil
 	}
 	if in.oneShot() {
 		return Choice{Kernel: KernelOneShot, Grid: s.LLGrid(bytes), Area: DirectArea, AreaBytes: DirectBytes}, nil
@@ -71,24 +72,24 @@ func Choose(in Input) (Choice, error) {
 	return Choice{Kernel: KernelPipelined, Grid: s.Channels(bytes), Area: BulkArea, AreaBytes: s.BulkBytes}, nil
 }
 
-// single is step 3: done when a one-rank collective needs no kernel.
-func (in *Input) single() (Kernel, bool) {
+// single is step 3: done when in is a one-rank collective that is a copy
+// (or nothing).
+func (in *Input) single() (Choice, bool) {
 	switch {
 	case in.NRanks != 1 || in.PreMulSum:
-		return 0, false
+		return Choice{}, false
 	case in.InPlace:
-		return KernelNone, true
+		return Choice{Kernel: KernelNone}, true
 	case in.Capturing || in.Bytes() >= SingleCopyMin:
-		return KernelCopy, true
+		return Choice{Kernel: KernelCopy}, true
 	}
-	return 0, false
+	return Choice{Kernel: KernelSMCopy, Grid: CopyGrid(in.Bytes())}, true
 }
 
 // oneShot is step 4.
 func (in *Input) oneShot() bool {
 	s, bytes := in.Set, in.Bytes()
-	oneRank := in.NRanks == 1 && bytes < SingleCopyMin // a copy kernel: no peer, no LL slot crosses the bus
-	return s.Algos.Has(algo.Direct) && s.Protos.Has(algo.LL) && (s.Protos.LLForced() || bytes <= s.LLMax || oneRank) &&
+	return s.Algos.Has(algo.Direct) && s.Protos.Has(algo.LL) && (s.Protos.LLForced() || bytes <= s.LLMax) &&
 		LLScratchBytes(bytes, in.NRanks) <= DirectBytes
 }
 
@@ -127,7 +128,8 @@ func (in *Input) RegLookup() RegLookup {
 
 // CaptureMatters reports whether Choose or RegLookup read Capturing for
 // in, so the engine need not ask the driver otherwise: via the host (which
-// refuses captures), one-rank copies below SingleCopyMin, and
+// refuses captures), one-rank copies below SingleCopyMin (a copy node when
+// captured, else the copy kernel), and
 // zero-copy candidates past the push limit.
 func (in *Input) CaptureMatters() bool {
 	if !in.PeersMapped {

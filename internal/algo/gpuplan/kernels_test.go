@@ -18,6 +18,7 @@ func TestMirrorsKernels(t *testing.T) {
 	assert.Equal(t, kernels.MaxRanks, gpuplan.MaxRanks)
 	assert.Equal(t, kernels.MaxChannels, gpuplan.GridMax)
 	assert.Equal(t, kernels.Threads, gpuplan.Threads)
+	assert.Equal(t, kernels.CopyGridMax, gpuplan.CopyGridMax)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 10000 {
 		b, n := rng.IntN(64<<20), 1+rng.IntN(kernels.MaxRanks)
@@ -43,6 +44,8 @@ func TestFamiliesAreKernels(t *testing.T) {
 		gpuplan.KernelZeroCopy: {algo.AllReduce: kernels.AllReduceTwoShot, algo.Broadcast: kernels.Broadcast,
 			algo.AllGather: kernels.AllGather, algo.ReduceScatter: kernels.ReduceScatter},
 		gpuplan.KernelP2P: {algo.P2PSend: kernels.P2P, algo.P2PRecv: kernels.P2P},
+		gpuplan.KernelSMCopy: {algo.AllReduce: kernels.Copy, algo.Broadcast: kernels.Copy, algo.Reduce: kernels.Copy,
+			algo.AllGather: kernels.Copy, algo.ReduceScatter: kernels.Copy},
 	}
 	for k, kinds := range want {
 		for kind := algo.AllReduce; kind.Valid(); kind++ {
@@ -55,7 +58,7 @@ func TestFamiliesAreKernels(t *testing.T) {
 			if f == "" {
 				continue
 			}
-			if kind.Reduces() && k != gpuplan.KernelNone && k != gpuplan.KernelCopy {
+			if kind.Reduces() && k != gpuplan.KernelNone && k != gpuplan.KernelCopy && k != gpuplan.KernelSMCopy {
 				name, err := kernels.ReductionName(f, gccl.Float32, gccl.Sum)
 				require.NoError(t, err, "%v %v: %s", k, kind, f)
 				f = name

@@ -44,14 +44,14 @@ func forEachInput(t *testing.T, f func(in Input)) {
 }
 
 // wantArea is the area each path uses.
-var wantArea = map[Kernel]Area{KernelNone: NoArea, KernelCopy: NoArea, KernelOneShot: DirectArea, KernelPush: DirectArea,
+var wantArea = map[Kernel]Area{KernelNone: NoArea, KernelCopy: NoArea, KernelSMCopy: NoArea, KernelOneShot: DirectArea, KernelPush: DirectArea,
 	KernelPipelined: BulkArea, KernelZeroCopy: UserArea, KernelP2P: BulkArea, KernelViaHost: HostArea}
 
 // TestChoiceValid: every choice can run its input. The kernel has a
 // form for the kind, uses its own area with room for the copies, its grid
-// is within the cap (a pair's share for point-to-point), copies and
-// nothing take no grid, and only a one-rank collective or a send to self
-// is a copy.
+// is within the cap (a pair's share for point-to-point; the copy
+// kernel's own), copies and nothing take no grid, and only a one-rank
+// collective or a send to self is a copy.
 func TestChoiceValid(t *testing.T) {
 	forEachInput(t, func(in Input) {
 		c, err := Choose(in)
@@ -72,6 +72,9 @@ func TestChoiceValid(t *testing.T) {
 			if in.Link == topo.LinkPCIe {
 				require.LessOrEqual(t, c.Grid, P2PChannelsPCIe, "%+v: %v", in, c)
 			}
+		case KernelSMCopy:
+			require.Equal(t, CopyGrid(in.Bytes()), c.Grid, "%+v: %v", in, c)
+			require.True(t, c.Grid >= 1 && c.Grid <= CopyGridMax, "%+v: %v", in, c)
 		default:
 			require.True(t, c.Grid >= 1 && c.Grid <= in.Set.MaxChannels && c.Grid <= GridMax, "%+v: %v", in, c)
 		}
@@ -83,6 +86,8 @@ func TestChoiceValid(t *testing.T) {
 			require.LessOrEqual(t, PushScratchBytes(in.Bytes(), in.NRanks), c.AreaBytes, "%+v", in)
 		case KernelCopy:
 			require.True(t, in.NRanks == 1 && !in.PreMulSum || in.Kind.IsP2P() && in.Peer == in.Rank, "%+v", in)
+		case KernelSMCopy:
+			require.True(t, in.NRanks == 1 && !in.PreMulSum && !in.InPlace && !in.Capturing && in.Bytes() < SingleCopyMin, "%+v", in)
 		case KernelZeroCopy:
 			require.True(t, in.Registered && !in.PreMulSum && in.RegLookup() != NoLookup, "%+v", in)
 		}
@@ -108,7 +113,8 @@ func TestCaptureNeverViaHost(t *testing.T) {
 }
 
 // TestOneRank: one rank with a built-in operator never launches a
-// kernel for a captured or large operation, and never the
+// kernel for a captured or large operation, runs the copy kernel for the
+// others whatever GCCL_ALGO and GCCL_PROTO say, and never launches the
 // point-to-point kernel.
 func TestOneRank(t *testing.T) {
 	forEachInput(t, func(in Input) {
@@ -116,10 +122,13 @@ func TestOneRank(t *testing.T) {
 		c, err := Choose(in)
 		require.NoError(t, err)
 		require.NotEqual(t, KernelP2P, c.Kernel)
-		if !in.PreMulSum && in.Count > 0 && (in.Capturing || in.Bytes() >= SingleCopyMin) && !in.Kind.IsP2P() {
-			want := KernelCopy
-			if in.InPlace {
+		if !in.PreMulSum && in.Count > 0 && !in.Kind.IsP2P() {
+			want := KernelSMCopy
+			switch {
+			case in.InPlace:
 				want = KernelNone
+			case in.Capturing || in.Bytes() >= SingleCopyMin:
+				want = KernelCopy
 			}
 			require.Equal(t, want, c.Kernel, "%+v", in)
 		}

@@ -29,12 +29,15 @@ const (
 	// before another channel is worth starting.
 	ChannelBytes = 32 << 10
 	// SingleCopyMin is the smallest eager one-rank collective that is a
-	// device-to-device copy rather than a kernel (issue 18: the pipelined
-	// kernel moved 336 GB/s at 16 MiB on an H100, NCCL's copy 1130).
-	SingleCopyMin = 1 << 20
+	// device-to-device copy rather than the copy kernel. On an H100 (32
+	// copies back to back, docs/perf-notes.md, seventeenth session) the
+	// kernel took 3.2/3.3/7.3 µs at 1/4/16 MiB against the copy engine's
+	// 4.1/3.7/8.7, and 52 against 48 µs at 64 MiB, where the data no
+	// longer stays in the L2.
+	SingleCopyMin = 32 << 20
 	// MaxChannels is the default grid cap; GCCL_MAX_NCHANNELS sets
-	// another, up to GridMax. Every kernel's blocks must be
-	// co-resident (one block per SM at most is assumed).
+	// another, up to GridMax. Every kernel's blocks but the copy
+	// kernel's must be co-resident (one block per SM at most is assumed).
 	MaxChannels = 32
 )
 
@@ -44,7 +47,17 @@ const (
 	MaxRanks = 8   // peers a kernel can address
 	GridMax  = 64  // the most blocks in a grid
 	Threads  = 512 // threads per block
+	// CopyGridMax is the most blocks in the copy kernel's grid, which
+	// strides over the bytes with no barrier.
+	CopyGridMax = 512
 )
+
+// CopyGrid is the copy kernel's grid for nbytes: a block per 8 KiB (one
+// 16-byte vector per thread), at most CopyGridMax blocks, which need not
+// be co-resident (the kernel has no barrier).
+func CopyGrid(nbytes int) int {
+	return min(max(1, (nbytes+16*Threads-1)/(16*Threads)), CopyGridMax)
+}
 
 // LLScratchBytes is the direct area a one-shot (LL) collective of nbytes
 // per rank needs on each rank (kernels.OneShotScratchBytes): two halves

@@ -44,6 +44,10 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 	case gpuplan.KernelCopy: // a one-rank collective (avg divides by one)
 		g.last.Store(pathCopy)
 		return devcopy.Async(g.drv, o.Recv, o.Send, in.Bytes(), s)
+	case gpuplan.KernelSMCopy: // the same, eager and small: the copy kernel
+		c := g.base
+		c.In[g.rank], c.Out[g.rank] = o.Send, o.Recv
+		return g.launch(kernels.Copy, ch.Grid, s, &c, func(a *cuda.Args) { a.U64(uint64(in.Bytes())) })
 	case gpuplan.KernelZeroCopy:
 		return g.zeroCopy(o, bufs, ch, s)
 	case gpuplan.KernelOneShot, gpuplan.KernelPush, gpuplan.KernelPipelined:
@@ -56,8 +60,8 @@ func (g *Backend) collective(o *engine.Op, s cuda.Stream) error {
 // capturing reports whether s is being captured, for an input in whose
 // choice depends on it (CaptureMatters). A one-rank copy is a copy node in
 // any capture (1.0 µs a replay on an H100, against 2.4 µs for the one-shot
-// kernel); an eager one below gpuplan.SingleCopyMin is a kernel, whose
-// launch costs the host less than a copy (0.85x NCCL's eager copy there).
+// kernel); an eager one below gpuplan.SingleCopyMin is the copy kernel,
+// whose launch costs the host less than a copy.
 // A zero-copy candidate asks whether graph registration applies to s
 // (regs.View.Capturing), and otherwise takes the eager registrations.
 func (g *Backend) capturing(in gpuplan.Input, s cuda.Stream) (bool, error) {

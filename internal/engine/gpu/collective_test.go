@@ -257,18 +257,30 @@ func runStaged(t *testing.T, rs []*regRank, rng *rand.Rand, k algo.Kind, count i
 
 // TestSingleRankCopies: on a one-rank communicator a collective with a
 // built-in operator does nothing in place, is one copy node when captured
-// (no kernel), launches the one-shot kernel eagerly below
-// gpuplan.SingleCopyMin and is one copy (no kernel) eagerly from there; every
-// element of the poisoned output is checked, and LastGPUPath names the path.
+// (no kernel), launches the copy kernel (on its own grid) eagerly below
+// gpuplan.SingleCopyMin and is one copy (no kernel) eagerly from there;
+// every element of the poisoned output is checked, and LastGPUPath names
+// the path.
 func TestSingleRankCopies(t *testing.T) {
 	rs := regWorld(t, 1)
-	stagedStandIns(rs) // int32 sums
 	x := rs[0]
+	x.f.RegisterKernel(kernels.Copy, func(f *cudafake.Fake, grid, block cuda.Dim3, a *cuda.Args) error {
+		c, nb := decodeWholeComm(a.Arg(0)), int(a.Uint64(1))
+		if int(grid.X) != gpuplan.CopyGrid(nb) || block.X != kernels.Threads {
+			return fmt.Errorf("copy of %d bytes launched on %d blocks of %d threads, want %d of %d",
+				nb, grid.X, block.X, gpuplan.CopyGrid(nb), kernels.Threads)
+		}
+		copy(mem(f, c.Out[c.Rank], nb), mem(f, c.In[c.Rank], nb))
+		return nil
+	})
 	rng := rand.New(rand.NewPCG(31, 32))
 	run := func(k algo.Kind, op gccl.RedOp, mode string) {
 		count := 1 + rng.IntN(5000)
-		if mode == "eager large" {
+		switch mode {
+		case "eager large":
 			count += gpuplan.SingleCopyMin / 4
+		case "eager mid": // past one block per 8 KiB up to the grid's cap
+			count += rng.IntN(gpuplan.SingleCopyMin / 4)
 		}
 		in, _ := randInt32s(rng, count)
 		send, err := x.d.Alloc(8 * count)
@@ -298,10 +310,8 @@ func TestSingleRankCopies(t *testing.T) {
 			require.NoError(t, x.f.GraphExecDestroy(exec))
 		}
 		want, path := int64(0), map[string]string{"in place": PathNone, "captured": PathCopy, "eager large": PathCopy}[mode]
-		if mode == "eager" {
-			want = 1
-			path = map[algo.Kind]string{algo.AllReduce: kernels.AllReduceOneShot, algo.ReduceScatter: kernels.ReduceScatterOneShot,
-				algo.Reduce: kernels.ReduceOneShot, algo.AllGather: kernels.AllGatherOneShot, algo.Broadcast: kernels.BroadcastOneShot}[k]
+		if mode == "eager" || mode == "eager mid" {
+			want, path = 1, kernels.Copy
 		}
 		require.Equal(t, want, x.drv.launches.Load()-before, "%v %v %s: kernel launches", k, op, mode)
 		require.Equal(t, path, x.e.LastGPUPath(), "%v %v %s", k, op, mode)
@@ -312,7 +322,8 @@ func TestSingleRankCopies(t *testing.T) {
 			run(k, op, "in place")
 			run(k, op, "captured")
 			run(k, op, "eager large")
+			run(k, op, "eager")
 		}
-		run(k, gccl.Sum, "eager")
+		run(k, gccl.Sum, "eager mid")
 	}
 }

@@ -56,7 +56,7 @@ func TrafficOf(path string, kind algo.Kind, count int, t gccl.DataType, nranks, 
 		return rw(0, 0)
 	case path == PathCopy && kind == algo.P2PRecv:
 		return rw(0, 0)
-	case path == PathCopy:
+	case path == PathCopy || path == kernels.Copy:
 		return rw(b, b)
 	case path == kernels.P2P && (kind == algo.P2PSend || kind == algo.P2PRecv):
 		return rw(b, b) // the sender stages into its area, the receiver pulls out of it
