@@ -48,7 +48,7 @@ func TestFatbinHasEveryEntryPoint(t *testing.T) {
 	report, err := os.ReadFile("fatbin/ptxas.txt")
 	require.NoError(t, err)
 	names := EntryPoints()
-	require.Equal(t, len(mainReductionKernels)*len(gccl.DataTypes())*(int(gccl.NumBuiltinOps)+1)+10, len(names))
+	require.Equal(t, len(mainReductionKernels)*len(gccl.DataTypes())*(int(gccl.NumBuiltinOps)+1)+11, len(names))
 	for _, name := range names {
 		require.NotEmpty(t, name)
 		for _, arch := range []string{"sm_80", "sm_90"} {

@@ -31,10 +31,10 @@ const (
 	// SingleCopyMin is the smallest eager one-rank collective that is a
 	// device-to-device copy rather than the copy kernel. On an H100 (32
 	// copies back to back, docs/perf-notes.md, seventeenth session) the
-	// kernel took 3.2/3.3/7.3 µs at 1/4/16 MiB against the copy engine's
-	// 4.1/3.7/8.7, and 52 against 48 µs at 64 MiB, where the data no
-	// longer stays in the L2.
-	SingleCopyMin = 32 << 20
+	// kernel took 3.2/3.3/3.3 µs at 1/2/4 MiB against the copy engine's
+	// 4.1/3.7/3.7, and 4.7-4.8 against 4.6 µs at 8 MiB; in gccl-perf the
+	// kernel was slower at 16 MiB too (9.3-9.5 against 8.5-8.8 µs).
+	SingleCopyMin = 8 << 20
 	// MaxChannels is the default grid cap; GCCL_MAX_NCHANNELS sets
 	// another, up to GridMax. Every kernel's blocks but the copy
 	// kernel's must be co-resident (one block per SM at most is assumed).
