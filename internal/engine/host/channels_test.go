@@ -1,8 +1,10 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,7 +71,7 @@ func TestChannelsStall(t *testing.T) {
 	const n, count = 3, 200_003 // 4 channels (algo.ChannelBytes per rank each)
 	w := hostsWorldTimeout(t, n, 1, 4, 500*time.Millisecond)
 	rng := rand.New(rand.NewPCG(9, 10))
-	w.collective(t, rng, algo.AllReduce, count, 0, false) // connects every channel
+	w.connectAll(t, 4) // the waits are for data, not for connections
 	for r := range n - 1 {
 		p, _ := w.alloc(t, r, 4*count, rng)
 		require.NoError(t, w.engines[r].Launch([]engine.Op{{Kind: algo.AllReduce, Send: p, Recv: p, Count: count, Type: gccl.Int32, Op: gccl.Sum, Stream: w.streams[r]}}))
@@ -79,6 +81,30 @@ func TestChannelsStall(t *testing.T) {
 		require.ErrorIs(t, err, gccl.ErrTimeout, "rank %d", r)
 		assert.Contains(t, err.Error(), "waiting for rank 2", "rank %d: %v", r, err)
 		t.Logf("rank %d: %v", r, err)
+	}
+}
+
+// connectAll connects every rank to every other on channels [0, nch), as
+// the first operation that uses them would, within 20 s rather than the
+// world's timeout: a stall test's timeout is short, and a warm-up
+// collective under -race on a loaded machine outlasted it (a 200_003-int32
+// AllReduce of 4 KiB chunks took 0.2-0.5 s there).
+func (w *world) connectAll(t *testing.T, nch int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	peers := make([]int, len(w.backends))
+	for r := range peers {
+		peers[r] = r
+	}
+	errs := make([]error, len(w.backends))
+	var wg sync.WaitGroup
+	for r, b := range w.backends {
+		wg.Go(func() { errs[r] = b.connect(ctx, func() string { return "connectAll" }, peers, nch) })
+	}
+	wg.Wait()
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
 	}
 }
 

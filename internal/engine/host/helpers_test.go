@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/gccl/gccl/internal/algo"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/enginetest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,12 +66,16 @@ func (r testReducer) DivN(buf []byte, t gccl.DataType, n int) error {
 	})
 }
 
-// world is n engines over an in-process bootstrap, each with its host device and stream.
+// world is n engines over an in-process bootstrap, each with its host
+// device and stream, and the buffers alloc gave each rank.
 type world struct {
 	engines  []*engine.Engine
 	backends []*Backend
 	devs     []device.Device
 	streams  []gccl.Stream
+
+	mu   sync.Mutex
+	bufs [][]uintptr // per rank: alloc's buffers not freed yet
 }
 
 func newWorld(t *testing.T, n int, algoList string) *world {
@@ -92,11 +98,12 @@ func newWorldTimeout(t *testing.T, n int, algoList string, timeout time.Duration
 }
 
 // openWorld opens n engines at once, rank r's backend with cfg(r), and
-// returns each rank's error; those that opened close at the test's end.
+// returns each rank's error; the world ends at the test's end (close).
 func openWorld(t *testing.T, n int, timeout time.Duration, cfg func(r int) Config) (*world, []error) {
 	t.Helper()
 	net := enginetest.NewNet(n)
-	w := &world{engines: make([]*engine.Engine, n), backends: make([]*Backend, n), devs: make([]device.Device, n), streams: make([]gccl.Stream, n)}
+	w := &world{engines: make([]*engine.Engine, n), backends: make([]*Backend, n), devs: make([]device.Device, n), streams: make([]gccl.Stream, n),
+		bufs: make([][]uintptr, n)}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for r := range n {
@@ -119,30 +126,72 @@ func openWorld(t *testing.T, n int, timeout time.Duration, cfg func(r int) Confi
 		})
 	}
 	wg.Wait()
-	t.Cleanup(func() {
-		for r, e := range w.engines {
-			if e != nil {
-				require.NoError(t, e.Close())
-			}
-			require.NoError(t, w.devs[r].DestroyStream(w.streams[r]))
-		}
-	})
+	t.Cleanup(func() { w.close(t) })
 	return w, errs
 }
 
-// alloc returns a host-device buffer of n bytes filled with random bytes.
+// close ends the world as a program must end its ranks: it closes every
+// engine (each waits for its launched operations, up to its timeout, then
+// closes its connections, which ends what still runs), waits for every
+// rank's stream to finish, and only then frees the buffers alloc gave and
+// destroys the streams. A test that stops early (a failed require) leaves
+// ranks that it never synchronised running their operations: freeing
+// their buffers first, as cleanups registered by alloc did, made a rank's
+// sender copy from an unmapped page (TestChannelsStall, SIGSEGV in
+// transport's netSend.Send). Buffers of a rank whose stream is still busy
+// are left allocated.
+func (w *world) close(t *testing.T) {
+	var wg sync.WaitGroup
+	for _, e := range w.engines {
+		if e != nil {
+			wg.Go(func() { assert.NoError(t, e.Close()) })
+		}
+	}
+	wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for r, d := range w.devs {
+		_ = d.Synchronize(w.streams[r]) // an operation's failure is the test's to check
+		if done, _ := d.Query(w.streams[r]); !done {
+			t.Errorf("rank %d: its stream still runs after the engines closed; its %d buffers are left allocated", r, len(w.bufs[r]))
+			w.bufs[r] = nil
+		}
+		for _, p := range w.bufs[r] {
+			assert.NoError(t, d.Free(p), "rank %d", r)
+		}
+		w.bufs[r] = nil
+		assert.NoError(t, d.DestroyStream(w.streams[r]))
+	}
+}
+
+// alloc returns a host-device buffer of n bytes filled with random bytes;
+// the world frees it when it ends (close), unless free does first.
 func (w *world) alloc(t *testing.T, r, n int, rng *rand.Rand) (uintptr, []byte) {
 	if n == 0 {
 		return 0, nil
 	}
 	p, err := w.devs[r].Alloc(n)
 	require.NoError(t, err)
-	t.Cleanup(func() { w.devs[r].Free(p) })
+	w.mu.Lock()
+	w.bufs[r] = append(w.bufs[r], p)
+	w.mu.Unlock()
 	b := device.HostBytes(p, n)
 	for i := range b {
 		b[i] = byte(rng.Uint32())
 	}
 	return p, b
+}
+
+// free frees rank r's buffer p from alloc now: what a program may do once
+// the operations that use it are over, even failed (Synchronize returned
+// their error), whatever its peers still run.
+func (w *world) free(t *testing.T, r int, p uintptr) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := slices.Index(w.bufs[r], p)
+	require.GreaterOrEqual(t, i, 0, "rank %d: %#x is not a buffer of alloc's, or was freed", r, p)
+	w.bufs[r] = slices.Delete(w.bufs[r], i, i+1)
+	require.NoError(t, w.devs[r].Free(p))
 }
 
 // sync waits for every rank's stream.
