@@ -29,7 +29,7 @@
 // Writing a provider: implement Provider, SendComm, RecvComm and Request
 // below, and where the fabric allows the optional Waiter (block on a
 // request instead of polling Test), Failer and Refuser (a receiver's error
-// travels back to the sender); run the connections' long-lived progress
+// travels back to the sender, a sender's forward to the receiver); run the connections' long-lived progress
 // goroutines on Config.CPUs (start each with topo.Pin and defer its
 // unpin); honour contexts' deadlines in Connect,
 // Accept and Wait; return gccl errors (gccl.ErrRemote for a peer that

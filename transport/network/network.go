@@ -136,11 +136,14 @@ type Waiter interface {
 	Wait(ctx context.Context) (n int, err error)
 }
 
-// Failer is an optional interface of RecvComms: Fail tells the sending
-// end that this end failed because of err (it refused a message): the
-// sender's pending and later Isends fail with err's code and message
-// instead of waiting. A provider without it lets the caller Close the
-// RecvComm instead, which the sender sees as gccl.ErrRemote.
+// Failer is an optional interface of RecvComms and SendComms: Fail tells
+// the other end that this end failed because of err, and fails this end's
+// pending and later requests with it. On a RecvComm (it refused a
+// message) the sender's pending and later Isends fail with err's code and
+// message instead of waiting; on a SendComm (its user stopped and will send
+// nothing more) the receiver's pending and later Irecvs do. A provider
+// without it lets the caller Abort the connection instead, which the peer
+// sees as gccl.ErrRemote.
 type Failer interface{ Fail(err error) }
 
 // Poller is an optional interface of RecvComms: PollOnly says that the

@@ -121,30 +121,42 @@ func (w *world) runOn(t *testing.T, ops map[int]engine.Op) []error {
 	return errs
 }
 
-// TestDisagreeingOperationsRing: on a ring of 3 hosts x 1 rank, rank 0
-// launches another operator than the others. The ranks that receive its
-// slots fail with gccl.ErrInvalidUsage; their proxies see the kernel's
-// failure, stop and tell the senders of their connections (as for a
-// network failure), and so on around the ring, so that a rank that waits
-// for data that will never come fails at once rather than at its
-// deadline. Every rank gets a typed error, none hangs and none completes.
-// (A direct edge between ranks of one host has no proxy, so the failure
-// does not cross it: docs/gpunet.md.)
+// TestDisagreeingOperationsRing: on a ring of 3 hosts x 1 rank, and of 2
+// hosts x 2 (two direct edges, two network ones), rank 0 launches another
+// operator than the others. The ranks that receive its slots fail with
+// gccl.ErrInvalidUsage; their proxies see the kernel's failure, stop and
+// tell the peers of all their network connections, senders and receivers
+// (as for a network failure), and so on around the ring, so that a rank
+// that waits for data that will never come fails at once rather than at
+// its deadline, across a direct edge too (its neighbour's network
+// connection tells it). Every rank gets a typed error, none hangs and none
+// completes.
 func TestDisagreeingOperationsRing(t *testing.T) {
 	const timeout = 20 * time.Second
-	w := newWorld(t, 3, 8*4096, 2, timeout)
-	start := time.Now()
-	errs := w.runOn(t, map[int]engine.Op{0: int32AllReduce(3000, gccl.Max), 1: int32AllReduce(3000, gccl.Sum), 2: int32AllReduce(3000, gccl.Sum)})
-	usage := 0
-	for r, err := range errs {
-		require.Error(t, err, "rank %d", r)
-		t.Logf("rank %d: %v", r, err)
-		if errors.Is(err, gccl.ErrInvalidUsage) {
-			usage++
-			continue
-		}
-		require.ErrorIs(t, err, gccl.ErrRemote, "rank %d", r)
+	for _, tc := range []struct {
+		name  string
+		hosts []int
+	}{{"3hostsx1", hostsOf(3, 1)}, {"2hostsx2", hostsOf(4, 2)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorldOn(t, tc.hosts, 8*4096, 2, timeout, nil)
+			start := time.Now()
+			ops := map[int]engine.Op{0: int32AllReduce(3000, gccl.Max)}
+			for r := 1; r < len(tc.hosts); r++ {
+				ops[r] = int32AllReduce(3000, gccl.Sum)
+			}
+			errs := w.runOn(t, ops)
+			usage := 0
+			for r, err := range errs {
+				require.Error(t, err, "rank %d", r)
+				t.Logf("rank %d: %v", r, err)
+				if errors.Is(err, gccl.ErrInvalidUsage) {
+					usage++
+					continue
+				}
+				require.ErrorIs(t, err, gccl.ErrRemote, "rank %d", r)
+			}
+			assert.Positive(t, usage, "no rank reported the disagreement: %v", errs)
+			assert.Less(t, time.Since(start), timeout/4, "the failure did not spread: a rank waited for its deadline")
+		})
 	}
-	assert.Positive(t, usage, "no rank reported the disagreement: %v", errs)
-	assert.Less(t, time.Since(start), timeout/4, "the failure did not spread: a rank waited for its deadline")
 }

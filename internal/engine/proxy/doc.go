@@ -113,10 +113,14 @@
 // *gccl.Error naming the connection (peer rank, channel, direction) and
 // the slot; Err returns it, kernels.StatusNetwork is stored in the status
 // word if it still holds 0 (the kernels' waits poll it and stop), and
-// every receiving connection whose provider is a network.Failer passes
-// the error to its sender, whose proxy then stops too: a sending
-// connection that is a network.Refuser is checked for such a refusal on
-// every pass, with or without slots to send.
+// every connection whose provider is a network.Failer passes the error to
+// its peer, a receiving one to its sender and a sending one to its
+// receiver (a sending connection without it is aborted), whose proxy then
+// stops too: a sending connection that is a network.Refuser is checked
+// for such a refusal on every pass, with or without slots to send. Both
+// directions are needed: on a ring whose ranks of one host are joined by
+// direct edges (no proxy), a rank past such an edge learns of the failure
+// only through its own network connection, whichever way that points.
 //
 // A receiving connection has no deadline of its own: its receives are
 // posted ahead of any launch, so an idle peer cannot be told from a stuck

@@ -16,8 +16,10 @@ import (
 // TestGarbage: counters and sizes that break the FIFO rules (a kernel bug,
 // memory overwritten) fail the proxy with gccl.ErrInternal naming the
 // connection, never a panic, a hang or bytes outside the slot; and the
-// sender of a receiving connection that failed is told (network.Failer,
-// network.Refuser) and stops too, with nothing to send.
+// peer is told and stops too with the same code: the sender of a
+// receiving connection that failed (network.Failer, network.Refuser),
+// with nothing to send, and the receiver of a sending one
+// (network.Failer), with nothing posted but its receives.
 func TestGarbage(t *testing.T) {
 	const slot = 8192
 	st := stream{seed: 3, slotBytes: slot}
@@ -70,15 +72,14 @@ func TestGarbage(t *testing.T) {
 			assert.Contains(t, err.Error(), "channel 2")
 			assert.Contains(t, err.Error(), c.want)
 			assert.Equal(t, uint32(kernels.StatusNetwork), w.statusOf(c.broken))
-			if c.broken == 1 {
-				// the receiver failed: its sender learns it (network.Refuser)
-				err := w.waitErr(t, 0, 5*time.Second)
-				assert.Contains(t, err.Error(), c.want, "the sender reports the receiver's failure")
-				assert.Equal(t, uint32(kernels.StatusNetwork), w.statusOf(0))
-			} else {
-				time.Sleep(10 * time.Millisecond)
-				assert.NoError(t, w.ranks[1].p.Err(), "nothing went wrong on the wire")
-			}
+			// the peer learns it: a receiver's failure travels back to its
+			// sender (network.Refuser), a sender's forward to its receiver
+			// (network.Failer on the SendComm), with the same code
+			peer := 1 - c.broken
+			err = w.waitErr(t, peer, 5*time.Second)
+			assert.ErrorIs(t, err, gccl.ErrInternal)
+			assert.Contains(t, err.Error(), c.want, "rank %d reports rank %d's failure", peer, c.broken)
+			assert.Equal(t, uint32(kernels.StatusNetwork), w.statusOf(peer))
 		})
 	}
 }

@@ -518,8 +518,13 @@ func (p *Proxy) kernelFailure() error {
 }
 
 // fail records err, stores StatusNetwork in the status word if it holds
-// 0, and tells the senders of the receiving connections (network.Failer)
-// so that their proxies stop too instead of waiting for a deadline.
+// 0, and tells the peers of every connection, the senders of the
+// receiving ones and the receivers of the sending ones (network.Failer;
+// a sending connection whose provider has none is aborted), so that
+// their proxies stop too instead of waiting for a deadline. Both
+// directions matter: on a ring whose ranks of one host are joined by
+// direct edges (no proxy), the failure reaches a rank past such an edge
+// only through its own network connection, whichever way it points.
 func (p *Proxy) fail(err error) {
 	p.err.CompareAndSwap(nil, &err)
 	if p.status != nil {
@@ -529,6 +534,13 @@ func (p *Proxy) fail(err error) {
 	for _, c := range p.recvs {
 		if f, ok := c.rc.(network.Failer); ok {
 			f.Fail(err)
+		}
+	}
+	for _, c := range p.sends {
+		if f, ok := c.sc.(network.Failer); ok {
+			f.Fail(err)
+		} else {
+			_ = network.Abort(c.sc)
 		}
 	}
 }

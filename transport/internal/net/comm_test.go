@@ -68,6 +68,49 @@ func TestFailTravelsBack(t *testing.T) {
 	require.ErrorIs(t, err, gccl.ErrInvalidUsage)
 }
 
+// TestFailTravelsForward: a sender's Fail reaches the receiver with its
+// code and message after what it sent before: the transfer already sent
+// is still received whole, the receive posted after it and a later one
+// fail with the failure, and the sender's later Isends fail with it too.
+// A PollOnly receiver (the GPU proxy) sees it by Test alone.
+func TestFailTravelsForward(t *testing.T) {
+	for _, pollOnly := range []bool{false, true} {
+		s, r := commPair(t, 2)
+		if pollOnly {
+			require.NoError(t, r.PollOnly())
+		}
+		sent := []byte("before the failure")
+		first := make([]byte, len(sent))
+		fq := postOn(t, r, first, func(g network.Region, m network.MemHandle) (network.Request, error) { return r.Irecv(g, m, 7) })
+		sq := postOn(t, s, sent, func(g network.Region, m network.MemHandle) (network.Request, error) { return s.Isend(g, m, 7) })
+		_, err := waitFor(t, sq)
+		require.NoError(t, err)
+		rq := postOn(t, r, make([]byte, 8), func(g network.Region, m network.MemHandle) (network.Request, error) { return r.Irecv(g, m, 8) })
+		s.Fail(gccl.Errorf(gccl.InvalidUsage, "op", "rank 0's kernel stopped"))
+		for _, q := range []network.Request{fq, rq} {
+			var err error
+			require.Eventually(t, func() bool {
+				var done bool
+				done, _, err = q.Test()
+				return done || err != nil
+			}, 5*time.Second, time.Millisecond, "pollOnly=%v", pollOnly)
+			if q == fq {
+				require.NoError(t, err, "pollOnly=%v: the transfer sent before the failure", pollOnly)
+				require.Equal(t, sent, first)
+				continue
+			}
+			require.ErrorIs(t, err, gccl.ErrInvalidUsage, "pollOnly=%v", pollOnly)
+			require.Contains(t, err.Error(), "kernel stopped")
+		}
+		m, err := r.Register(network.HostRegion(make([]byte, 1)))
+		require.NoError(t, err)
+		_, err = r.Irecv(m.Region(), m, 9)
+		require.ErrorIs(t, err, gccl.ErrInvalidUsage, "pollOnly=%v: a later receive", pollOnly)
+		_, err = s.Isend(m.Region(), m, 9)
+		require.ErrorIs(t, err, gccl.ErrInvalidUsage, "pollOnly=%v: a later send", pollOnly)
+	}
+}
+
 // TestRequestsAreReused: a connection's requests come back after Test
 // reports them done, so a long stream allocates none.
 func TestRequestsAreReused(t *testing.T) {

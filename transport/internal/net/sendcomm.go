@@ -245,6 +245,31 @@ func (s *SendComm) readBack() {
 	s.fail(ferr)
 }
 
+// Fail tells the receiver that this end failed with err (network.Failer):
+// a failure record on the control socket, after the last control frame,
+// fails its posted and later receives with err's code and message. Where
+// the control socket is not at a frame boundary (the control writer still
+// has frames) or the connection is already broken, it aborts the
+// connection instead, which the receiver sees as gccl.ErrRemote. This
+// end's pending and later Isends fail with err.
+func (s *SendComm) Fail(err error) {
+	if err == nil || s.closed.Load() {
+		return
+	}
+	s.mu.Lock()
+	wrote := false
+	if s.broken() == nil && s.busy.Load() == 0 {
+		writeLast(s.ctrl, failureFrame(s.ctrlSeq, err))
+		s.ctrlSeq++
+		wrote = true
+	}
+	s.mu.Unlock()
+	s.fail(err)
+	if !wrote {
+		_ = s.Abort()
+	}
+}
+
 // Refusal is the receiver's failure record (network.Refuser), nil if none came.
 func (s *SendComm) Refusal() error {
 	if p := s.refused.Load(); p != nil {

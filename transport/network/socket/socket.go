@@ -169,6 +169,7 @@ var (
 	_ network.SendComm = (*tnet.SendComm)(nil)
 	_ network.RecvComm = (*tnet.RecvComm)(nil)
 	_ network.Refuser  = (*tnet.SendComm)(nil)
+	_ network.Failer   = (*tnet.SendComm)(nil)
 	_ network.Failer   = (*tnet.RecvComm)(nil)
 	_ network.Poller   = (*tnet.RecvComm)(nil)
 )
