@@ -17,6 +17,9 @@
 // graph's lifetime and released when the graph is destroyed
 // (RegisterEnabled reads the variable); see package bufreg.
 //
-// An operation enqueued on a stream whose capture was invalidated fails
-// with gccl.ErrInvalidUsage: end the capture and capture again.
+// An operation enqueued on a stream whose capture was invalidated (an
+// unsupported call while capturing) fails with gccl.ErrInvalidUsage, or
+// with gccl.ErrUnhandledCuda where the driver's launch reports it
+// (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED); nothing of it will run, and the
+// communicator stays usable: end the capture and capture again.
 package graph

@@ -5,9 +5,26 @@
 package capture
 
 import (
+	"errors"
+
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/internal/cuda"
 )
+
+// ErrInvalidated is the cause (errors.Is) of Info's gccl.ErrInvalidUsage
+// for a stream whose capture was invalidated.
+var ErrInvalidated = errors.New("the capture was invalidated")
+
+// Invalidated reports whether err says that the stream's capture was
+// invalidated (an unsupported call while capturing, by the application):
+// Info's error, or a driver call's CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
+// Nothing enqueued into such a capture will ever run (EndCapture discards
+// it, and the resources tied to its graph with Retain are released), so
+// a launch that failed so changed nothing the ranks share: the backends
+// report the error without failing the communicator.
+func Invalidated(err error) bool {
+	return errors.Is(err, ErrInvalidated) || cuda.ResultOf(err) == cuda.ErrorStreamCaptureInvalidated
+}
 
 // Capture describes the capture state of a stream.
 type Capture struct {
@@ -34,7 +51,7 @@ func Info(drv cuda.Driver, s gccl.Stream) (Capture, error) {
 		return Capture{Active: true, ID: info.ID, Graph: info.Graph}, nil
 	case cuda.CaptureInvalidated:
 		return Capture{}, gccl.Errorf(gccl.InvalidUsage, "stream",
-			"the capture on stream %#x was invalidated; end it (cuStreamEndCapture) and capture again", uintptr(s))
+			"%w on stream %#x; end it (cuStreamEndCapture) and capture again", ErrInvalidated, uintptr(s))
 	}
 	return Capture{}, gccl.Errorf(gccl.InternalError, "stream", "unknown capture status %d", info.Status)
 }

@@ -74,6 +74,20 @@ func TestCapturing(t *testing.T) {
 	gccltest.RequireCode(t, err, gccl.UnhandledCudaError)
 	_, _, err = Capturing(invalidated{f}, s)
 	gccltest.RequireCode(t, err, gccl.InvalidUsage)
+	assert.True(t, Invalidated(err), "Info's error: %v", err)
+}
+
+// TestInvalidated: Info's error and the driver's
+// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (also wrapped) say the capture
+// was invalidated; other capture errors and nil do not.
+func TestInvalidated(t *testing.T) {
+	assert.True(t, Invalidated(cuda.NewError("cuLaunchKernel", cuda.ErrorStreamCaptureInvalidated, "")))
+	assert.True(t, Invalidated(gccl.Errorf(gccl.UnhandledCudaError, "comm", "AllReduce: %w",
+		cuda.NewError("cuLaunchKernel", cuda.ErrorStreamCaptureInvalidated, ""))))
+	assert.False(t, Invalidated(cuda.NewError("cuStreamSynchronize", cuda.ErrorStreamCaptureUnsupported, "")))
+	assert.False(t, Invalidated(cuda.NewError("cuLaunchKernel", cuda.ErrorIllegalAddress, "")))
+	assert.False(t, Invalidated(gccl.Errorf(gccl.InvalidUsage, "stream", "another usage error")))
+	assert.False(t, Invalidated(nil))
 }
 
 type invalidated struct{ *cudafake.Fake }

@@ -11,6 +11,7 @@ import (
 	"github.com/gccl/gccl"
 	"github.com/gccl/gccl/device"
 	"github.com/gccl/gccl/internal/algo/gpuplan"
+	"github.com/gccl/gccl/internal/capture"
 	"github.com/gccl/gccl/internal/cuda"
 	"github.com/gccl/gccl/internal/engine"
 	"github.com/gccl/gccl/internal/engine/gpu/regs"
@@ -109,7 +110,9 @@ func (g *Backend) Submit(l *engine.Launch) error {
 		}
 	}
 	if err := g.dev.Do(func() error { return g.enqueue(l) }); err != nil {
-		l.Fail(err)
+		if !capture.Invalidated(err) { // else nothing of it will run: the communicator stays usable
+			l.Fail(err)
+		}
 		return err
 	}
 	l.Done(nil)

@@ -168,6 +168,54 @@ func stagedStandIns(rs []*regRank) (ran func() map[string]int) {
 	}
 }
 
+// copyTwin registers the Go twin of the copy kernel (kernels.Copy) on x's
+// fake GPU; it fails a launch on another grid than gpuplan.CopyGrid's.
+func copyTwin(x *regRank) {
+	x.f.RegisterKernel(kernels.Copy, func(f *cudafake.Fake, grid, block cuda.Dim3, a *cuda.Args) error {
+		c, nb := decodeWholeComm(a.Arg(0)), int(a.Uint64(1))
+		if int(grid.X) != gpuplan.CopyGrid(nb) || block.X != kernels.Threads {
+			return fmt.Errorf("copy of %d bytes launched on %d blocks of %d threads, want %d of %d",
+				nb, grid.X, block.X, gpuplan.CopyGrid(nb), kernels.Threads)
+		}
+		copy(mem(f, c.Out[c.Rank], nb), mem(f, c.In[c.Rank], nb))
+		return nil
+	})
+}
+
+// TestInvalidatedCaptureKeepsCommUsable: a launch the driver refuses
+// because the stream's capture was invalidated
+// (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: nothing of it will run) returns
+// that error but does not fail the communicator: no async error, and the
+// next launch runs and is right. Any other launch failure still does.
+func TestInvalidatedCaptureKeepsCommUsable(t *testing.T) {
+	rs := regWorld(t, 1)
+	x := rs[0]
+	copyTwin(x)
+	rng := rand.New(rand.NewPCG(41, 42))
+	const count = 1000
+	in, _ := randInt32s(rng, count)
+	send, err := x.d.Alloc(8 * count)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, x.d.Free(send)) }()
+	recv := send + 4*count
+	x.put(t, send, in)
+	o := engine.Op{Kind: algo.AllReduce, Count: count, Type: gccl.Int32, Op: gccl.Sum, Send: send, Recv: recv, Stream: x.s}
+
+	invalidated := cuda.NewError("cuLaunchKernel", cuda.ErrorStreamCaptureInvalidated, "operation failed due to a previous error during capture")
+	x.drv.failLaunch.Store(&invalidated)
+	err = x.e.Launch([]engine.Op{o})
+	require.ErrorIs(t, err, cuda.ErrorStreamCaptureInvalidated)
+	require.NoError(t, x.e.AsyncError(), "an invalidated capture's launch does not fail the communicator")
+	x.put(t, recv, bytes.Repeat([]byte{0xA5}, 4*count))
+	launchAll(t, rs, func(int) engine.Op { return o })
+	require.Equal(t, in, x.get(t, recv, 4*count), "the next launch")
+
+	other := cuda.NewError("cuLaunchKernel", cuda.ErrorIllegalAddress, "an illegal memory access was encountered")
+	x.drv.failLaunch.Store(&other)
+	require.ErrorIs(t, x.e.Launch([]engine.Op{o}), cuda.ErrorIllegalAddress)
+	require.ErrorIs(t, x.e.AsyncError(), cuda.ErrorIllegalAddress, "any other launch failure fails the communicator")
+}
+
 // TestStagedCollectives runs every collective on buffers that are not
 // registered (one-shot up to gpuplan.LLMax, the push all-reduce up to
 // gpuplan.PushMax, staged above) through the engine on fake GPUs, in and out of
@@ -264,15 +312,7 @@ func runStaged(t *testing.T, rs []*regRank, rng *rand.Rand, k algo.Kind, count i
 func TestSingleRankCopies(t *testing.T) {
 	rs := regWorld(t, 1)
 	x := rs[0]
-	x.f.RegisterKernel(kernels.Copy, func(f *cudafake.Fake, grid, block cuda.Dim3, a *cuda.Args) error {
-		c, nb := decodeWholeComm(a.Arg(0)), int(a.Uint64(1))
-		if int(grid.X) != gpuplan.CopyGrid(nb) || block.X != kernels.Threads {
-			return fmt.Errorf("copy of %d bytes launched on %d blocks of %d threads, want %d of %d",
-				nb, grid.X, block.X, gpuplan.CopyGrid(nb), kernels.Threads)
-		}
-		copy(mem(f, c.Out[c.Rank], nb), mem(f, c.In[c.Rank], nb))
-		return nil
-	})
+	copyTwin(x)
 	rng := rand.New(rand.NewPCG(31, 32))
 	run := func(k algo.Kind, op gccl.RedOp, mode string) {
 		count := 1 + rng.IntN(5000)

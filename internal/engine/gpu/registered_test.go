@@ -102,9 +102,13 @@ type countingDriver struct {
 	launches                           atomic.Int64
 	failQuery                          atomic.Bool
 	failIPC                            atomic.Uintptr
+	failLaunch                         atomic.Pointer[error] // the next cuLaunchKernel's error, once
 }
 
 func (c *countingDriver) LaunchKernel(fn cuda.Function, grid, block cuda.Dim3, shmem int, s cuda.Stream, a *cuda.Args) error {
+	if p := c.failLaunch.Swap(nil); p != nil {
+		return *p
+	}
 	c.launches.Add(1)
 	return c.Fake.LaunchKernel(fn, grid, block, shmem, s, a)
 }

@@ -92,7 +92,9 @@ func (g *Backend) Submit(l *engine.Launch) error {
 		return err
 	}
 	if err := g.dev.Do(func() error { return g.enqueue(l) }); err != nil {
-		l.Fail(err)
+		if !capture.Invalidated(err) { // else nothing of it will run: the communicator stays usable
+			l.Fail(err)
+		}
 		return err
 	}
 	if g.kick != nil {
