@@ -46,6 +46,9 @@ type request struct {
 	// without blocking, up to the end of this request's own transfer
 	// (RecvComm.progress); nil for sends.
 	progress func(*request)
+	// mark is a receive's connection's SO_RCVLOWAT, raised while spin
+	// polls; nil for sends and where the socket has no raw descriptor.
+	mark *lowMark
 	// pieces is set on a send cut into pieces, and on a receive once it is
 	// matched with such a transfer: the helpers move it on the data
 	// sockets, and the control socket holds nothing more of it, so its
@@ -181,10 +184,22 @@ func (r *request) Wait(ctx context.Context) (int, error) {
 // its spin time before that goroutine ran (AllReduce of 256 KiB, 2 ranks
 // on 2 simulated hosts of 16 CPUs: 1.3x the time of sleeping at once;
 // yielding every 16th poll: 1.1x).
+//
+// While a receive spins, its connection's control socket has SO_RCVLOWAT
+// raised (lowMark, counted across the connection's spinners; the last one
+// out lowers it, whether its transfer is done, failed or it goes to sleep):
+// the frame it polls for then wakes neither the reader goroutine nor the
+// thread in Go's network poller, a wake-up the sender's write would pay
+// for. Lowering the mark signals the socket readable if a frame came
+// meanwhile, so a sleeping Wait is still woken by the reader goroutine.
 func (r *request) spin(ctx context.Context) bool {
 	d := futex.SpinTime()
 	if d <= 0 {
 		return false
+	}
+	if r.mark != nil && !r.pieces.Load() {
+		r.mark.enter()
+		defer r.mark.leave()
 	}
 	start := time.Now()
 	for i := 1; ; i++ {
