@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/internal/nettest"
 	"github.com/gccl/gccl/transport/network"
 )
@@ -144,4 +145,90 @@ func benchPolled(b *testing.B, pollOnly bool) {
 	}
 	b.ReportMetric(p50(isend), "p50-µs-isend")
 	b.ReportMetric(p50(whole), "p50-µs-transfer")
+}
+
+// BenchmarkSpinWait: a 1 KiB ping-pong between two goroutines over two
+// connections on loopback, each side Waiting (network.Waiter) for its
+// receive, so that Wait spins (GCCL_HOST_SPIN; skipped where the spin time
+// is none), as the host backend's ranks do, with the receiving control
+// socket's SO_RCVLOWAT raised while a receive spins (mark=spin) and, as
+// before, left at 1 (mark=off). Reported: the p50 of the half round trip
+// and of the initiator's Isend call. With idle Ps, Go keeps a thread in its
+// network poller, which every frame arriving at a mark of 1 wakes (with
+// the reader goroutine), in the sender's write.
+func BenchmarkSpinWait(b *testing.B) {
+	if futex.SpinTime() <= 0 {
+		b.Skip("no spin time: set GCCL_HOST_SPIN (auto spins on hosts of 4 CPUs or more)")
+	}
+	for _, size := range []int{1 << 10, 16 << 10} {
+		for _, mark := range []bool{false, true} {
+			name := map[bool]string{false: "off", true: "spin"}[mark]
+			b.Run(fmt.Sprintf("%d/mark=%s", size, name), func(b *testing.B) { benchSpinWait(b, size, mark) })
+		}
+	}
+}
+
+func benchSpinWait(b *testing.B, size int, mark bool) {
+	o := Options{Timeout: time.Minute}
+	s1, r1 := benchPair(b, o) // there
+	s2, r2 := benchPair(b, o) // back
+	if !mark {
+		for _, r := range []*RecvComm{r1, r2} {
+			for _, q := range r.all {
+				q.mark = nil // the behaviour before lowMark
+			}
+		}
+	}
+	ctx := context.Background()
+	buf := func(c network.Comm) (network.Region, network.MemHandle) {
+		reg := network.HostRegion(make([]byte, size))
+		m, err := c.Register(reg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return reg, m
+	}
+	do := func(q network.Request, err error) {
+		if err == nil {
+			_, err = q.(network.Waiter).Wait(ctx)
+		}
+		if err != nil {
+			b.Error(err)
+		}
+	}
+	sa, sm1 := buf(s1)
+	ra, rm1 := buf(r1)
+	sb, sm2 := buf(s2)
+	rb, rm2 := buf(r2)
+	pong := make(chan struct{})
+	go func() { // the peer: echoes each transfer back
+		defer close(pong)
+		for range b.N {
+			do(r1.Irecv(ra, rm1, 1))
+			do(s2.Isend(sb, sm2, 2))
+		}
+	}()
+	isend := make([]time.Duration, 0, b.N)
+	hop := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		rq, err := r2.Irecv(rb, rm2, 2)
+		t0 := time.Now()
+		sq, serr := s1.Isend(sa, sm1, 1)
+		t1 := time.Now()
+		do(sq, serr)
+		do(rq, err)
+		hop = append(hop, time.Since(t0)/2)
+		isend = append(isend, t1.Sub(t0))
+	}
+	b.StopTimer()
+	<-pong
+	b.ReportMetric(p50µs(hop), "p50-µs-half-rtt")
+	b.ReportMetric(p50µs(isend), "p50-µs-isend")
+}
+
+// p50µs is the median of d in microseconds (it sorts d).
+func p50µs(d []time.Duration) float64 {
+	slices.Sort(d)
+	return float64(d[len(d)/2].Nanoseconds()) / 1e3
 }

@@ -39,7 +39,14 @@
 // (network.Poller) raises the control socket's SO_RCVLOWAT for a caller
 // that only Tests (the GPU proxy): a frame then wakes neither the reader
 // goroutine nor the thread in Go's network poller; the end of the stream
-// and a reset still do. A transfer cut
+// and a reset still do. A Wait that spins on a receive raises the mark
+// too, for the time it spins (lowMark counts the connection's spinners:
+// the first raises it, the last one out, done, failed, cancelled or going
+// to sleep, lowers it to 1, unless PollOnly keeps it raised), so the
+// frame it polls for costs its sender no wake-up; lowering the mark makes
+// the kernel signal the socket readable at once if a frame came meanwhile,
+// so the reader goroutine still reads what no spinner took and wakes a
+// sleeping Wait. A transfer cut
 // into pieces is neither read nor polled so: its Wait sleeps at once.
 // Frames carry a 48-byte header
 // (magic, flags, per-socket sequence number, payload length and CRC32C, the

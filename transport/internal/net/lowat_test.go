@@ -121,6 +121,7 @@ func TestRaisedFrameWakesSleeper(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, uint64(time.Now().UnixNano())))
 	setSpin(t, time.Nanosecond)
 	s, r := commPair(t, 3)
+	proved := 0
 	for round := range 5 {
 		r.mark.enter() // another receive's spinner
 		require.True(t, raised(rcvLowat(t, r)))
@@ -135,10 +136,14 @@ func TestRaisedFrameWakesSleeper(t *testing.T) {
 		_, err := waitFor(t, sq)
 		require.NoError(t, err)
 		select {
-		case err := <-res:
-			t.Fatalf("round %d: the receive completed while the mark was raised (%v): the test proves nothing", round, err)
+		case err := <-res: // read by its own spin, on a machine too loaded to start it in 20 ms; or the mark was not raised
+			t.Logf("round %d: the receive completed while the mark was raised (%v)", round, err)
+			r.mark.leave()
+			cancel()
+			continue
 		case <-time.After(50 * time.Millisecond):
 		}
+		proved++
 		start := time.Now()
 		r.mark.leave()
 		require.NoError(t, <-res, "round %d: the sleeping Wait after the mark was lowered", round)
@@ -147,6 +152,7 @@ func TestRaisedFrameWakesSleeper(t *testing.T) {
 		require.Equal(t, want, got, "round %d", round)
 		require.True(t, lowered(rcvLowat(t, r)))
 	}
+	require.GreaterOrEqual(t, proved, 3, "rounds whose frame waited, unseen, for the mark to be lowered")
 }
 
 // TestConcurrentSpinners: several goroutines Wait at once on receives of
