@@ -232,3 +232,13 @@ func p50µs(d []time.Duration) float64 {
 	slices.Sort(d)
 	return float64(d[len(d)/2].Nanoseconds()) / 1e3
 }
+
+// BenchmarkMarkToggle: what a spinning receive adds to its own wait, one
+// raise and one lower of SO_RCVLOWAT (two setsockopt calls).
+func BenchmarkMarkToggle(b *testing.B) {
+	_, r := benchPair(b, Options{Timeout: time.Minute})
+	for b.Loop() {
+		r.mark.enter()
+		r.mark.leave()
+	}
+}
