@@ -139,46 +139,54 @@ func benchPolled(b *testing.B, pollOnly bool) {
 		test(sq, serr)
 	}
 	b.StopTimer()
-	p50 := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2].Nanoseconds()) / 1e3
-	}
-	b.ReportMetric(p50(isend), "p50-µs-isend")
-	b.ReportMetric(p50(whole), "p50-µs-transfer")
+	b.ReportMetric(p50µs(isend), "p50-µs-isend")
+	b.ReportMetric(p50µs(whole), "p50-µs-transfer")
 }
 
-// BenchmarkSpinWait: a 1 KiB ping-pong between two goroutines over two
-// connections on loopback, each side Waiting (network.Waiter) for its
-// receive, so that Wait spins (GCCL_HOST_SPIN; skipped where the spin time
-// is none), as the host backend's ranks do, with the receiving control
-// socket's SO_RCVLOWAT raised while a receive spins (mark=spin) and, as
-// before, left at 1 (mark=off). Reported: the p50 of the half round trip
-// and of the initiator's Isend call. With idle Ps, Go keeps a thread in its
-// network poller, which every frame arriving at a mark of 1 wakes (with
-// the reader goroutine), in the sender's write.
+// BenchmarkSpinWait: a ping-pong of 1 KiB and 16 KiB between two
+// goroutines over two connections on loopback, each side Waiting
+// (network.Waiter) for its receive, so that Wait spins (GCCL_HOST_SPIN;
+// skipped where the spin time is none), as the host backend's ranks do,
+// with the receiving control sockets' SO_RCVLOWAT in three modes (spinMark).
+// Reported: the p50 of the half round trip and of the initiator's Isend
+// call, and the setsockopt calls per round trip (both receiving ends).
+// With idle Ps, Go keeps a thread in its network poller, which every frame
+// arriving at a mark of 1 wakes (with the reader goroutine), in the
+// sender's write.
 func BenchmarkSpinWait(b *testing.B) {
 	if futex.SpinTime() <= 0 {
 		b.Skip("no spin time: set GCCL_HOST_SPIN (auto spins on hosts of 4 CPUs or more)")
 	}
 	for _, size := range []int{1 << 10, 16 << 10} {
-		for _, mark := range []bool{false, true} {
-			name := map[bool]string{false: "off", true: "spin"}[mark]
-			b.Run(fmt.Sprintf("%d/mark=%s", size, name), func(b *testing.B) { benchSpinWait(b, size, mark) })
+		for _, mode := range []spinMark{markOff, markToggle, markLazy} {
+			b.Run(fmt.Sprintf("%d/mark=%s", size, mode), func(b *testing.B) { benchSpinWait(b, size, mode) })
 		}
 	}
 }
 
-func benchSpinWait(b *testing.B, size int, mark bool) {
+// spinMark is how BenchmarkSpinWait's receiving ends treat SO_RCVLOWAT.
+type spinMark int
+
+const (
+	markOff    spinMark = iota // left at 1, as before lowMark (the requests' mark cleared)
+	markToggle                 // raised by each spin, lowered after each receive's Wait (branch lowat: two setsockopt calls per wait)
+	markLazy                   // raised by a spin, lowered only before a Wait sleeps (lowMark as it is)
+)
+
+func (m spinMark) String() string { return [...]string{"off", "toggle", "lazy"}[m] }
+
+func benchSpinWait(b *testing.B, size int, mode spinMark) {
 	o := Options{Timeout: time.Minute}
 	s1, r1 := benchPair(b, o) // there
 	s2, r2 := benchPair(b, o) // back
-	if !mark {
+	if mode == markOff {
 		for _, r := range []*RecvComm{r1, r2} {
 			for _, q := range r.all {
 				q.mark = nil // the behaviour before lowMark
 			}
 		}
 	}
+	sets1, sets2 := countSets(r1), countSets(r2)
 	ctx := context.Background()
 	buf := func(c network.Comm) (network.Region, network.MemHandle) {
 		reg := network.HostRegion(make([]byte, size))
@@ -196,6 +204,13 @@ func benchSpinWait(b *testing.B, size int, mark bool) {
 			b.Error(err)
 		}
 	}
+	recv := func(r *RecvComm, q network.Request, err error) {
+		do(q, err)
+		if mode == markToggle { // what lowat's last spinner out did
+			r.mark.sleeping()
+			r.mark.awake()
+		}
+	}
 	sa, sm1 := buf(s1)
 	ra, rm1 := buf(r1)
 	sb, sm2 := buf(s2)
@@ -204,7 +219,8 @@ func benchSpinWait(b *testing.B, size int, mark bool) {
 	go func() { // the peer: echoes each transfer back
 		defer close(pong)
 		for range b.N {
-			do(r1.Irecv(ra, rm1, 1))
+			q, err := r1.Irecv(ra, rm1, 1)
+			recv(r1, q, err)
 			do(s2.Isend(sb, sm2, 2))
 		}
 	}()
@@ -217,7 +233,7 @@ func benchSpinWait(b *testing.B, size int, mark bool) {
 		sq, serr := s1.Isend(sa, sm1, 1)
 		t1 := time.Now()
 		do(sq, serr)
-		do(rq, err)
+		recv(r2, rq, err)
 		hop = append(hop, time.Since(t0)/2)
 		isend = append(isend, t1.Sub(t0))
 	}
@@ -225,6 +241,7 @@ func benchSpinWait(b *testing.B, size int, mark bool) {
 	<-pong
 	b.ReportMetric(p50µs(hop), "p50-µs-half-rtt")
 	b.ReportMetric(p50µs(isend), "p50-µs-isend")
+	b.ReportMetric(float64(sets1.Load()+sets2.Load())/float64(b.N), "setsockopt/rtt")
 }
 
 // p50µs is the median of d in microseconds (it sorts d).
@@ -233,12 +250,14 @@ func p50µs(d []time.Duration) float64 {
 	return float64(d[len(d)/2].Nanoseconds()) / 1e3
 }
 
-// BenchmarkMarkToggle: what a spinning receive adds to its own wait, one
-// raise and one lower of SO_RCVLOWAT (two setsockopt calls).
+// BenchmarkMarkToggle: what lowering the mark after each spin would add
+// to each wait, one raise and one lower of SO_RCVLOWAT (two setsockopt
+// calls), which lowMark's lazy lowering spares back-to-back Waits.
 func BenchmarkMarkToggle(b *testing.B) {
 	_, r := benchPair(b, Options{Timeout: time.Minute})
 	for b.Loop() {
-		r.mark.enter()
-		r.mark.leave()
+		r.mark.spinning()
+		r.mark.sleeping()
+		r.mark.awake()
 	}
 }

@@ -40,14 +40,24 @@
 // that only Tests (the GPU proxy): a frame then wakes neither the reader
 // goroutine nor the thread in Go's network poller; the end of the stream
 // and a reset still do. A Wait that spins on a receive raises the mark
-// too, for the time it spins (lowMark counts the connection's spinners:
-// the first raises it, the last one out, done, failed, cancelled or going
-// to sleep, lowers it to 1, unless PollOnly keeps it raised), so the
-// frame it polls for costs its sender no wake-up; lowering the mark makes
-// the kernel signal the socket readable at once if a frame came meanwhile,
-// so the reader goroutine still reads what no spinner took and wakes a
-// sleeping Wait. A transfer cut
-// into pieces is neither read nor polled so: its Wait sleeps at once.
+// too (one setsockopt) and leaves it raised when its transfer is done, so
+// that back-to-back spinning Waits cost their senders no wake-up and
+// themselves no system call; the mark is lowered to 1 only when a
+// goroutine is about to block on the socket's frames: a receive's Wait
+// that sleeps (its spin time over, or none, or a transfer in pieces, whose
+// Wait also wants the next transfers' frames read ahead, so that the
+// helpers start on their pieces). The invariant (lowMark): while the
+// mark is raised, no goroutine blocks waiting for the control socket's
+// frames; one that is about to lowers the mark first, and a spinner
+// raises it only while no one sleeps so, both under the mark's mutex.
+// Lowering it makes the kernel signal the socket readable at once if a
+// frame came while it was raised (tcp_set_rcvlowat), so the reader
+// goroutine reads it and wakes the sleeper. While the mark is raised and
+// nobody waits, frames for posted receives stay in the socket for the
+// next Test or Wait, rather than being read ahead by the reader
+// goroutine. PollOnly keeps the mark raised for good: its caller never
+// blocks. A transfer cut into pieces is neither read nor polled so: its
+// Wait sleeps at once.
 // Frames carry a 48-byte header
 // (magic, flags, per-socket sequence number, payload length and CRC32C, the
 // transfer's length, tag and piece size, a failure's code, the header's

@@ -26,7 +26,7 @@ import (
 type RecvComm struct {
 	*conn
 	raw  syscall.RawConn // the control socket's descriptor; nil: only the reader goroutine reads it
-	mark *lowMark        // its SO_RCVLOWAT, raised while a receive spins; nil without raw
+	mark *lowMark        // its SO_RCVLOWAT: raised by spinning receives, lowered before a Wait sleeps; nil without raw
 
 	// The posted receives not yet matched with a transfer, in order, and
 	// the end of the stream: under pmu.
@@ -102,7 +102,7 @@ func NewRecvComm(socks []gonet.Conn, o Options) (*RecvComm, error) {
 		if r.raw, err = tc.SyscallConn(); err != nil {
 			return nil, gccl.Errorf(gccl.SystemError, "socks", "control socket: %w", err)
 		}
-		r.mark = newLowMark(r.raw)
+		r.mark = newLowMark(r.raw, r.fail)
 	}
 	r.bgF, r.inF, r.readF = r.readReady, r.readNow, r.readFD
 	for _, q := range c.all {
@@ -205,9 +205,11 @@ func (r *RecvComm) readReady(fd uintptr) bool {
 // posted receive call it, so the goroutine waiting for a transfer reads it
 // itself. It stops at the end of q's own frame (q done, or matched with a
 // transfer in pieces): the frames after it are the reader goroutine's, read
-// while the caller consumes q, as before this fast path; reading them here
-// would put them between q's arrival and its consumer (a message of several
-// transfers would be read whole before its first transfer is reduced).
+// while the caller consumes q, as before this fast path (while the mark is
+// low; raised, they wait for the next Test or Wait: lowMark); reading them
+// here would put them between q's arrival and its consumer (a message of
+// several transfers would be read whole before its first transfer is
+// reduced).
 func (r *RecvComm) progress(q *request) {
 	if r.raw == nil || !r.rmu.TryLock() {
 		return
@@ -466,7 +468,9 @@ func (r *RecvComm) readPiece(p piece, hdr []byte) error {
 // before (a non-blocking read ignores the mark); the end of the stream
 // and a reset still wake the reader goroutine, which reports them. Frames
 // beyond the oldest receive's wait for the next Test, not the reader.
-// The mark then stays raised whatever spinning Waits do (lowMark).
+// The mark then stays raised for good, whatever Waits do (lowMark): a
+// Wait that sleeps after PollOnly is woken by a Test that reads its
+// frame, by the end of the stream or at its deadline, not by the frame.
 // Without a raw descriptor (a wrapped socket) it does nothing.
 func (r *RecvComm) PollOnly() error {
 	if r.mark == nil {
