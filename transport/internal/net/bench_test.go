@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gccl/gccl/internal/futex"
 	"github.com/gccl/gccl/internal/nettest"
 	"github.com/gccl/gccl/transport/network"
 )
@@ -138,10 +139,125 @@ func benchPolled(b *testing.B, pollOnly bool) {
 		test(sq, serr)
 	}
 	b.StopTimer()
-	p50 := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2].Nanoseconds()) / 1e3
+	b.ReportMetric(p50µs(isend), "p50-µs-isend")
+	b.ReportMetric(p50µs(whole), "p50-µs-transfer")
+}
+
+// BenchmarkSpinWait: a ping-pong of 1 KiB and 16 KiB between two
+// goroutines over two connections on loopback, each side Waiting
+// (network.Waiter) for its receive, so that Wait spins (GCCL_HOST_SPIN;
+// skipped where the spin time is none), as the host backend's ranks do,
+// with the receiving control sockets' SO_RCVLOWAT in three modes (spinMark).
+// Reported: the p50 of the half round trip and of the initiator's Isend
+// call, and the setsockopt calls per round trip (both receiving ends).
+// With idle Ps, Go keeps a thread in its network poller, which every frame
+// arriving at a mark of 1 wakes (with the reader goroutine), in the
+// sender's write.
+func BenchmarkSpinWait(b *testing.B) {
+	if futex.SpinTime() <= 0 {
+		b.Skip("no spin time: set GCCL_HOST_SPIN (auto spins on hosts of 4 CPUs or more)")
 	}
-	b.ReportMetric(p50(isend), "p50-µs-isend")
-	b.ReportMetric(p50(whole), "p50-µs-transfer")
+	for _, size := range []int{1 << 10, 16 << 10} {
+		for _, mode := range []spinMark{markOff, markToggle, markLazy} {
+			b.Run(fmt.Sprintf("%d/mark=%s", size, mode), func(b *testing.B) { benchSpinWait(b, size, mode) })
+		}
+	}
+}
+
+// spinMark is how BenchmarkSpinWait's receiving ends treat SO_RCVLOWAT.
+type spinMark int
+
+const (
+	markOff    spinMark = iota // left at 1, as before lowMark (the requests' mark cleared)
+	markToggle                 // raised by each spin, lowered after each receive's Wait (branch lowat: two setsockopt calls per wait)
+	markLazy                   // raised by a spin, lowered only before a Wait sleeps (lowMark as it is)
+)
+
+func (m spinMark) String() string { return [...]string{"off", "toggle", "lazy"}[m] }
+
+func benchSpinWait(b *testing.B, size int, mode spinMark) {
+	o := Options{Timeout: time.Minute}
+	s1, r1 := benchPair(b, o) // there
+	s2, r2 := benchPair(b, o) // back
+	if mode == markOff {
+		for _, r := range []*RecvComm{r1, r2} {
+			for _, q := range r.all {
+				q.mark = nil // the behaviour before lowMark
+			}
+		}
+	}
+	sets1, sets2 := countSets(r1), countSets(r2)
+	ctx := context.Background()
+	buf := func(c network.Comm) (network.Region, network.MemHandle) {
+		reg := network.HostRegion(make([]byte, size))
+		m, err := c.Register(reg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return reg, m
+	}
+	do := func(q network.Request, err error) {
+		if err == nil {
+			_, err = q.(network.Waiter).Wait(ctx)
+		}
+		if err != nil {
+			b.Error(err)
+		}
+	}
+	recv := func(r *RecvComm, q network.Request, err error) {
+		do(q, err)
+		if mode == markToggle { // what lowat's last spinner out did
+			r.mark.sleeping()
+			r.mark.awake()
+		}
+	}
+	sa, sm1 := buf(s1)
+	ra, rm1 := buf(r1)
+	sb, sm2 := buf(s2)
+	rb, rm2 := buf(r2)
+	pong := make(chan struct{})
+	go func() { // the peer: echoes each transfer back
+		defer close(pong)
+		for range b.N {
+			q, err := r1.Irecv(ra, rm1, 1)
+			recv(r1, q, err)
+			do(s2.Isend(sb, sm2, 2))
+		}
+	}()
+	isend := make([]time.Duration, 0, b.N)
+	hop := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		rq, err := r2.Irecv(rb, rm2, 2)
+		t0 := time.Now()
+		sq, serr := s1.Isend(sa, sm1, 1)
+		t1 := time.Now()
+		do(sq, serr)
+		recv(r2, rq, err)
+		hop = append(hop, time.Since(t0)/2)
+		isend = append(isend, t1.Sub(t0))
+	}
+	b.StopTimer()
+	<-pong
+	b.ReportMetric(p50µs(hop), "p50-µs-half-rtt")
+	b.ReportMetric(p50µs(isend), "p50-µs-isend")
+	b.ReportMetric(float64(sets1.Load()+sets2.Load())/float64(b.N), "setsockopt/rtt")
+}
+
+// p50µs is the median of d in microseconds (it sorts d).
+func p50µs(d []time.Duration) float64 {
+	slices.Sort(d)
+	return float64(d[len(d)/2].Nanoseconds()) / 1e3
+}
+
+// BenchmarkMarkToggle: what lowering the mark after each spin would add
+// to each wait, one raise and one lower of SO_RCVLOWAT (two setsockopt
+// calls), which lowMark's lazy lowering spares back-to-back Waits.
+func BenchmarkMarkToggle(b *testing.B) {
+	_, r := benchPair(b, Options{Timeout: time.Minute})
+	for b.Loop() {
+		r.mark.spinning()
+		r.mark.sleeping()
+		r.mark.awake()
+	}
 }

@@ -39,8 +39,25 @@
 // (network.Poller) raises the control socket's SO_RCVLOWAT for a caller
 // that only Tests (the GPU proxy): a frame then wakes neither the reader
 // goroutine nor the thread in Go's network poller; the end of the stream
-// and a reset still do. A transfer cut
-// into pieces is neither read nor polled so: its Wait sleeps at once.
+// and a reset still do. A Wait that spins on a receive raises the mark
+// too (one setsockopt) and leaves it raised when its transfer is done, so
+// that back-to-back spinning Waits cost their senders no wake-up and
+// themselves no system call; the mark is lowered to 1 only when a
+// goroutine is about to block on the socket's frames: a receive's Wait
+// that sleeps (its spin time over, or none, or a transfer in pieces, whose
+// Wait also wants the next transfers' frames read ahead, so that the
+// helpers start on their pieces). The invariant (lowMark): while the
+// mark is raised, no goroutine blocks waiting for the control socket's
+// frames; one that is about to lowers the mark first, and a spinner
+// raises it only while no one sleeps so, both under the mark's mutex.
+// Lowering it makes the kernel signal the socket readable at once if a
+// frame came while it was raised (tcp_set_rcvlowat), so the reader
+// goroutine reads it and wakes the sleeper. While the mark is raised and
+// nobody waits, frames for posted receives stay in the socket for the
+// next Test or Wait, rather than being read ahead by the reader
+// goroutine. PollOnly keeps the mark raised for good: its caller never
+// blocks. A transfer cut into pieces is neither read nor polled so: its
+// Wait sleeps at once.
 // Frames carry a 48-byte header
 // (magic, flags, per-socket sequence number, payload length and CRC32C, the
 // transfer's length, tag and piece size, a failure's code, the header's

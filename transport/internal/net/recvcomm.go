@@ -3,7 +3,6 @@ package net
 import (
 	"errors"
 	"io"
-	"math"
 	gonet "net"
 	"os"
 	"sync"
@@ -26,7 +25,8 @@ import (
 // for a transfer in pieces, which the helpers read).
 type RecvComm struct {
 	*conn
-	raw syscall.RawConn // the control socket's descriptor; nil: only the reader goroutine reads it
+	raw  syscall.RawConn // the control socket's descriptor; nil: only the reader goroutine reads it
+	mark *lowMark        // its SO_RCVLOWAT: raised by spinning receives, lowered before a Wait sleeps; nil without raw
 
 	// The posted receives not yet matched with a transfer, in order, and
 	// the end of the stream: under pmu.
@@ -102,10 +102,11 @@ func NewRecvComm(socks []gonet.Conn, o Options) (*RecvComm, error) {
 		if r.raw, err = tc.SyscallConn(); err != nil {
 			return nil, gccl.Errorf(gccl.SystemError, "socks", "control socket: %w", err)
 		}
+		r.mark = newLowMark(r.raw, r.fail)
 	}
 	r.bgF, r.inF, r.readF = r.readReady, r.readNow, r.readFD
 	for _, q := range c.all {
-		q.progress = r.progress
+		q.progress, q.mark = r.progress, r.mark
 	}
 	for _, q := range c.queues {
 		r.wg.Go(func() { defer r.pin()(); r.helper(q) })
@@ -204,9 +205,11 @@ func (r *RecvComm) readReady(fd uintptr) bool {
 // posted receive call it, so the goroutine waiting for a transfer reads it
 // itself. It stops at the end of q's own frame (q done, or matched with a
 // transfer in pieces): the frames after it are the reader goroutine's, read
-// while the caller consumes q, as before this fast path; reading them here
-// would put them between q's arrival and its consumer (a message of several
-// transfers would be read whole before its first transfer is reduced).
+// while the caller consumes q, as before this fast path (while the mark is
+// low; raised, they wait for the next Test or Wait: lowMark); reading them
+// here would put them between q's arrival and its consumer (a message of
+// several transfers would be read whole before its first transfer is
+// reduced).
 func (r *RecvComm) progress(q *request) {
 	if r.raw == nil || !r.rmu.TryLock() {
 		return
@@ -465,19 +468,20 @@ func (r *RecvComm) readPiece(p piece, hdr []byte) error {
 // before (a non-blocking read ignores the mark); the end of the stream
 // and a reset still wake the reader goroutine, which reports them. Frames
 // beyond the oldest receive's wait for the next Test, not the reader.
+// The mark then stays raised for good, whatever Waits do (lowMark): a
+// Wait that sleeps after PollOnly is woken by a Test that reads its
+// frame, by the end of the stream or at its deadline, not by the frame.
 // Without a raw descriptor (a wrapped socket) it does nothing.
 func (r *RecvComm) PollOnly() error {
-	if r.raw == nil {
+	if r.mark == nil {
 		return nil
 	}
-	var serr error
-	if err := r.raw.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, math.MaxInt32)
-	}); err != nil {
-		return r.classify(err, "net recv")
+	ctl, opt := r.mark.raiseForGood()
+	if ctl != nil {
+		return r.classify(ctl, "net recv")
 	}
-	if serr != nil {
-		return gccl.Errorf(gccl.SystemError, "net recv", "setting SO_RCVLOWAT on the control socket: %w", serr)
+	if opt != nil {
+		return gccl.Errorf(gccl.SystemError, "net recv", "setting SO_RCVLOWAT on the control socket: %w", opt)
 	}
 	return nil
 }

@@ -46,6 +46,10 @@ type request struct {
 	// without blocking, up to the end of this request's own transfer
 	// (RecvComm.progress); nil for sends.
 	progress func(*request)
+	// mark is a receive's connection's SO_RCVLOWAT, raised by spin and
+	// lowered before Wait sleeps on a frame (lowMark); nil for sends and
+	// where the socket has no raw descriptor.
+	mark *lowMark
 	// pieces is set on a send cut into pieces, and on a receive once it is
 	// matched with such a transfer: the helpers move it on the data
 	// sockets, and the control socket holds nothing more of it, so its
@@ -132,12 +136,24 @@ func (r *request) Test() (bool, int, error) {
 // outnumber half its CPUs under GCCL_HOST_SPIN=auto), reading a receive's
 // transfer itself, and only then sleeps until a finish wakes it; a
 // transfer in pieces is not polled (spin).
+//
+// A receive's Wait lowers its connection's control socket's SO_RCVLOWAT
+// before it sleeps, if a spin left it raised (lowMark.sleeping), so that
+// the reader goroutine is woken by the frames, buffered already or yet to
+// come, that the sleeper waits for: its own, unless it is matched with a
+// transfer in pieces already (then the helpers alone finish it), and those
+// after it, whose reading ahead lets the helpers start on the next
+// transfer's pieces while the caller sleeps on this one's.
 func (r *request) Wait(ctx context.Context) (int, error) {
 	if done, n, err := r.Test(); done {
 		return n, err
 	}
 	if r.spin(ctx) {
 		return r.spent()
+	}
+	if r.mark != nil {
+		r.mark.sleeping()
+		defer r.mark.awake()
 	}
 	deadline := wait.Deadline(ctx, r.timeout)
 	var expired <-chan time.Time
@@ -181,10 +197,21 @@ func (r *request) Wait(ctx context.Context) (int, error) {
 // its spin time before that goroutine ran (AllReduce of 256 KiB, 2 ranks
 // on 2 simulated hosts of 16 CPUs: 1.3x the time of sleeping at once;
 // yielding every 16th poll: 1.1x).
+//
+// A receive that spins raises its connection's control socket's
+// SO_RCVLOWAT, unless it is raised already or a goroutine sleeps on the
+// socket's frames (lowMark.spinning), and leaves it raised when it is
+// done: the frames it and the next spinning Waits poll for then wake
+// neither the reader goroutine nor the thread in Go's network poller, a
+// wake-up the sender's write would pay for, and back-to-back Waits pay no
+// system call for the mark. A Wait that goes to sleep lowers it (Wait).
 func (r *request) spin(ctx context.Context) bool {
 	d := futex.SpinTime()
 	if d <= 0 {
 		return false
+	}
+	if r.mark != nil && !r.pieces.Load() {
+		r.mark.spinning()
 	}
 	start := time.Now()
 	for i := 1; ; i++ {

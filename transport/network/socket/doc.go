@@ -40,5 +40,7 @@
 // Refusal (network.Refuser) find it; requests implement network.Waiter.
 // A RecvComm is a network.Poller: PollOnly raises its control socket's
 // SO_RCVLOWAT, for a caller that only Tests (the GPU proxy), so that a
-// frame's arrival wakes no goroutine; Test reads it.
+// frame's arrival wakes no goroutine; Test reads it. A Wait that spins on
+// a receive (GCCL_HOST_SPIN) raises it too, and it stays raised until a
+// Wait is about to sleep on the connection, which lowers it first.
 package socket
