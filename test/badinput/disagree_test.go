@@ -70,7 +70,7 @@ func runDisagreement(t *testing.T, d fault.Disagreement, exp disagreeAnswer) err
 	for r, c := range w.comms {
 		b, err := fault.NewBufs(c, fault.DisagreeBytes, uint64(r))
 		require.NoError(t, err)
-		t.Cleanup(b.Free)
+		w.atEnd(b.Free)
 		bufs[r] = b
 	}
 	errs := w.par(func(r int) error {

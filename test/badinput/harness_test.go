@@ -104,12 +104,27 @@ func expect(t *testing.T, code gccl.Result, arg string, words []string, err erro
 }
 
 // world is n ranks of one host communicator in this process, a stream
-// each, and the buffers the cases allocate (freed with the world).
+// each, and the buffers the cases allocate (freed with the world, once its
+// communicators are aborted and its streams done: a case that ends early,
+// or leaves an operation waiting for a peer, must not free a buffer that
+// a rank's operation still reads).
 type world struct {
 	comms   []*comm.Comm
 	devs    []device.Device
 	streams []gccl.Stream
 	probe   []uintptr // mustBeUsable's buffers: send then recv, per rank
+
+	mu    sync.Mutex
+	bufs  [][2]uintptr // alloc's buffers: rank, address
+	frees []func()     // atEnd's
+}
+
+// atEnd runs free when the world ends, after its communicators are
+// aborted and its streams done (for buffers a case allocates itself).
+func (w *world) atEnd(free func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.frees = append(w.frees, free)
 }
 
 // shared is the 2-rank world of the shared cases (TestBadInput makes it).
@@ -143,8 +158,21 @@ func newWorldConfig(t *testing.T, n int, cfg *comm.Config) *world {
 		for _, c := range w.comms {
 			_ = c.Abort()
 		}
+		for r, s := range w.streams {
+			if w.devs[r] != nil && s != 0 {
+				_ = w.devs[r].Synchronize(s) // an aborted operation ends; its error is the case's to check
+			}
+		}
 		for i, p := range w.probe {
 			_ = w.devs[i/2].Free(p)
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, b := range w.bufs {
+			_ = w.devs[b[0]].Free(b[1])
+		}
+		for _, free := range w.frees {
+			free()
 		}
 	})
 	require.NoError(t, errors.Join(errs...))
@@ -180,7 +208,9 @@ func (w *world) alloc(t *testing.T, r, n int) uintptr {
 	t.Helper()
 	p, err := w.devs[r].Alloc(n)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = w.devs[r].Free(p) })
+	w.mu.Lock()
+	w.bufs = append(w.bufs, [2]uintptr{uintptr(r), p})
+	w.mu.Unlock()
 	require.NoError(t, device.Memset(w.devs[r], p, poison, n))
 	return p
 }
