@@ -29,22 +29,8 @@ func benchPingPong(b *testing.B, size int, sum bool) {
 	s1, r1 := benchPair(b, o) // there
 	s2, r2 := benchPair(b, o) // back
 	ctx := context.Background()
-	buf := func(c network.Comm) (network.Region, network.MemHandle) {
-		reg := network.HostRegion(make([]byte, size))
-		m, err := c.Register(reg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return reg, m
-	}
-	do := func(q network.Request, err error) {
-		if err == nil {
-			_, err = q.(network.Waiter).Wait(ctx)
-		}
-		if err != nil {
-			b.Error(err)
-		}
-	}
+	buf := func(c network.Comm) (network.Region, network.MemHandle) { return benchRegion(b, c, size) }
+	do := func(q network.Request, err error) { benchWait(b, ctx, q, err) }
 	sa, sm1 := buf(s1)
 	ra, rm1 := buf(r1)
 	sb, sm2 := buf(s2)
@@ -188,22 +174,8 @@ func benchSpinWait(b *testing.B, size int, mode spinMark) {
 	}
 	sets1, sets2 := countSets(r1), countSets(r2)
 	ctx := context.Background()
-	buf := func(c network.Comm) (network.Region, network.MemHandle) {
-		reg := network.HostRegion(make([]byte, size))
-		m, err := c.Register(reg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return reg, m
-	}
-	do := func(q network.Request, err error) {
-		if err == nil {
-			_, err = q.(network.Waiter).Wait(ctx)
-		}
-		if err != nil {
-			b.Error(err)
-		}
-	}
+	buf := func(c network.Comm) (network.Region, network.MemHandle) { return benchRegion(b, c, size) }
+	do := func(q network.Request, err error) { benchWait(b, ctx, q, err) }
 	recv := func(r *RecvComm, q network.Request, err error) {
 		do(q, err)
 		if mode == markToggle { // what lowat's last spinner out did
@@ -259,5 +231,25 @@ func BenchmarkMarkToggle(b *testing.B) {
 		r.mark.spinning()
 		r.mark.sleeping()
 		r.mark.awake()
+	}
+}
+
+// benchRegion registers a host buffer of size bytes with c.
+func benchRegion(b *testing.B, c network.Comm, size int) (network.Region, network.MemHandle) {
+	reg := network.HostRegion(make([]byte, size))
+	m, err := c.Register(reg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return reg, m
+}
+
+// benchWait waits for q, which its post returned with err.
+func benchWait(b *testing.B, ctx context.Context, q network.Request, err error) {
+	if err == nil {
+		_, err = q.(network.Waiter).Wait(ctx)
+	}
+	if err != nil {
+		b.Error(err)
 	}
 }
