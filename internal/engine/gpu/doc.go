@@ -23,7 +23,8 @@
 // before it returns.
 //
 // The kernel of a collective: a one-rank communicator copies (a copy node
-// when captured, a copy engine transfer from 1 MiB); up to GCCL_GPU_LL_MAX
+// when captured, a copy engine transfer from 8 MiB, the copy kernel
+// gccl_copy below); up to GCCL_GPU_LL_MAX
 // bytes the one-shot (LL) kernel through the direct areas; registered
 // buffers run zero-copy, the kernels loading and storing the peers'
 // registered buffers (registered.go, with the registrations found, agreed
