@@ -25,34 +25,57 @@ func BenchmarkPingPong(b *testing.B) {
 }
 
 func benchPingPong(b *testing.B, size int, sum bool) {
-	o := Options{Timeout: time.Minute, Checksum: sum}
-	s1, r1 := benchPair(b, o) // there
-	s2, r2 := benchPair(b, o) // back
-	ctx := context.Background()
-	buf := func(c network.Comm) (network.Region, network.MemHandle) { return benchRegion(b, c, size) }
-	do := func(q network.Request, err error) { benchWait(b, ctx, q, err) }
-	sa, sm1 := buf(s1)
-	ra, rm1 := buf(r1)
-	sb, sm2 := buf(s2)
-	rb, rm2 := buf(r2)
-	pong := make(chan struct{})
-	go func() { // the peer: echoes each transfer back
-		defer close(pong)
-		for range b.N {
-			do(r1.Irecv(ra, rm1, 1))
-			do(s2.Isend(sb, sm2, 2))
-		}
-	}()
+	p := newPingPong(b, Options{Timeout: time.Minute, Checksum: sum}, size)
+	pong := p.echo(b, func(_ *RecvComm, q network.Request, err error) { benchWait(b, q, err) })
 	b.SetBytes(int64(2 * size))
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		rq, err := r2.Irecv(rb, rm2, 2)
-		do(s1.Isend(sa, sm1, 1))
-		do(rq, err)
+		rq, err := p.r2.Irecv(p.rb, p.rm2, 2)
+		sq, serr := p.s1.Isend(p.sa, p.sm1, 1)
+		benchWait(b, sq, serr)
+		benchWait(b, rq, err)
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/1e3/float64(b.N)/2, "µs/half-rtt")
 	<-pong
+}
+
+// pingPong is two connections over loopback TCP, there (s1 to r1) and
+// back (s2 to r2), with a registered buffer of the transfer's size at each
+// end.
+type pingPong struct {
+	s1, s2             *SendComm
+	r1, r2             *RecvComm
+	sa, ra, sb, rb     network.Region
+	sm1, rm1, sm2, rm2 network.MemHandle
+}
+
+func newPingPong(b *testing.B, o Options, size int) *pingPong {
+	p := &pingPong{}
+	p.s1, p.r1 = benchPair(b, o)
+	p.s2, p.r2 = benchPair(b, o)
+	p.sa, p.sm1 = benchRegion(b, p.s1, size)
+	p.ra, p.rm1 = benchRegion(b, p.r1, size)
+	p.sb, p.sm2 = benchRegion(b, p.s2, size)
+	p.rb, p.rm2 = benchRegion(b, p.r2, size)
+	return p
+}
+
+// echo starts the peer, which receives each of b.N transfers on r1 (recv
+// waits for it) and sends it back on s2; the channel closes when it is
+// done.
+func (p *pingPong) echo(b *testing.B, recv func(*RecvComm, network.Request, error)) <-chan struct{} {
+	pong := make(chan struct{})
+	go func() {
+		defer close(pong)
+		for range b.N {
+			q, err := p.r1.Irecv(p.ra, p.rm1, 1)
+			recv(p.r1, q, err)
+			sq, serr := p.s2.Isend(p.sb, p.sm2, 2)
+			benchWait(b, sq, serr)
+		}
+	}()
+	return pong
 }
 
 // benchPair connects a sending and a receiving end over loopback TCP: a
@@ -162,50 +185,33 @@ const (
 func (m spinMark) String() string { return [...]string{"off", "toggle", "lazy"}[m] }
 
 func benchSpinWait(b *testing.B, size int, mode spinMark) {
-	o := Options{Timeout: time.Minute}
-	s1, r1 := benchPair(b, o) // there
-	s2, r2 := benchPair(b, o) // back
+	p := newPingPong(b, Options{Timeout: time.Minute}, size)
 	if mode == markOff {
-		for _, r := range []*RecvComm{r1, r2} {
+		for _, r := range []*RecvComm{p.r1, p.r2} {
 			for _, q := range r.all {
 				q.mark = nil // the behaviour before lowMark
 			}
 		}
 	}
-	sets1, sets2 := countSets(r1), countSets(r2)
-	ctx := context.Background()
-	buf := func(c network.Comm) (network.Region, network.MemHandle) { return benchRegion(b, c, size) }
-	do := func(q network.Request, err error) { benchWait(b, ctx, q, err) }
+	sets1, sets2 := countSets(p.r1), countSets(p.r2)
 	recv := func(r *RecvComm, q network.Request, err error) {
-		do(q, err)
+		benchWait(b, q, err)
 		if mode == markToggle { // what lowat's last spinner out did
 			r.mark.sleeping()
 			r.mark.awake()
 		}
 	}
-	sa, sm1 := buf(s1)
-	ra, rm1 := buf(r1)
-	sb, sm2 := buf(s2)
-	rb, rm2 := buf(r2)
-	pong := make(chan struct{})
-	go func() { // the peer: echoes each transfer back
-		defer close(pong)
-		for range b.N {
-			q, err := r1.Irecv(ra, rm1, 1)
-			recv(r1, q, err)
-			do(s2.Isend(sb, sm2, 2))
-		}
-	}()
+	pong := p.echo(b, recv)
 	isend := make([]time.Duration, 0, b.N)
 	hop := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
-		rq, err := r2.Irecv(rb, rm2, 2)
+		rq, err := p.r2.Irecv(p.rb, p.rm2, 2)
 		t0 := time.Now()
-		sq, serr := s1.Isend(sa, sm1, 1)
+		sq, serr := p.s1.Isend(p.sa, p.sm1, 1)
 		t1 := time.Now()
-		do(sq, serr)
-		recv(r2, rq, err)
+		benchWait(b, sq, serr)
+		recv(p.r2, rq, err)
 		hop = append(hop, time.Since(t0)/2)
 		isend = append(isend, t1.Sub(t0))
 	}
@@ -245,9 +251,9 @@ func benchRegion(b *testing.B, c network.Comm, size int) (network.Region, networ
 }
 
 // benchWait waits for q, which its post returned with err.
-func benchWait(b *testing.B, ctx context.Context, q network.Request, err error) {
+func benchWait(b *testing.B, q network.Request, err error) {
 	if err == nil {
-		_, err = q.(network.Waiter).Wait(ctx)
+		_, err = q.(network.Waiter).Wait(context.Background())
 	}
 	if err != nil {
 		b.Error(err)
